@@ -1,0 +1,36 @@
+"""The one error family of tfgen.
+
+Every error a user can cause derives from `TfgenError` and carries a message that is ready to
+print. The CLI turns these into one red line and exit code 1 (2 for `EnvironmentProblem`); any
+other exception is a bug in tfgen and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class TfgenError(Exception):
+    """A problem caused by input or environment, explained in `message`."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InputError(TfgenError):
+    """A file the user wrote cannot be read or does not make sense."""
+
+
+class ProblemsFound(TfgenError):
+    """Validation found problems; they are reported by the caller, this only carries the count."""
+
+
+class EnvironmentProblem(TfgenError):
+    """Something tfgen needs from the machine is missing (helm, git, ...): exit code 2."""
+
+    exit_code = 2
+
+
+class HelmError(TfgenError):
+    """`helm` ran and failed, typically a `fail`/`required` in the chart for bad values."""
