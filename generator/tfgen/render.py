@@ -282,3 +282,33 @@ def _remove_empty_parents(directory: Path, stop: Path) -> None:
         except OSError:
             return
         directory = directory.parent
+
+
+def _source_experiment(experiment: Any, root: Path) -> SourceExperiment:
+    # validate.py's experiments carry the spec file and the completed document.
+    path = Path(experiment.path)
+    try:
+        source = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        source = path.as_posix()
+    return SourceExperiment(source=source, data=experiment.data)
+
+
+def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[Problem]]:
+    """Validate every spec under the repository's experiments/ and plan the render.
+
+    Returns (None, problems) when any spec is invalid: nothing is rendered from a repository
+    that does not validate, so a half-valid tree never reaches Argo CD.
+    """
+    from .config import load_config
+    from .validate import validate_paths
+
+    config = load_config([root] if root else [])
+    spec_paths = sorted(config.experiments_dir.glob("*.yaml")) + sorted(
+        config.experiments_dir.glob("*.yml")
+    )
+    result = validate_paths(spec_paths, config)
+    if result.problems:
+        return None, list(result.problems)
+    experiments = [_source_experiment(e, config.root) for e in result.experiments]
+    return plan_render(config.root, experiments, config.argocd), []
