@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from helpers import ARGOCD, build_file_tree, mnist_spec
-
 from tfgen import render
 from tfgen.errors import TfgenError
 from tfgen.generated import HEADER_MARK

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from helpers import mnist_spec
-
 from tfgen.values import build_values, env_var, resources
 
 CONTRACT_TOP_KEYS = [
