@@ -285,8 +285,8 @@ def _remove_empty_parents(directory: Path, stop: Path) -> None:
 
 
 def _source_experiment(experiment: Any, root: Path) -> SourceExperiment:
-    # validate.py's experiments carry the spec file and the completed document.
-    path = Path(experiment.path)
+    # validate.Experiment: `source` is the spec file, `data` the completed document.
+    path = Path(experiment.source)
     try:
         source = path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
@@ -301,14 +301,18 @@ def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, li
     that does not validate, so a half-valid tree never reaches Argo CD.
     """
     from .config import load_config
-    from .validate import validate_paths
+    from .validate import SPEC_SUFFIXES, validate_repo
 
-    config = load_config([root] if root else [])
-    spec_paths = sorted(config.experiments_dir.glob("*.yaml")) + sorted(
-        config.experiments_dir.glob("*.yml")
-    )
-    result = validate_paths(spec_paths, config)
+    config = load_config([], cwd=root)
+    specs = [p for p in sorted(config.experiments_dir.glob("*")) if p.suffix in SPEC_SUFFIXES]
+    if not specs:
+        # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
+        # and every per-experiment file becomes an orphan.
+        return plan_render(config.root, [], config.argocd), []
+    result = validate_repo(cwd=root)
     if result.problems:
         return None, list(result.problems)
-    experiments = [_source_experiment(e, config.root) for e in result.experiments]
-    return plan_render(config.root, experiments, config.argocd), []
+    assert result.config is not None  # validate_repo always loads one
+    repo_root = result.config.root
+    experiments = [_source_experiment(e, repo_root) for e in result.experiments]
+    return plan_render(repo_root, experiments, result.config.argocd), []

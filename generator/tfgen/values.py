@@ -114,13 +114,16 @@ def _storage(storage: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tensorboard(tb: Mapping[str, Any]) -> dict[str, Any]:
+def _tensorboard(tb: Mapping[str, Any], mount_path: str) -> dict[str, Any]:
     service = tb.get("service") or {}
     ingress = tb.get("ingress") or {}
+    # A disabled TensorBoard may have no logDir; the chart still wants an absolute path, so
+    # write the conventional one (unused while disabled) rather than an invalid "".
+    log_dir = tb.get("logDir") or f"{mount_path.rstrip('/')}/logs"
     return {
         "enabled": bool(tb.get("enabled", True)),
         "image": tb.get("image", DEFAULT_TENSORBOARD_IMAGE),
-        "logDir": tb.get("logDir", ""),
+        "logDir": log_dir,
         "reloadInterval": int(tb.get("reloadInterval", 30)),
         "resources": resources(tb.get("cpu", "500m"), tb.get("memory", "1Gi")),
         "service": {
@@ -170,7 +173,9 @@ def build_values(experiment: Mapping[str, Any]) -> dict[str, Any]:
         "env": env_list(spec.get("env")),
         "roles": {name: _role(roles[name]) for name in ordered_roles},
         "storage": _storage(spec.get("storage") or {}),
-        "tensorboard": _tensorboard(spec.get("tensorboard") or {}),
+        "tensorboard": _tensorboard(
+            spec.get("tensorboard") or {}, (spec.get("storage") or {}).get("mountPath", "")
+        ),
         "runPolicy": _run_policy(spec.get("runPolicy") or {}),
         "priorityClassName": spec.get("priorityClassName", "") or "",
         "schedulerName": spec.get("schedulerName", "") or "",
