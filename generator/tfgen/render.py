@@ -241,19 +241,22 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
     to_write = [c for c in plan.changes if c.action in (CREATE, UPDATE)]
     staged: list[tuple[Path, Path, str]] = []
     written: list[str] = []
+    current = ""
     try:
         for change in to_write:
+            current = change.path
             target = plan.root / change.path
             staged.append((_stage(target, change.new or ""), target, change.path))
         for temp, target, rel in staged:
+            current = rel
             os.replace(temp, target)
             written.append(rel)
         for directory in sorted({target.parent for _, target, _ in staged}):
             _fsync_dir(directory)
     except OSError as exc:
         raise TfgenError(
-            f"cannot write {exc.filename or 'generated files'}: {exc.strerror or exc}; "
-            f"{len(written)} of {len(to_write)} files written, each one complete"
+            f"cannot write {current}: {exc.strerror or exc}; {len(written)} of "
+            f"{len(to_write)} files written, each one complete (run `tfgen render` again)"
         ) from exc
     finally:
         for temp, _, _ in staged:
@@ -269,7 +272,10 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
         current = _read(path)
         if current is None or not is_generated(current):
             continue
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise TfgenError(f"cannot remove orphan {change.path}: {exc.strerror or exc}") from exc
         removed.append(change.path)
         _remove_empty_parents(path.parent, plan.root / gitops.EXPERIMENTS_DIR)
     return ApplyResult(written=written, removed=removed, kept_orphans=kept)
