@@ -214,3 +214,11 @@ def test_tfjob_health(conditions: list[dict[str, str]] | None, status: str,
 def test_tfjob_health_with_empty_status() -> None:
     obj = {"kind": "TFJob", "status": {}}
     assert health(obj)["status"] == "Progressing"
+
+
+def test_health_patch_is_a_valid_configmap(repo: Path) -> None:
+    import kubernetes_validate
+
+    patch = load(repo, "argo/argocd-cm-tfjob-health.yaml")
+    kubernetes_validate.validate(patch, "1.30", strict=True)  # raises on any unknown field
+    assert set(patch["data"]) == {"resource.customizations.health.kubeflow.org_TFJob"}

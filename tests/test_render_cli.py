@@ -95,3 +95,10 @@ def test_json_format(runner: CliRunner, repo: Path) -> None:
 def test_usage_error_exit_2(runner: CliRunner) -> None:
     result = runner.invoke(main, ["render", "--format", "xml"])
     assert result.exit_code == 2
+
+
+def test_render_is_documented(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["render", "--help"])
+    assert result.exit_code == 0 and "--check" in result.output and "--prune" in result.output
+    readme = (REPO / "README.md").read_text()
+    assert "## `tfgen render`" in readme and "--check" in readme and "--prune" in readme
