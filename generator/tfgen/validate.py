@@ -1,0 +1,167 @@
+"""Validation of experiment files: loader + repo defaults + schema + rules, over many files.
+
+`validate_paths` checks files (directories contribute their `*.yaml`/`*.yml`) and returns every
+problem of every file at once together with the Experiments that passed. `validate_repo` is the
+entry point for other commands (render, check, explain): it finds the repository root and its
+tfgen.yaml and validates `experiments/` (or the given paths).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import RepoConfig, load_config, merge_defaults
+from .loader import LoadError, Locator, load_file
+from .report import Problem
+from .rules import Checked, file_problems, repo_problems
+from .schema import apply_defaults, schema_problems
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A valid experiment: `data` is the whole spec document with repo defaults and every
+    schema default applied (a plain dict: apiVersion, kind, metadata, spec); `source` is the
+    file it came from. Role-level image/command/args are absent when the role inherits the
+    spec-level ones; optional numbers without a default (activeDeadlineSeconds, backoffLimit,
+    cpu/memory of a role) are absent when not set.
+    """
+
+    source: Path
+    data: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.data["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.data["metadata"]["namespace"])
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.data["metadata"])
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return dict(self.data["spec"])
+
+
+@dataclass
+class ValidationResult:
+    """Outcome of validating some files: valid experiments, every problem, the files seen."""
+
+    experiments: list[Experiment] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    config: RepoConfig | None = None
+    invalid_files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and bool(self.files)
+
+    def summary(self) -> str:
+        """One line: "3 problems in 1 of 4 files" or "4 experiments valid"."""
+        if self.problems:
+            n, bad, total = len(self.problems), self.invalid_files, len(self.files)
+            return (f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
+                    f"file{'s' if total != 1 else ''}")
+        n = len(self.experiments)
+        return f"{n} experiment{'s' if n != 1 else ''} valid"
+
+
+def display_path(path: Path) -> str:
+    """A path as people should see it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
+    """Spec files from paths: files as given, directories' *.yaml/*.yml (sorted, not recursive)."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+            if not found:
+                problems.append(Problem(display_path(path), message="no *.yaml experiment files here"))
+            files += found
+        elif path.exists():
+            files.append(path)
+        else:
+            problems.append(Problem(display_path(path), message="no such file or directory"))
+    unique = list(dict.fromkeys(f.resolve() for f in files))
+    return [Path(os.path.relpath(f)) if _inside_cwd(f) else f for f in unique], problems
+
+
+def _inside_cwd(path: Path) -> bool:
+    return path.is_relative_to(Path.cwd().resolve())
+
+
+def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Problem]]:
+    """Load and validate one file: (the checked experiment or None if unreadable, problems)."""
+    shown = display_path(path)
+    try:
+        document = load_file(path, display=shown)
+    except LoadError as exc:
+        return None, [Problem(exc.path, exc.line, exc.col, "", exc.reason, exc.hint)]
+    merged = merge_defaults(config.defaults, document.data)
+    problems = schema_problems(document, merged, config=config.document)
+    checked = Checked(source=path, data=apply_defaults(merged), locator=Locator(document, config.document))
+    problems += file_problems(checked, config.namespaces)
+    return checked, problems
+
+
+def validate_paths(paths: Sequence[Path | str], config: RepoConfig) -> ValidationResult:
+    """Validate spec files and directories against the schema and every rule.
+
+    Reports every problem of every file (unreadable files give one problem each) and returns
+    the experiments of the files without problems, in file order.
+    """
+    files, problems = discover(paths)
+    checked: list[Checked] = []
+    # Counted per spec file: a problem located in tfgen.yaml (a bad default) still fails the spec.
+    invalid: set[Path] = set()
+    for path in files:
+        item, found = check_file(path, config)
+        problems += found
+        if found:
+            invalid.add(path)
+        if item is not None:
+            checked.append(item)
+    across = repo_problems(checked)
+    problems += across
+    shown = {p.path for p in across}
+    invalid |= {c.source for c in checked if c.locator.document.path in shown}
+    experiments = [Experiment(source=c.source, data=c.data) for c in checked if c.source not in invalid]
+    return ValidationResult(experiments=experiments, problems=sorted(problems), files=files,
+                            config=config, invalid_files=len(invalid))
+
+
+def validate_repo(paths: Sequence[Path | str] = (), cwd: Path | None = None) -> ValidationResult:
+    """Validated Experiments of a repository: what render, check and explain build on.
+
+    Finds the repository root (nearest ancestor of `paths`, else of `cwd`, holding tfgen.yaml),
+    loads its config (InputError if tfgen.yaml itself is invalid) and validates `paths`, by
+    default `<root>/experiments/`. Use it as::
+
+        result = validate_repo()
+        if result.problems:            # report with report.format_problems, then stop
+            ...
+        for experiment in result.experiments:
+            experiment.name, experiment.namespace, experiment.data["spec"], experiment.source
+
+    Each Experiment's `data` has tfgen.yaml defaults and every schema default applied.
+    """
+    config = load_config(paths, cwd)
+    targets = list(paths) or [config.experiments_dir]
+    return validate_paths(targets, config)
