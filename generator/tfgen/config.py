@@ -106,7 +106,7 @@ def merge_defaults(
         if isinstance(value, Mapping) and isinstance(base, Mapping):
             out[key] = merge_defaults(base, value, (*_at, key))
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = copy.deepcopy(value) if isinstance(value, (dict, list)) else value
     skip: set[str] = set()
     group = EXCLUSIVE.get(_at, ())
     if any(k in spec for k in group):

@@ -29,6 +29,8 @@ MAX_DEPTH = 64
 Key = str | int
 PointerParts = tuple[Key, ...]
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -145,6 +147,8 @@ class _Walker:
         raise self.fail(node, "unsupported YAML node")  # pragma: no cover - yaml has 3 kinds
 
     def scalar(self, node: ScalarNode) -> Any:
+        if node.tag == _STR_TAG:
+            return node.value  # most scalars; the constructor would return the same string
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
@@ -180,10 +184,12 @@ class _Walker:
 
     def _merged_pairs(self, node: MappingNode) -> list[tuple[Node, Node, bool]]:
         """(key, value, merged?) of a mapping with merge keys (`<<: *base`) resolved; own keys win."""
+        if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
+            return [(key_node, value_node, False) for key_node, value_node in node.value]
         merged: list[tuple[Node, Node]] = []
         own: list[tuple[Node, Node, bool]] = []
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if key_node.tag == _MERGE_TAG:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 for source in sources:
                     if not isinstance(source, MappingNode):

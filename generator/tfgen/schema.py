@@ -87,11 +87,61 @@ RULE_OWNED_KEYS = frozenset({"ttlSecondsAfterFinished"})
 
 
 @cache
-def validator(name: str = EXPERIMENT_SCHEMA) -> Draft202012Validator:
-    """The compiled validator of schemas/<name>; built once per process."""
+def inlined_schema(name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
+    """schemas/<name> with every local `$ref` replaced by its target (the schemas are not
+    recursive). Validating against it skips reference lookups, the largest cost per file."""
     schema = load_schema(name)
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = _resolve(node, schema)
+            return {k: inline(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    result: dict[str, Any] = inline(schema)
+    return result
+
+
+ANNOTATIONS = frozenset({"description", "examples", "default", "title", "$comment", "$id", "$schema"})
+
+
+def _lean(node: Any, *, names: bool = False) -> Any:
+    """The schema without annotation keywords; `names` marks a `properties` mapping, whose
+    keys are property names (a property may be called "default")."""
+    if isinstance(node, dict):
+        if names:
+            return {k: _lean(v) for k, v in node.items()}
+        return {
+            k: _lean(v, names=k == "properties") for k, v in node.items() if k not in ANNOTATIONS
+        }
+    if isinstance(node, list):
+        return [_lean(v) for v in node]
+    return node
+
+
+@cache
+def validator(name: str = EXPERIMENT_SCHEMA) -> Draft202012Validator:
+    """The compiled validator of schemas/<name>; built once per process.
+
+    It validates against the inlined schema without annotations: jsonschema visits every
+    keyword of every subschema, and descriptions/examples make up most of them. Messages look
+    the annotations up in the full schema (`_annotated`).
+    """
+    return Draft202012Validator(_lean(inlined_schema(name)))
+
+
+def _annotated(err: ValidationError, name: str) -> dict[str, Any]:
+    """The full (annotated) subschema an error's keyword belongs to."""
+    node: Any = inlined_schema(name)
+    for part in list(err.absolute_schema_path)[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return err.schema if isinstance(err.schema, dict) else {}
+    return node if isinstance(node, dict) else {}
 
 
 def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
@@ -107,35 +157,37 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _fill(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> None:
-    schema = _resolve(schema, root)
+def _fill(instance: Any, schema: dict[str, Any]) -> None:
     if isinstance(instance, dict):
         props: dict[str, Any] = schema.get("properties", {})
         for name, sub in props.items():
-            sub = _resolve(sub, root)
-            if name not in instance and "default" in sub:
-                instance[name] = copy.deepcopy(sub["default"])
-            if name in instance:
-                _fill(instance[name], sub, root)
+            if name not in instance:
+                if "default" not in sub:
+                    continue
+                default = sub["default"]
+                # Only containers need a copy; each spec must own its lists and mappings.
+                instance[name] = copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+            _fill(instance[name], sub)
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
             for name, value in instance.items():
                 if name not in props:
-                    _fill(value, extra, root)
+                    _fill(value, extra)
     elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
         for item in instance:
-            _fill(item, schema["items"], root)
+            _fill(item, schema["items"])
 
 
-def apply_defaults(data: dict[str, Any], name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
-    """A deep copy of `data` with every schema `default` filled in where the key is absent.
+def apply_defaults(
+    data: dict[str, Any], name: str = EXPERIMENT_SCHEMA, *, in_place: bool = False
+) -> dict[str, Any]:
+    """`data` (a deep copy unless `in_place`) with every schema `default` filled in where absent.
 
     Defaults inside an optional object apply only once that object exists (or has a default
     itself); values of the wrong type are left alone for the schema errors to report.
     """
-    out = copy.deepcopy(data)
-    schema = load_schema(name)
-    _fill(out, schema, schema)
+    out = data if in_place else copy.deepcopy(data)
+    _fill(out, inlined_schema(name))
     return out
 
 
@@ -199,9 +251,10 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
 class _Translator:
     """Builds Problems for one document's schema errors."""
 
-    def __init__(self, locator: Locator, data: Any) -> None:
+    def __init__(self, locator: Locator, data: Any, schema_name: str) -> None:
         self.locator = locator
         self.data = data
+        self.schema_name = schema_name
         self.problems: dict[tuple[str, str], Problem] = {}
         # "must be one of 3, 4.0" next to "must be text, not the number 3" is noise: the type
         # problem says it all, so value checks at a wrongly typed pointer are dropped.
@@ -235,7 +288,7 @@ class _Translator:
         parts: PointerParts = tuple(err.absolute_path)
         kind = err.validator
         value: Any = err.validator_value
-        schema: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
+        schema = _annotated(err, self.schema_name)
         instance = err.instance
         described = _first_sentence(str(schema.get("description", "")))
 
@@ -337,7 +390,7 @@ def schema_problems(
     `config`, when given, is the tfgen.yaml document the defaults came from, so that an error
     in a merged default is reported where it was written.
     """
-    translator = _Translator(Locator(document, config), data)
+    translator = _Translator(Locator(document, config), data, name)
     for err in validator(name).iter_errors(data):
         translator.error(err)
     return translator.result()

@@ -78,8 +78,10 @@ class ValidationResult:
 
 def display_path(path: Path) -> str:
     """A path as people should see it: relative to the working directory when inside it."""
+    if not path.is_absolute():
+        return str(path)
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(path.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
 
@@ -99,12 +101,9 @@ def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
             files.append(path)
         else:
             problems.append(Problem(display_path(path), message="no such file or directory"))
+    cwd = Path.cwd().resolve()
     unique = list(dict.fromkeys(f.resolve() for f in files))
-    return [Path(os.path.relpath(f)) if _inside_cwd(f) else f for f in unique], problems
-
-
-def _inside_cwd(path: Path) -> bool:
-    return path.is_relative_to(Path.cwd().resolve())
+    return [Path(os.path.relpath(f, cwd)) if f.is_relative_to(cwd) else f for f in unique], problems
 
 
 def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Problem]]:
@@ -116,7 +115,9 @@ def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Pro
         return None, [Problem(exc.path, exc.line, exc.col, "", exc.reason, exc.hint)]
     merged = merge_defaults(config.defaults, document.data)
     problems = schema_problems(document, merged, config=config.document)
-    checked = Checked(source=path, data=apply_defaults(merged), locator=Locator(document, config.document))
+    # merge_defaults built a fresh tree, so the defaults can be filled in without another copy.
+    complete = apply_defaults(merged, in_place=True)
+    checked = Checked(source=path, data=complete, locator=Locator(document, config.document))
     problems += file_problems(checked, config.namespaces)
     return checked, problems
 
