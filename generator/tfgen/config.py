@@ -133,8 +133,9 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
         return RepoConfig(
             root=(cwd or Path.cwd()).resolve(),
             path=None,
-            data=apply_defaults({"apiVersion": "tfgen.io/v1", "kind": "RepoConfig"},
-                                "repo-config.schema.json"),
+            data=apply_defaults(
+                {"apiVersion": "tfgen.io/v1", "kind": "RepoConfig"}, "repo-config.schema.json"
+            ),
         )
     path = root / CONFIG_NAME
     try:
@@ -144,9 +145,12 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
     problems = config_problems(document)
     if problems:
         raise InputError("invalid repository config:\n" + "\n".join(p.text() for p in problems))
-    return RepoConfig(root=root, path=path, data=apply_defaults(document.data,
-                                                                 "repo-config.schema.json"),
-                      document=document)
+    return RepoConfig(
+        root=root,
+        path=path,
+        data=apply_defaults(document.data, "repo-config.schema.json"),
+        document=document,
+    )
 
 
 def _display(path: Path) -> str:

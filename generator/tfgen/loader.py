@@ -101,10 +101,16 @@ class Locator:
     document: Document
     config: Document | None = None
 
-    def where(self, parts: PointerParts, *, key: bool = False) -> tuple[str, int, int, bool]:
-        """(path, line, col, from_config) for a pointer into the merged spec."""
+    def where(
+        self, parts: PointerParts, *, key: bool = False, missing: bool = False
+    ) -> tuple[str, int, int, bool]:
+        """(path, line, col, from_config) for a pointer into the merged spec.
+
+        `missing=True` is for problems about something absent (a required key, one of several
+        alternatives): the spec should add it, so they always point into the spec.
+        """
         parts = tuple(parts)
-        if parts in self.document.values or not self.config:
+        if missing or parts in self.document.values or not self.config:
             return (self.document.path, *self.document.locate(parts, key=key), False)
         in_config = ("defaults", *parts)
         if in_config in self.config.values:
@@ -123,7 +129,9 @@ class _Walker:
         self.keys: dict[PointerParts, tuple[int, int]] = {}
 
     def fail(self, node: Node, reason: str, hint: str = "") -> LoadError:
-        return LoadError(self.path, reason, node.start_mark.line + 1, node.start_mark.column + 1, hint)
+        return LoadError(
+            self.path, reason, node.start_mark.line + 1, node.start_mark.column + 1, hint
+        )
 
     def walk(self, node: Node, parts: PointerParts, depth: int) -> Any:
         self.count += 1
@@ -135,8 +143,11 @@ class _Walker:
                 "(a 'billion laughs' file) are refused",
             )
         if depth > MAX_DEPTH:
-            raise self.fail(node, f"nested more than {MAX_DEPTH} levels deep",
-                            "recursive aliases or runaway nesting are refused")
+            raise self.fail(
+                node,
+                f"nested more than {MAX_DEPTH} levels deep",
+                "recursive aliases or runaway nesting are refused",
+            )
         self.values[parts] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, ScalarNode):
             return self.scalar(node)
@@ -165,7 +176,9 @@ class _Walker:
         explicit: dict[str, Node] = {}
         for key_node, value_node, is_merged in self._merged_pairs(node):
             if not isinstance(key_node, ScalarNode):
-                raise self.fail(key_node, "mapping keys must be plain strings, not lists or mappings")
+                raise self.fail(
+                    key_node, "mapping keys must be plain strings, not lists or mappings"
+                )
             key = self.scalar(key_node)
             if key is None or isinstance(key, (bool, float)):
                 # `yes:`/`null:` as a key is almost always a mistake; insist on text.
@@ -174,8 +187,11 @@ class _Walker:
             if not is_merged:
                 if key in explicit:
                     first = explicit[key].start_mark.line + 1
-                    raise self.fail(key_node, f'duplicate key "{key}" (first defined on line {first})',
-                                    "YAML would silently keep only the last one; remove one of them")
+                    raise self.fail(
+                        key_node,
+                        f'duplicate key "{key}" (first defined on line {first})',
+                        "YAML would silently keep only the last one; remove one of them",
+                    )
                 explicit[key] = key_node
             child = (*parts, key)
             self.keys[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
@@ -183,7 +199,7 @@ class _Walker:
         return out
 
     def _merged_pairs(self, node: MappingNode) -> list[tuple[Node, Node, bool]]:
-        """(key, value, merged?) of a mapping with merge keys (`<<: *base`) resolved; own keys win."""
+        """(key, value, merged?) pairs, merge keys (`<<: *base`) resolved; own keys win."""
         if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
             return [(key_node, value_node, False) for key_node, value_node in node.value]
         merged: list[tuple[Node, Node]] = []
@@ -193,7 +209,9 @@ class _Walker:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 for source in sources:
                     if not isinstance(source, MappingNode):
-                        raise self.fail(source, "a merge key (<<) needs a mapping or a list of mappings")
+                        raise self.fail(
+                            source, "a merge key (<<) needs a mapping or a list of mappings"
+                        )
                     merged.extend((k, v) for k, v, _ in self._merged_pairs(source))
             else:
                 own.append((key_node, value_node, False))
@@ -220,8 +238,11 @@ def _first_line(exc: BaseException) -> str:
 
 def _check_text(path: str, raw: bytes) -> str:
     if len(raw) > MAX_BYTES:
-        raise LoadError(path, f"file is {len(raw):,} bytes; the limit is {MAX_BYTES:,} bytes (1 MiB)",
-                        hint="an experiment spec is a few kilobytes; is this the right file?")
+        raise LoadError(
+            path,
+            f"file is {len(raw):,} bytes; the limit is {MAX_BYTES:,} bytes (1 MiB)",
+            hint="an experiment spec is a few kilobytes; is this the right file?",
+        )
     if b"\x00" in raw:
         raise LoadError(path, "this is a binary file, not YAML text (it contains NUL bytes)")
     try:
@@ -230,18 +251,29 @@ def _check_text(path: str, raw: bytes) -> str:
         before = raw[: exc.start]
         line = before.count(b"\n") + 1
         col = exc.start - (before.rfind(b"\n") + 1) + 1
-        raise LoadError(path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", line, col,
-                        "save the file as UTF-8") from None
+        raise LoadError(
+            path,
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            line,
+            col,
+            "save the file as UTF-8",
+        ) from None
     if not text.strip() or all(
         not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()
     ):
-        raise LoadError(path, "file is empty",
-                        hint="an experiment needs apiVersion, kind, metadata and spec")
+        raise LoadError(
+            path, "file is empty", hint="an experiment needs apiVersion, kind, metadata and spec"
+        )
     for number, line in enumerate(text.splitlines(), start=1):
         indent = line[: len(line) - len(line.lstrip(" \t"))]
         if "\t" in indent and line.strip() and not line.lstrip().startswith("#"):
-            raise LoadError(path, "tab character in indentation", number, indent.index("\t") + 1,
-                            "YAML indents with spaces only; replace the tab with spaces")
+            raise LoadError(
+                path,
+                "tab character in indentation",
+                number,
+                indent.index("\t") + 1,
+                "YAML indents with spaces only; replace the tab with spaces",
+            )
     return text
 
 
@@ -256,25 +288,39 @@ def load_text(text: str, path: str) -> Document:
                 extra = loader.get_node()
                 mark = extra.start_mark if extra is not None else None
                 raise LoadError(
-                    path, "file holds more than one YAML document (separated by ---)",
-                    mark.line + 1 if mark else 0, mark.column + 1 if mark else 0,
+                    path,
+                    "file holds more than one YAML document (separated by ---)",
+                    mark.line + 1 if mark else 0,
+                    mark.column + 1 if mark else 0,
                     "put one experiment per file: experiments/<name>.yaml",
                 )
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
-            raise LoadError(path, f"invalid YAML: {_first_line(exc)}",
-                            mark.line + 1 if mark else 0, mark.column + 1 if mark else 0) from None
+            raise LoadError(
+                path,
+                f"invalid YAML: {_first_line(exc)}",
+                mark.line + 1 if mark else 0,
+                mark.column + 1 if mark else 0,
+            ) from None
         except yaml.YAMLError as exc:
             raise LoadError(path, f"invalid YAML: {_first_line(exc)}") from None
         except RecursionError:
             raise LoadError(path, "YAML nested too deeply to read") from None
         if node is None:
-            raise LoadError(path, "file is empty", hint="an experiment needs apiVersion, kind, metadata and spec")
+            raise LoadError(
+                path,
+                "file is empty",
+                hint="an experiment needs apiVersion, kind, metadata and spec",
+            )
         if not isinstance(node, MappingNode):
             kind = "a list" if isinstance(node, SequenceNode) else "a single value"
-            raise LoadError(path, f"the top level must be a mapping of keys to values, not {kind}",
-                            node.start_mark.line + 1, node.start_mark.column + 1,
-                            "start with `apiVersion: tfgen.io/v1`")
+            raise LoadError(
+                path,
+                f"the top level must be a mapping of keys to values, not {kind}",
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+                "start with `apiVersion: tfgen.io/v1`",
+            )
         walker = _Walker(path, loader)
         try:
             data = walker.walk(node, (), 0)
@@ -293,8 +339,11 @@ def load_file(path: Path | str, display: str | None = None) -> Document:
             raw = handle.read(MAX_BYTES + 1)
             if len(raw) > MAX_BYTES:
                 size = Path(path).stat().st_size
-                raise LoadError(shown, f"file is {size:,} bytes; the limit is {MAX_BYTES:,} bytes (1 MiB)",
-                                hint="an experiment spec is a few kilobytes; is this the right file?")
+                raise LoadError(
+                    shown,
+                    f"file is {size:,} bytes; the limit is {MAX_BYTES:,} bytes (1 MiB)",
+                    hint="an experiment spec is a few kilobytes; is this the right file?",
+                )
     except OSError as exc:
         raise LoadError(shown, f"cannot read file: {exc.strerror}") from None
     return load_text(_check_text(shown, raw), shown)

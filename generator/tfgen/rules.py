@@ -57,8 +57,16 @@ class _Collector:
         self.locator = locator
         self.problems: list[Problem] = []
 
-    def add(self, parts: PointerParts, message: str, hint: str = "", *, key: bool = True) -> None:
-        path, line, col, from_config = self.locator.where(parts, key=key)
+    def add(
+        self,
+        parts: PointerParts,
+        message: str,
+        hint: str = "",
+        *,
+        key: bool = True,
+        missing: bool = False,
+    ) -> None:
+        path, line, col, from_config = self.locator.where(parts, key=key, missing=missing)
         if from_config:
             hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
         self.problems.append(Problem(path, line, col, pointer_text(parts), message, hint))
@@ -86,28 +94,45 @@ def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
         return
     base = ("spec", "roles")
     if "master" in roles and "chief" in roles:
-        out.add((*base, "chief"), 'has both "master" and "chief"; TensorFlow allows only one',
-                "keep one of them: they are the same job under two names")
+        out.add(
+            (*base, "chief"),
+            'has both "master" and "chief"; TensorFlow allows only one',
+            "keep one of them: they are the same job under two names",
+        )
     if "ps" in roles and "worker" not in roles:
-        out.add((*base, "ps"), "parameter servers without workers train nothing",
-                "add roles.worker: parameter servers only hold variables, workers compute")
+        out.add(
+            (*base, "ps"),
+            "parameter servers without workers train nothing",
+            "add roles.worker: parameter servers only hold variables, workers compute",
+        )
     if "evaluator" in roles and not any(r in roles for r in TRAINING_ROLES):
-        out.add((*base, "evaluator"), "an evaluator needs a training role to evaluate",
-                "add roles.chief (or master) or roles.worker")
+        out.add(
+            (*base, "evaluator"),
+            "an evaluator needs a training role to evaluate",
+            "add roles.chief (or master) or roles.worker",
+        )
     spec_image = spec.get("image")
     for name, role in roles.items():
         if isinstance(role, dict) and not role.get("image") and not spec_image:
-            out.add((*base, name), f'role "{name}" has no image',
-                    f"set spec.image, or spec.roles.{name}.image")
+            out.add(
+                (*base, name),
+                f'role "{name}" has no image',
+                f"set spec.image, or spec.roles.{name}.image",
+                missing=True,
+            )
     gang = _get(spec, "runPolicy", "schedulingPolicy", "minAvailable")
     total = sum(
-        r.get("replicas", 1) for r in roles.values()
+        r.get("replicas", 1)
+        for r in roles.values()
         if isinstance(r, dict) and isinstance(r.get("replicas", 1), int)
     )
     if isinstance(gang, int) and not isinstance(gang, bool) and gang > total:
-        out.add(("spec", "runPolicy", "schedulingPolicy", "minAvailable"),
-                f"is {gang}, but the job has only {total} replicas: the gang would never start",
-                f"at most {total}", key=False)
+        out.add(
+            ("spec", "runPolicy", "schedulingPolicy", "minAvailable"),
+            f"is {gang}, but the job has only {total} replicas: the gang would never start",
+            f"at most {total}",
+            key=False,
+        )
 
 
 def _check_env(spec: dict[str, Any], out: _Collector) -> None:
@@ -124,11 +149,19 @@ def _check_env(spec: dict[str, Any], out: _Collector) -> None:
             if not isinstance(name, str):
                 continue
             if name == "TF_CONFIG":
-                out.add((*parts, index, "name"), "TF_CONFIG must not be set",
-                        "the training operator writes it for every pod", key=False)
+                out.add(
+                    (*parts, index, "name"),
+                    "TF_CONFIG must not be set",
+                    "the training operator writes it for every pod",
+                    key=False,
+                )
             if name in seen:
-                out.add((*parts, index, "name"), f'variable "{name}" is set twice',
-                        f"first at {pointer_text((*parts, seen[name]))}", key=False)
+                out.add(
+                    (*parts, index, "name"),
+                    f'variable "{name}" is set twice',
+                    f"first at {pointer_text((*parts, seen[name]))}",
+                    key=False,
+                )
             seen.setdefault(name, index)
 
 
@@ -139,9 +172,11 @@ def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
         return
     nas = storage.get("nas")
     if isinstance(nas, dict) and nas.get("mode") and nas.get("driver") != "flexvolume":
-        out.add(("spec", "storage", "nas", "mode"),
-                f'only the flexvolume driver uses mode (driver is "{nas.get("driver")}")',
-                "remove mode, or set driver: flexvolume")
+        out.add(
+            ("spec", "storage", "nas", "mode"),
+            f'only the flexvolume driver uses mode (driver is "{nas.get("driver")}")',
+            "remove mode, or set driver: flexvolume",
+        )
     if not isinstance(tensorboard, dict) or tensorboard.get("enabled") is not True:
         return
     mount = storage.get("mountPath")
@@ -149,12 +184,20 @@ def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
     parts = ("spec", "tensorboard", "logDir")
     if log_dir is None:
         where = ("spec", "tensorboard") if "tensorboard" in spec else ("spec",)
-        out.add(where, "TensorBoard is enabled but tensorboard.logDir is not set",
-                "set logDir to the event-log directory inside storage.mountPath, "
-                "or tensorboard.enabled: false")
+        out.add(
+            where,
+            "TensorBoard is enabled but tensorboard.logDir is not set",
+            "set logDir to the event-log directory inside storage.mountPath, "
+            "or tensorboard.enabled: false",
+            missing=True,
+        )
         return
-    if not (isinstance(mount, str) and isinstance(log_dir, str)
-            and mount.startswith("/") and log_dir.startswith("/")):
+    if not (
+        isinstance(mount, str)
+        and isinstance(log_dir, str)
+        and mount.startswith("/")
+        and log_dir.startswith("/")
+    ):
         return  # the schema reports non-absolute paths
     if ".." in log_dir.split("/"):
         out.add(parts, f'"{log_dir}" contains ".."', "write the directory without '..'", key=False)
@@ -163,11 +206,20 @@ def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
     logs = posixpath.normpath(log_dir)
     example = posixpath.join(root, "logs")
     if logs == root:
-        out.add(parts, f'"{log_dir}" is the root of the volume mounted at {root}',
-                f"keep event logs in a sub-directory, e.g. {example}", key=False)
+        out.add(
+            parts,
+            f'"{log_dir}" is the root of the volume mounted at {root}',
+            f"keep event logs in a sub-directory, e.g. {example}",
+            key=False,
+        )
     elif not logs.startswith(root.rstrip("/") + "/"):
-        out.add(parts, f'"{log_dir}" is not inside storage.mountPath ({mount}); '
-                "TensorBoard only sees that volume", f"e.g. {example}", key=False)
+        out.add(
+            parts,
+            f'"{log_dir}" is not inside storage.mountPath ({mount}); '
+            "TensorBoard only sees that volume",
+            f"e.g. {example}",
+            key=False,
+        )
 
 
 def _check_tensorboard(spec: dict[str, Any], out: _Collector) -> None:
@@ -176,11 +228,18 @@ def _check_tensorboard(spec: dict[str, Any], out: _Collector) -> None:
         return
     prefix = ingress.get("pathPrefix")
     if isinstance(prefix, str) and prefix and not prefix.startswith("/"):
-        out.add(("spec", "tensorboard", "ingress", "pathPrefix"),
-                f'"{prefix}" must start with "/"', f"write /{prefix}", key=False)
+        out.add(
+            ("spec", "tensorboard", "ingress", "pathPrefix"),
+            f'"{prefix}" must start with "/"',
+            f"write /{prefix}",
+            key=False,
+        )
     if ingress.get("enabled") is True and _get(spec, "tensorboard", "enabled") is False:
-        out.add(("spec", "tensorboard", "ingress", "enabled"),
-                "an Ingress needs the TensorBoard it points to", "set tensorboard.enabled: true")
+        out.add(
+            ("spec", "tensorboard", "ingress", "enabled"),
+            "an Ingress needs the TensorBoard it points to",
+            "set tensorboard.enabled: true",
+        )
 
 
 def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> list[Problem]:
@@ -189,16 +248,22 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
     data = checked.data
     _check_ttl(data, out)
     name = _get(data, "metadata", "name")
-    if isinstance(name, str) and DNS1035.match(name) and checked.source.name != f"{name}.yaml":
-        out.add(("metadata", "name"),
-                f'file is named "{checked.source.name}" but the experiment is "{name}"',
-                f"rename the file to {name}.yaml: one file per experiment, named after it",
-                key=False)
+    valid_name = isinstance(name, str) and len(name) <= 51 and DNS1035.match(name)
+    if valid_name and checked.source.name != f"{name}.yaml":
+        out.add(
+            ("metadata", "name"),
+            f'file is named "{checked.source.name}" but the experiment is "{name}"',
+            f"rename the file to {name}.yaml: one file per experiment, named after it",
+            key=False,
+        )
     namespace = _get(data, "metadata", "namespace")
     if namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
-        out.add(("metadata", "namespace"),
-                f'namespace "{namespace}" is not one Argo CD may deploy to',
-                "allowed by tfgen.yaml argocd.namespaces: " + ", ".join(namespaces), key=False)
+        out.add(
+            ("metadata", "namespace"),
+            f'namespace "{namespace}" is not one Argo CD may deploy to',
+            "allowed by tfgen.yaml argocd.namespaces: " + ", ".join(namespaces),
+            key=False,
+        )
     spec = data.get("spec")
     if isinstance(spec, dict):
         _check_roles(spec, out)
@@ -219,7 +284,9 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
         if not isinstance(name, str) or not name:
             continue
         by_name.setdefault(name, []).append(item)
-        if isinstance(namespace, str) and isinstance(_get(item.data, "spec", "storage", "nas"), dict):
+        if isinstance(namespace, str) and isinstance(
+            _get(item.data, "spec", "storage", "nas"), dict
+        ):
             by_pv.setdefault(f"{namespace}-{name}-data", []).append(item)
     for name, items in by_name.items():
         if len(items) < 2:
@@ -227,9 +294,12 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
         for item in items:
             others = ", ".join(o.locator.document.path for o in items if o is not item)
             out = _Collector(item.locator)
-            out.add(("metadata", "name"), f'experiment name "{name}" is also used by {others}',
-                    "names must be unique in the repository (they name the Argo CD Application)",
-                    key=False)
+            out.add(
+                ("metadata", "name"),
+                f'experiment name "{name}" is also used by {others}',
+                "names must be unique in the repository (they name the Argo CD Application)",
+                key=False,
+            )
             problems += out.problems
     for pv, items in by_pv.items():
         if len(items) < 2 or len({_get(i.data, "metadata", "name") for i in items}) < 2:
@@ -237,9 +307,12 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
         for item in items:
             others = ", ".join(o.locator.document.path for o in items if o is not item)
             out = _Collector(item.locator)
-            out.add(("metadata", "name"),
-                    f'PersistentVolume name "{pv}" (<namespace>-<name>-data) is also derived by '
-                    f"{others}", "PersistentVolumes are cluster-wide; rename one experiment",
-                    key=False)
+            out.add(
+                ("metadata", "name"),
+                f'PersistentVolume name "{pv}" (<namespace>-<name>-data) is also derived by '
+                f"{others}",
+                "PersistentVolumes are cluster-wide; rename one experiment",
+                key=False,
+            )
             problems += out.problems
     return problems

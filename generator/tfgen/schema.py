@@ -105,7 +105,9 @@ def inlined_schema(name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
     return result
 
 
-ANNOTATIONS = frozenset({"description", "examples", "default", "title", "$comment", "$id", "$schema"})
+ANNOTATIONS = frozenset(
+    {"description", "examples", "default", "title", "$comment", "$id", "$schema"}
+)
 
 
 def _lean(node: Any, *, names: bool = False) -> Any:
@@ -166,7 +168,9 @@ def _fill(instance: Any, schema: dict[str, Any]) -> None:
                     continue
                 default = sub["default"]
                 # Only containers need a copy; each spec must own its lists and mappings.
-                instance[name] = copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+                instance[name] = (
+                    copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+                )
             _fill(instance[name], sub)
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
@@ -229,9 +233,9 @@ def _yaml_scalar(value: Any) -> str:
 
 
 def _first_sentence(text: str) -> str:
-    head = text.split(". ")[0].strip()
     # Hints are printed in parentheses already; drop the description's own asides.
-    return re.sub(r"\s*\([^)]*\)", "", head).rstrip(".")
+    plain = re.sub(r"\s*\([^)]*\)", "", text)
+    return re.split(r"(?<=[a-z0-9])\. ", plain)[0].strip().rstrip(".")
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -262,10 +266,15 @@ class _Translator:
         self.value_checks: set[tuple[str, str]] = set()
 
     def add(
-        self, parts: PointerParts, message: str, hint: str = "", *, key: bool = False,
+        self,
+        parts: PointerParts,
+        message: str,
+        hint: str = "",
+        *,
+        key: bool = False,
         kind: str = "",
     ) -> None:
-        path, line, col, from_config = self.locator.where(parts, key=key)
+        path, line, col, from_config = self.locator.where(parts, key=key, missing=kind == "missing")
         if from_config:
             hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
         pointer = pointer_text(parts)
@@ -280,7 +289,8 @@ class _Translator:
     def result(self) -> list[Problem]:
         """The problems, without enum/pattern complaints about a value of the wrong type."""
         return [
-            problem for key, problem in self.problems.items()
+            problem
+            for key, problem in self.problems.items()
             if not (key in self.value_checks and key[0] in self.wrong_type)
         ]
 
@@ -294,7 +304,9 @@ class _Translator:
 
         if "propertyNames" in err.absolute_schema_path:
             words = PATTERN_WORDS.get(str(value), f"must match {value}")
-            self.add((*parts, str(instance)), f'key "{instance}" is not valid: it {words}', key=True)
+            self.add(
+                (*parts, str(instance)), f'key "{instance}" is not valid: it {words}', key=True
+            )
         elif kind == "additionalProperties" and isinstance(instance, dict):
             allowed = list(schema.get("properties", {}))
             for name in instance:
@@ -308,7 +320,9 @@ class _Translator:
                 if name not in instance:
                     sub = props.get(name, {})
                     hint = _first_sentence(str(sub.get("description", "")))
-                    self.add(parts, f'missing required key "{name}"', hint, key=True)
+                    self.add(
+                        parts, f'missing required key "{name}"', hint, key=True, kind="missing"
+                    )
         elif kind == "const":
             want = f'"{value}"' if isinstance(value, str) else _yaml_scalar(value)
             self.add(parts, f"must be {want}, not {_describe(instance)}", described, kind="value")
@@ -319,8 +333,9 @@ class _Translator:
                 hint = _did_you_mean(instance, [str(v) for v in value if v])
                 if hint.startswith("allowed"):
                     hint = ""
-            self.add(parts, f"must be one of {allowed}; got {_describe(instance)}", hint,
-                     kind="value")
+            self.add(
+                parts, f"must be one of {allowed}; got {_describe(instance)}", hint, kind="value"
+            )
         elif kind == "type":
             self.type_error(parts, value, instance)
         elif kind == "pattern":
@@ -328,20 +343,32 @@ class _Translator:
             self.add(parts, f'"{instance}" is not valid: it {words}', kind="value")
         elif kind == "maxLength":
             if parts == ("metadata", "name"):
-                self.add(parts, f'"{instance}" is {len(instance)} characters long; the name '
-                         f"{NAME_RULE.removeprefix('must be a DNS-1035 label: ')}",
-                         "choose a shorter name")
+                self.add(
+                    parts,
+                    f'"{instance}" is {len(instance)} characters long; a name {NAME_RULE}',
+                    "choose a shorter name",
+                )
             else:
                 self.add(parts, f"is {len(instance)} characters long; at most {value} allowed")
         elif kind == "minLength":
             self.add(parts, "must not be empty", described)
         elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            words = {"minimum": "at least", "maximum": "at most",
-                     "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}[kind]
+            words = {
+                "minimum": "at least",
+                "maximum": "at most",
+                "exclusiveMinimum": "more than",
+                "exclusiveMaximum": "less than",
+            }[kind]
             self.add(parts, f"must be {words} {value}, not {_yaml_scalar(instance)}", described)
         elif kind == "minProperties":
             allowed = ", ".join(schema.get("properties", {}))
-            self.add(parts, "must not be empty", f"add at least one of: {allowed}", key=True)
+            self.add(
+                parts,
+                "must not be empty",
+                f"add at least one of: {allowed}",
+                key=True,
+                kind="missing",
+            )
         elif kind == "minItems":
             self.add(parts, f"needs at least {value} item{'s' if value != 1 else ''}", key=True)
         elif kind == "uniqueItems":
@@ -350,7 +377,12 @@ class _Translator:
             choices = [branch["required"][0] for branch in value]
             present = [c for c in choices if c in instance]
             if not present:
-                self.add(parts, "needs one of " + ", ".join(f'"{c}"' for c in choices), key=True)
+                self.add(
+                    parts,
+                    "needs one of " + ", ".join(f'"{c}"' for c in choices),
+                    key=True,
+                    kind="missing",
+                )
             else:
                 both = " and ".join(f'"{c}"' for c in present)
                 self.add(parts, f"has {both}; use exactly one of them", key=True)

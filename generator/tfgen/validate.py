@@ -70,8 +70,10 @@ class ValidationResult:
         """One line: "3 problems in 1 of 4 files" or "4 experiments valid"."""
         if self.problems:
             n, bad, total = len(self.problems), self.invalid_files, len(self.files)
-            return (f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
-                    f"file{'s' if total != 1 else ''}")
+            return (
+                f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
+                f"file{'s' if total != 1 else ''}"
+            )
         n = len(self.experiments)
         return f"{n} experiment{'s' if n != 1 else ''} valid"
 
@@ -95,7 +97,9 @@ def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
             if not found:
-                problems.append(Problem(display_path(path), message="no *.yaml experiment files here"))
+                problems.append(
+                    Problem(display_path(path), message="no *.yaml experiment files here")
+                )
             files += found
         elif path.exists():
             files.append(path)
@@ -143,9 +147,17 @@ def validate_paths(paths: Sequence[Path | str], config: RepoConfig) -> Validatio
     problems += across
     shown = {p.path for p in across}
     invalid |= {c.source for c in checked if c.locator.document.path in shown}
-    experiments = [Experiment(source=c.source, data=c.data) for c in checked if c.source not in invalid]
-    return ValidationResult(experiments=experiments, problems=sorted(problems), files=files,
-                            config=config, invalid_files=len(invalid))
+    experiments = [
+        Experiment(source=c.source, data=c.data) for c in checked if c.source not in invalid
+    ]
+    # A bad tfgen.yaml default is found once per spec at the same place: report it once.
+    return ValidationResult(
+        experiments=experiments,
+        problems=sorted(set(problems)),
+        files=files,
+        config=config,
+        invalid_files=len(invalid),
+    )
 
 
 def validate_repo(paths: Sequence[Path | str] = (), cwd: Path | None = None) -> ValidationResult:
