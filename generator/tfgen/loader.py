@@ -264,9 +264,9 @@ def _check_text(path: str, raw: bytes) -> str:
         raise LoadError(
             path, "file is empty", hint="an experiment needs apiVersion, kind, metadata and spec"
         )
-    for number, line in enumerate(text.splitlines(), start=1):
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        if "\t" in indent and line.strip() and not line.lstrip().startswith("#"):
+    for number, row in enumerate(text.splitlines(), start=1):
+        indent = row[: len(row) - len(row.lstrip(" \t"))]
+        if "\t" in indent and row.strip() and not row.lstrip().startswith("#"):
             raise LoadError(
                 path,
                 "tab character in indentation",

@@ -299,7 +299,7 @@ class _Translator:
         kind = err.validator
         value: Any = err.validator_value
         schema = _annotated(err, self.schema_name)
-        instance = err.instance
+        instance: Any = err.instance
         described = _first_sentence(str(schema.get("description", "")))
 
         if "propertyNames" in err.absolute_schema_path:
@@ -327,14 +327,14 @@ class _Translator:
             want = f'"{value}"' if isinstance(value, str) else _yaml_scalar(value)
             self.add(parts, f"must be {want}, not {_describe(instance)}", described, kind="value")
         elif kind == "enum":
-            allowed = ", ".join(_yaml_scalar(v) or '""' for v in value)
+            choices = ", ".join(_yaml_scalar(v) or '""' for v in value)
             hint = ""
             if isinstance(instance, str):
                 hint = _did_you_mean(instance, [str(v) for v in value if v])
                 if hint.startswith("allowed"):
                     hint = ""
             self.add(
-                parts, f"must be one of {allowed}; got {_describe(instance)}", hint, kind="value"
+                parts, f"must be one of {choices}; got {_describe(instance)}", hint, kind="value"
             )
         elif kind == "type":
             self.type_error(parts, value, instance)
@@ -361,11 +361,11 @@ class _Translator:
             }[kind]
             self.add(parts, f"must be {words} {value}, not {_yaml_scalar(instance)}", described)
         elif kind == "minProperties":
-            allowed = ", ".join(schema.get("properties", {}))
+            keys = ", ".join(schema.get("properties", {}))
             self.add(
                 parts,
                 "must not be empty",
-                f"add at least one of: {allowed}",
+                f"add at least one of: {keys}",
                 key=True,
                 kind="missing",
             )
