@@ -374,12 +374,12 @@ class _Translator:
         elif kind == "uniqueItems":
             self.add(parts, "has duplicate items; each may appear only once", key=True)
         elif kind in ("oneOf", "anyOf") and isinstance(instance, dict) and _only_required(value):
-            choices = [branch["required"][0] for branch in value]
-            present = [c for c in choices if c in instance]
+            options = [branch["required"][0] for branch in value]
+            present = [c for c in options if c in instance]
             if not present:
                 self.add(
                     parts,
-                    "needs one of " + ", ".join(f'"{c}"' for c in choices),
+                    "needs one of " + ", ".join(f'"{c}"' for c in options),
                     key=True,
                     kind="missing",
                 )
