@@ -332,3 +332,25 @@ def test_without_tfgen_yaml_builtin_defaults(tmp_path, monkeypatch, runner):
     monkeypatch.chdir(tmp_path)
     result = run(runner)
     assert result.exit_code == 0, result.output
+
+
+def test_single_new_file_is_checked_against_the_rest_of_the_repo(runner, repo):
+    build_file_tree(repo, {"new/good.yaml": GOOD.format(name="good")})
+    result = run(runner, "new/good.yaml")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        'new/good.yaml:4:9: $.metadata.name: experiment name "good" is also used by '
+        "experiments/good.yaml (names must be unique in the repository: they name the Argo CD "
+        "Application)",
+        "1 problem in 1 of 1 file",
+    ]
+
+
+def test_directory_without_specs(runner, repo):
+    (repo / "empty").mkdir()
+    result = run(runner, "empty")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "empty: no *.yaml experiment files here",
+        "1 problem, no experiment files checked",
+    ]

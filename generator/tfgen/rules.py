@@ -297,7 +297,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
             out.add(
                 ("metadata", "name"),
                 f'experiment name "{name}" is also used by {others}',
-                "names must be unique in the repository (they name the Argo CD Application)",
+                "names must be unique in the repository: they name the Argo CD Application",
                 key=False,
             )
             problems += out.problems

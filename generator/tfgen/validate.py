@@ -68,12 +68,17 @@ class ValidationResult:
 
     def summary(self) -> str:
         """One line: "3 problems in 1 of 4 files" or "4 experiments valid"."""
-        if self.problems:
+        if self.problems and not self.files:
+            n = len(self.problems)
+            return f"{n} problem{'s' if n != 1 else ''}, no experiment files checked"
+        if self.problems and self.files:
             n, bad, total = len(self.problems), self.invalid_files, len(self.files)
             return (
                 f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
                 f"file{'s' if total != 1 else ''}"
             )
+        if not self.files:
+            return "no experiment files found"
         n = len(self.experiments)
         return f"{n} experiment{'s' if n != 1 else ''} valid"
 
@@ -126,11 +131,31 @@ def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Pro
     return checked, problems
 
 
-def validate_paths(paths: Sequence[Path | str], config: RepoConfig) -> ValidationResult:
+def _context(files: Sequence[Path], config: RepoConfig, others: Sequence[Path]) -> list[Checked]:
+    """The repository's other experiments, loaded only so cross-file rules can see them."""
+    given = {f.resolve() for f in files}
+    context: list[Checked] = []
+    for path in others:
+        if path.resolve() in given:
+            continue
+        try:
+            document = load_file(path, display=display_path(path))
+        except LoadError:
+            continue  # its own validation reports it
+        data = apply_defaults(merge_defaults(config.defaults, document.data), in_place=True)
+        context.append(Checked(source=path, data=data, locator=Locator(document, config.document)))
+    return context
+
+
+def validate_paths(
+    paths: Sequence[Path | str], config: RepoConfig, context: Sequence[Path] = ()
+) -> ValidationResult:
     """Validate spec files and directories against the schema and every rule.
 
     Reports every problem of every file (unreadable files give one problem each) and returns
-    the experiments of the files without problems, in file order.
+    the experiments of the files without problems, in file order. `context` are further spec
+    files that cross-file rules (unique names) compare against without reporting on them:
+    checking one new file still catches a name another experiment already uses.
     """
     files, problems = discover(paths)
     checked: list[Checked] = []
@@ -143,7 +168,9 @@ def validate_paths(paths: Sequence[Path | str], config: RepoConfig) -> Validatio
             invalid.add(path)
         if item is not None:
             checked.append(item)
-    across = repo_problems(checked)
+    others = _context(files, config, context)
+    mine = {c.locator.document.path for c in checked}
+    across = [p for p in repo_problems([*checked, *others]) if p.path in mine]
     problems += across
     shown = {p.path for p in across}
     invalid |= {c.source for c in checked if c.locator.document.path in shown}
@@ -177,4 +204,7 @@ def validate_repo(paths: Sequence[Path | str] = (), cwd: Path | None = None) -> 
     """
     config = load_config(paths, cwd)
     targets = list(paths) or [config.experiments_dir]
-    return validate_paths(targets, config)
+    context: list[Path] = []
+    if paths and config.experiments_dir.is_dir():
+        context = sorted(p for p in config.experiments_dir.iterdir() if p.suffix in SPEC_SUFFIXES)
+    return validate_paths(targets, config, context)
