@@ -264,7 +264,7 @@ def _check_text(path: str, raw: bytes) -> str:
         raise LoadError(
             path, "file is empty", hint="an experiment needs apiVersion, kind, metadata and spec"
         )
-    for number, row in enumerate(text.splitlines(), start=1):
+    for number, row in enumerate(text.splitlines() if "\t" in text else (), start=1):
         indent = row[: len(row) - len(row.lstrip(" \t"))]
         if "\t" in indent and row.strip() and not row.lstrip().startswith("#"):
             raise LoadError(
