@@ -23,7 +23,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from .errors import InputError
 
 MAX_BYTES = 1024 * 1024
-MAX_NODES = 100_000  # values after alias expansion; a real spec has a few hundred
+MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred
 MAX_DEPTH = 64
 
 Key = str | int
@@ -69,9 +69,6 @@ class Document:
     data: dict[str, Any]
     values: dict[PointerParts, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PointerParts, tuple[int, int]] = field(default_factory=dict)
-
-    def has(self, parts: PointerParts) -> bool:
-        return tuple(parts) in self.values
 
     def locate(self, parts: PointerParts, *, key: bool = False) -> tuple[int, int]:
         """Line and column for a pointer; the nearest existing ancestor when it does not exist.
