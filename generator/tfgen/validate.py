@@ -27,9 +27,12 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 class Experiment:
     """A valid experiment: `data` is the whole spec document with repo defaults and every
     schema default applied (a plain dict: apiVersion, kind, metadata, spec); `source` is the
-    file it came from. Role-level image/command/args are absent when the role inherits the
-    spec-level ones; optional numbers without a default (activeDeadlineSeconds, backoffLimit,
-    cpu/memory of a role) are absent when not set.
+    file it came from. Every key with a schema default is present (tensorboard.service and
+    .ingress, runPolicy.schedulingPolicy and securityContext at least as `{}`, lists as `[]`).
+    Absent unless written: role-level image/command/args (the role inherits the spec-level
+    ones), role cpu/memory (no request), runPolicy.activeDeadlineSeconds/backoffLimit,
+    nas.mode, tensorboard.logDir when TensorBoard is disabled. `spec.storage` holds exactly one
+    of `nas` and `existingClaim`, plus `mountPath`.
     """
 
     source: Path
