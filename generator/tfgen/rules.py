@@ -273,6 +273,13 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
     return out.problems
 
 
+def _others(items: Sequence[Checked], item: Checked, limit: int = 3) -> str:
+    """The other files of a clash, at most `limit` of them named."""
+    paths = [o.locator.document.path for o in items[: limit + 1] if o is not item][:limit]
+    rest = len(items) - 1 - len(paths)
+    return ", ".join(paths) + (f" and {rest} more" if rest else "")
+
+
 def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
     """Rules across files: unique experiment names and unique derived PV names."""
     problems: list[Problem] = []
@@ -292,7 +299,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
         if len(items) < 2:
             continue
         for item in items:
-            others = ", ".join(o.locator.document.path for o in items if o is not item)
+            others = _others(items, item)
             out = _Collector(item.locator)
             out.add(
                 ("metadata", "name"),
@@ -305,7 +312,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
         if len(items) < 2 or len({_get(i.data, "metadata", "name") for i in items}) < 2:
             continue  # same name: already reported above
         for item in items:
-            others = ", ".join(o.locator.document.path for o in items if o is not item)
+            others = _others(items, item)
             out = _Collector(item.locator)
             out.add(
                 ("metadata", "name"),
