@@ -48,7 +48,8 @@ def test_valid_case(path: Path, config) -> None:
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_invalid_case(path: Path, config) -> None:
     headers = _headers(path)
-    assert headers.get("expect"), f"{path.name} needs a '# expect: <message>' first-line comment"
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# expect: "), f"{path.name} must start with '# expect: <message>'"
     result = validate_paths([path], config)
     texts = [p.text() for p in result.problems]
     assert result.experiments == []
