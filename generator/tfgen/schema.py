@@ -255,9 +255,8 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
 class _Translator:
     """Builds Problems for one document's schema errors."""
 
-    def __init__(self, locator: Locator, data: Any, schema_name: str) -> None:
+    def __init__(self, locator: Locator, schema_name: str) -> None:
         self.locator = locator
-        self.data = data
         self.schema_name = schema_name
         self.problems: dict[tuple[str, str], Problem] = {}
         # "must be one of 3, 4.0" next to "must be text, not the number 3" is noise: the type
@@ -422,7 +421,7 @@ def schema_problems(
     `config`, when given, is the tfgen.yaml document the defaults came from, so that an error
     in a merged default is reported where it was written.
     """
-    translator = _Translator(Locator(document, config), data, name)
+    translator = _Translator(Locator(document, config), name)
     for err in validator(name).iter_errors(data):
         translator.error(err)
     return translator.result()
