@@ -354,3 +354,11 @@ def test_directory_without_specs(runner, repo):
         "empty: no *.yaml experiment files here",
         "1 problem, no experiment files checked",
     ]
+
+
+def test_readme_shows_the_real_output(runner, repo):
+    build_file_tree(repo, {"experiments/three-mistakes.yaml": THREE_MISTAKES})
+    result = run(runner, "experiments/three-mistakes.yaml")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for line in result.output.splitlines():
+        assert line in readme
