@@ -91,7 +91,8 @@ def display_path(path: Path) -> str:
     if not path.is_absolute():
         return str(path)
     try:
-        return str(path.relative_to(Path.cwd().resolve()))
+        # getcwd() is already physical on POSIX; resolving it per file costs syscalls.
+        return str(path.relative_to(os.getcwd()))
     except ValueError:
         return str(path)
 
