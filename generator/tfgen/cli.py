@@ -19,7 +19,8 @@ import click
 
 from . import __version__
 from .errors import TfgenError
-from .report import Problem, format_problems
+from .report import FORMATS, Problem, format_problems
+from .validate import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,6 +52,42 @@ def main() -> None:
     """
 
 
+# --- tfgen validate -------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text for people, json for tools, github for pull-request annotations.",
+)
+@handle_errors
+def validate(paths: tuple[Path, ...], fmt: str) -> None:
+    """Check experiment specs: strict YAML, the schema and the semantic rules.
+
+    PATHS are spec files or directories (their *.yaml/*.yml); the default is experiments/ at
+    the repository root (the nearest directory holding tfgen.yaml). Every problem of every file
+    is reported at once as path:line:col: $.pointer: message (hint).
+
+    Exit codes: 0 all valid, 1 problems found, 2 usage error.
+    """
+    result = validate_repo(paths)
+    if fmt == "json":
+        click.echo(format_problems(result.problems, "json"))
+    elif result.problems:
+        click.echo(format_problems(result.problems, fmt))
+    if fmt == "text":
+        click.echo(result.summary())
+    else:
+        click.echo(result.summary(), err=True)
+    if not result.ok:
+        sys.exit(1)
+
+
 # --- tfgen render -----------------------------------------------------------------------------
 
 
@@ -73,7 +110,7 @@ def _render_summary(counts: dict[str, int], *, prune: bool, check: bool) -> str:
 @click.option("--prune", is_flag=True,
               help="Delete generated files whose experiment spec is gone (only files that "
                    "carry tfgen's header).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Output for people (text) or programs (json, github).")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Repository root (default: the nearest directory with tfgen.yaml).")
