@@ -269,8 +269,8 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
             continue
         path = plan.root / change.path
         # Re-check right before deleting: only ever remove a file that still carries the header.
-        current = _read(path)
-        if current is None or not is_generated(current):
+        on_disk = _read(path)
+        if on_disk is None or not is_generated(on_disk):
             continue
         try:
             path.unlink()
