@@ -114,6 +114,8 @@ def test_resolved_applications(repo: Path) -> None:
                                            "argo/experiments/team-run"]
     assert app.manifest["metadata"]["annotations"]["tfgen.io/source"] == \
         "experiments/team-run.yaml"
+    assert app.manifest["metadata"]["namespace"] == ARGOCD["namespace"]
+    assert "finalizers" not in app.manifest["metadata"]  # preserveResourcesOnDeletion
     for resolved in resolution.applications:
         assert schema_errors(resolved.manifest) == []
 

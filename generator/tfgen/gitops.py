@@ -266,11 +266,22 @@ def resolve_applications(repo_root: Path) -> Resolution:
             problems.append(Problem(rel, message=f"ApplicationSet template: {exc}",
                                     hint="every key the template uses must be in app.yaml"))
             continue
+        _as_the_controller_does(app, appset)
         resolved, app_problems = _resolved(repo_root, app, rel)
         problems += app_problems
         if resolved:
             applications.append(resolved)
     return Resolution(applications, problems)
+
+
+def _as_the_controller_does(app: dict[str, Any], appset: Mapping[str, Any]) -> None:
+    # The ApplicationSet controller puts Applications in its own namespace and adds the
+    # cascading-delete finalizer unless preserveResourcesOnDeletion is set.
+    metadata = app.setdefault("metadata", {})
+    metadata.setdefault("namespace", appset.get("metadata", {}).get("namespace", ""))
+    policy = appset.get("spec", {}).get("syncPolicy") or {}
+    if not policy.get("preserveResourcesOnDeletion") and not metadata.get("finalizers"):
+        metadata["finalizers"] = ["resources-finalizer.argocd.argoproj.io"]
 
 
 def _resolved(
