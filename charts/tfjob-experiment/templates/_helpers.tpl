@@ -215,7 +215,7 @@ Usage: {{ include "tfjob-experiment.validateValues" . }}
 {{- range $key := list "master" "chief" "evaluator" }}
 {{- $role := get $roles $key }}
 {{- if and $role (ne (int $role.replicas) 1) }}
-{{- $errors = append $errors (printf "roles.%s.replicas: is %v (a %s has exactly 1 replica)" $key $role.replicas $key) }}
+{{- $errors = append $errors (printf "roles.%s.replicas: is %v (the %s role has exactly 1 replica)" $key $role.replicas $key) }}
 {{- end }}
 {{- end }}
 {{- if and (hasKey $roles "ps") (not (hasKey $roles "worker")) }}
