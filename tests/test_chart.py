@@ -428,22 +428,38 @@ def test_notes_show_port_forward() -> None:
             in notes)
 
 
-def test_values_schema_is_self_contained_and_closed() -> None:
+def closed_object_problems(node: Any, where: str = "$", partial: bool = False) -> list[str]:
+    """Objects with `properties` that are open to unknown keys, remote $refs, undocumented
+    properties. Nodes that only narrow a `$ref`d definition or a `contains` match stay open:
+    closing them would forbid the fields they do not repeat."""
+    problems = []
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if ref and not ref.startswith(("#/", "https://kubernetes.io/api/_definitions.json#/")):
+            problems.append(f"{where}: remote $ref {ref}")
+        partial = partial or "$ref" in node or where.endswith("/contains")
+        if "properties" in node and not partial and node.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties is not false")
+        for key, child in node.get("properties", {}).items():
+            if not partial and "description" not in child and "$ref" not in child:
+                problems.append(f"{where}/properties/{key}: no description")
+        for key, child in node.items():
+            problems += closed_object_problems(child, f"{where}/{key}", partial)
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            problems += closed_object_problems(child, f"{where}/{i}", partial)
+    return problems
+
+
+def test_values_schema_is_self_contained_closed_and_documented() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
+    assert closed_object_problems(schema) == []
+    refs = re.findall(r'"\$ref": "([^"]*)"', json.dumps(schema))
+    assert refs and all(ref.startswith("#/") for ref in refs)
 
-    def walk(node: Any, where: str) -> None:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            assert ref is None or ref.startswith("#/"), f"{where}: remote $ref {ref}"
-            if "properties" in node and where != "$/properties/global":
-                assert node.get("additionalProperties") is False, f"{where}: not closed"
-            for key, child in node.items():
-                walk(child, f"{where}/{key}")
-        elif isinstance(node, list):
-            for i, child in enumerate(node):
-                walk(child, f"{where}/{i}")
 
-    walk(schema, "$")
+def test_tfjob_schema_is_closed_and_documented() -> None:
+    assert closed_object_problems(json.loads(TFJOB_SCHEMA.read_text())) == []
 
 
 def values_table() -> dict[str, str]:
