@@ -508,3 +508,50 @@ def test_every_value_is_documented_in_values_and_readme() -> None:
     readme = (CHART / "README.md").read_text()
     stale = [row for row in rows.values() if row not in readme]
     assert not stale, "README values table differs from values.yaml:\n" + "\n".join(stale)
+
+
+def test_longest_names_fit(tmp_path: Path) -> None:
+    """The longest allowed experiment name (51) in the longest namespace (63) still gives valid
+    names: DNS labels of at most 63 for namespaced objects and label values, a PV name that is a
+    DNS subdomain (the namespace makes it unique across the cluster)."""
+    name, namespace = "e" + "x" * 50, "n" * 63
+    values = tmp_path / "long.yaml"
+    values.write_text(yaml.safe_dump({"experiment": {"name": name, "namespace": namespace}}))
+    rendered = template(CHART, name, namespace, [CI_DIR / "walkthrough-values.yaml", values],
+                        kube_version=KUBE_VERSION, helm=find_helm(4))
+    for obj in objects(rendered):
+        meta = obj["metadata"]
+        limit = 253 if obj["kind"] == "PersistentVolume" else 63
+        assert len(meta["name"]) <= limit, meta["name"]
+        assert all(len(v) <= 63 for v in meta["labels"].values())
+    # the operator's own names: <name>-<role>-<index>
+    assert len(f"{name}-worker-999") <= 63
+    values.write_text(yaml.safe_dump({"experiment": {"name": name + "x"}}))
+    with pytest.raises(HelmError, match="at '/experiment/name': maxLength"):
+        template(CHART, name, namespace, [CI_DIR / "walkthrough-values.yaml", values],
+                 kube_version=KUBE_VERSION, helm=find_helm(4))
+
+
+def test_chief_evaluator_gang(renders: dict[str, dict[str, str]]) -> None:
+    tfjob = next(o for o in objects(renders["chief-evaluator-csi"]["helm4"])
+                 if o["kind"] == "TFJob")
+    specs = tfjob["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 4, "Evaluator": 1}
+    assert specs["Chief"]["restartPolicy"] == "ExitCode"
+    policy = tfjob["spec"]["runPolicy"]["schedulingPolicy"]
+    assert policy["minAvailable"] == sum(v["replicas"] for v in specs.values())
+    assert {v["template"]["spec"]["schedulerName"] for v in specs.values()} == {"volcano"}
+    evaluator = specs["Evaluator"]["template"]["spec"]["containers"][0]
+    assert evaluator["image"].endswith("resnet-eval:1.2")
+    assert evaluator["command"] == ["python", "/app/eval.py"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_istio_sidecar_only_when_asked(renders: dict[str, dict[str, str]], scenario: str) -> None:
+    allowed = scenario_values(scenario)["istioSidecar"]
+    tfjob = next(o for o in objects(renders[scenario]["helm4"]) if o["kind"] == "TFJob")
+    for spec in tfjob["spec"]["tfReplicaSpecs"].values():
+        annotations = spec["template"]["metadata"]["annotations"]
+        assert ("sidecar.istio.io/inject" not in annotations) == allowed
+        if not allowed:
+            assert annotations["sidecar.istio.io/inject"] == "false"
