@@ -243,9 +243,6 @@ Usage: {{ include "tfjob-experiment.validateValues" . }}
 {{- if and (eq $v.storage.nas.driver "flexvolume") (not $v.storage.nas.mode) }}
 {{- $errors = append $errors "storage.nas.mode: must be set for driver flexvolume (the directory mode the alicloud/nas driver applies, e.g. \"755\")" }}
 {{- end }}
-{{- if and (ne $v.storage.nas.driver "flexvolume") $v.storage.nas.mode }}
-{{- $errors = append $errors (printf "storage.nas.mode: only the flexvolume driver uses it (driver is %s; remove mode)" $v.storage.nas.driver) }}
-{{- end }}
 {{- end }}
 {{- if $v.tensorboard.enabled }}
 {{- $logDir := $v.tensorboard.logDir | default "" | trimSuffix "/" }}
