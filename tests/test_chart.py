@@ -230,6 +230,9 @@ def test_tfjob_schema_is_strict(renders: dict[str, dict[str, str]]) -> None:
     # the operator needs a container named tensorflow
     assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
                   ["containers"][0].update(name="trainer"))
+    # every container needs an image (the operator's webhook checks all of them)
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+                  ["containers"].append({"name": "sidecar"}))
     # the pod template is the strict Kubernetes PodTemplateSpec
     assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
                   ["containers"][0].update(gpus=1))
@@ -437,7 +440,7 @@ def closed_object_problems(node: Any, where: str = "$", partial: bool = False) -
         ref = node.get("$ref")
         if ref and not ref.startswith(("#/", "https://kubernetes.io/api/_definitions.json#/")):
             problems.append(f"{where}: remote $ref {ref}")
-        partial = partial or "$ref" in node or where.endswith("/contains")
+        partial = partial or "$ref" in node or where.endswith(("/contains", "/containers/items"))
         if "properties" in node and not partial and node.get("additionalProperties") is not False:
             problems.append(f"{where}: additionalProperties is not false")
         for key, child in node.get("properties", {}).items():
