@@ -433,7 +433,7 @@ def test_notes_show_port_forward() -> None:
 
 def closed_object_problems(node: Any, where: str = "$", partial: bool = False) -> list[str]:
     """Objects with `properties` that are open to unknown keys, remote $refs, undocumented
-    properties. Nodes that only narrow a `$ref`d definition or a `contains` match stay open:
+    properties. Nodes that only narrow a `$ref`d definition (or match some containers) stay open:
     closing them would forbid the fields they do not repeat."""
     problems = []
     if isinstance(node, dict):
