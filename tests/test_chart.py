@@ -558,3 +558,21 @@ def test_istio_sidecar_only_when_asked(renders: dict[str, dict[str, str]], scena
         assert ("sidecar.istio.io/inject" not in annotations) == allowed
         if not allowed:
             assert annotations["sidecar.istio.io/inject"] == "false"
+
+
+@pytest.mark.parametrize(("prefix", "path", "args"), [
+    ("", "/", []),                                                   # host only: TensorBoard at /
+    ("/tb/mnist-web/", "/tb/mnist-web", ["--path_prefix", "/tb/mnist-web"]),  # slash trimmed
+])
+def test_ingress_prefix_variants(tmp_path: Path, prefix: str, path: str, args: list[str]) -> None:
+    overlay = tmp_path / "prefix.yaml"
+    overlay.write_text(yaml.safe_dump({"tensorboard": {"ingress": {"pathPrefix": prefix}}}))
+    objs = objects(render("tensorboard-ingress", 4, overlay))
+    ingress = next(o for o in objs if o["kind"] == "Ingress")
+    container = next(o for o in objs if o["kind"] == "Deployment")[
+        "spec"]["template"]["spec"]["containers"][0]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == path
+    assert container["args"][7:] == args
+    assert container["readinessProbe"]["httpGet"]["path"] == path.rstrip("/") + "/"
+    assert errors_of(k8s_validator(K8S_VERSIONS[0], "Ingress", "networking.k8s.io/v1"),
+                     ingress) == []

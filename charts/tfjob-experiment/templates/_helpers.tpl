@@ -142,8 +142,8 @@ Usage: {{ include "tfjob-experiment.tensorboardName" . }}
 {{- end }}
 
 {{/*
-The URL path prefix TensorBoard serves under: the Ingress path prefix when an Ingress is
-enabled, else empty (port-forward reaches TensorBoard at /). TensorBoard's --path_prefix, its
+The URL path prefix TensorBoard serves under, without a trailing slash: the Ingress path prefix
+when an Ingress is enabled, else empty (TensorBoard at /, as port-forward reaches it). TensorBoard's --path_prefix, its
 probes and the Ingress path all use this one value, so they cannot disagree.
 Usage: {{ include "tfjob-experiment.tensorboardPathPrefix" . }}
 */}}
@@ -249,8 +249,9 @@ Usage: {{ include "tfjob-experiment.validateValues" . }}
 {{- if or (not $mount) (not (hasPrefix (printf "%s/" $mount) $logDir)) }}
 {{- $errors = append $errors (printf "tensorboard.logDir: %q is not strictly inside storage.mountPath %q (use a sub-directory such as %s/logs)" $v.tensorboard.logDir $v.storage.mountPath $mount) }}
 {{- end }}
-{{- if and $v.tensorboard.ingress.enabled (not $v.tensorboard.ingress.pathPrefix) }}
-{{- $errors = append $errors (printf "tensorboard.ingress.pathPrefix: must be set when the Ingress is enabled (e.g. /tb/%s; TensorBoard is told the same prefix)" $v.experiment.name) }}
+{{- $ing := $v.tensorboard.ingress }}
+{{- if and $ing.enabled (not $ing.host) (not (trimSuffix "/" ($ing.pathPrefix | default ""))) }}
+{{- $errors = append $errors (printf "tensorboard.ingress: enabled with neither host nor pathPrefix (set a host, or a pathPrefix such as /tb/%s: an Ingress for every host at / would take over the controller's default route)" $v.experiment.name) }}
 {{- end }}
 {{- if and $v.tensorboard.ingress.tlsSecretName (not $v.tensorboard.ingress.host) }}
 {{- $errors = append $errors "tensorboard.ingress.host: must be set when tlsSecretName is set (a TLS certificate is for a host name)" }}
