@@ -68,3 +68,13 @@ def test_tfjob_matches_the_spec(resolution: gitops.Resolution,
 def test_generated_argo_files_are_tfgen_labelled(resolution: gitops.Resolution) -> None:
     for app in resolution.applications:
         assert app.manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
+
+
+def test_helm3_renders_the_same(resolution: gitops.Resolution,
+                                rendered: dict[str, list[dict[str, Any]]]) -> None:
+    # Argo CD 3.3/3.4 bundle Helm 3, 3.5 bundles Helm 4: both must give the cluster the same.
+    helm3 = helm.find_helm(3)
+    for app in resolution.applications:
+        text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
+                             app.value_files, helm=helm3)
+        assert [d for d in yaml.safe_load_all(text) if d] == rendered[app.name], app.name
