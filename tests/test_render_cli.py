@@ -102,3 +102,16 @@ def test_render_is_documented(runner: CliRunner) -> None:
     assert result.exit_code == 0 and "--check" in result.output and "--prune" in result.output
     readme = (REPO / "README.md").read_text()
     assert "## `tfgen render`" in readme and "--check" in readme and "--prune" in readme
+
+
+def test_readme_add_an_experiment_example_renders(runner: CliRunner, tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("   # experiments/resnet-imagenet.yaml\n")
+    block = readme[start:readme.index("   ```", start)]
+    spec = "\n".join(line[3:] for line in block.splitlines()[1:]) + "\n"
+    shutil.copy(REPO / "tfgen.yaml", tmp_path / "tfgen.yaml")
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "resnet-imagenet.yaml").write_text(spec)
+    code, output = run(runner, tmp_path)
+    assert code == 0, output
+    assert "created argo/experiments/resnet-imagenet/values.yaml" in output
