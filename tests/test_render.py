@@ -172,3 +172,10 @@ def test_duplicate_names_and_disallowed_namespaces_are_problems(tmp_path: Path) 
     assert messages == [("experiments/elsewhere.yaml", "$.metadata.namespace"),
                         ("experiments/twin.yaml", "$.metadata.name")]
     assert "argo/experiments/elsewhere/values.yaml" not in {c.path for c in plan.changes}
+
+
+def test_names_cannot_escape_the_experiments_folder(tmp_path: Path) -> None:
+    evil = SourceExperiment("experiments/evil.yaml", mnist_spec(name="../../etc"))
+    plan = plan_render(tmp_path, [evil], ARGOCD)
+    assert [p.pointer for p in plan.problems] == ["$.metadata.name"]
+    assert all(c.path.startswith("argo/") and ".." not in c.path for c in plan.changes)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from .generated import GeneratedFile, dump_yaml, is_generated
 from .report import Problem
 from .values import build_values
 
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,49}[a-z0-9])?$")
 CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN = "create", "update", "unchanged", "orphan", "foreign"
 ACTIONS = (CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN)
 
@@ -123,6 +125,13 @@ def wanted_files(
         namespace = metadata.get("namespace", "default")
         # Application names share one namespace: a second spec with the same name would
         # silently take over the first one's Application.
+        # Names become folder names: never let one escape argo/experiments/ (the validator
+        # already enforces DNS-1035; the library does not rely on being called after it).
+        if not _DNS_1035.match(name or ""):
+            problems.append(Problem(experiment.source, pointer="$.metadata.name",
+                                    message=f"{name!r} is not a DNS-1035 label",
+                                    hint="lower-case letters, digits and '-', at most 51"))
+            continue
         if name in seen:
             problems.append(Problem(experiment.source, pointer="$.metadata.name",
                                     message=f"experiment name {name!r} is already used by "
