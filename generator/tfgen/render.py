@@ -123,8 +123,6 @@ def wanted_files(
         metadata = experiment.data.get("metadata") or {}
         name = metadata.get("name", "")
         namespace = metadata.get("namespace", "default")
-        # Application names share one namespace: a second spec with the same name would
-        # silently take over the first one's Application.
         # Names become folder names: never let one escape argo/experiments/ (the validator
         # already enforces DNS-1035; the library does not rely on being called after it).
         if not _DNS_1035.match(name or ""):
@@ -132,6 +130,8 @@ def wanted_files(
                                     message=f"{name!r} is not a DNS-1035 label",
                                     hint="lower-case letters, digits and '-', at most 51"))
             continue
+        # Application names share one namespace: a second spec with the same name would
+        # silently take over the first one's Application.
         if name in seen:
             problems.append(Problem(experiment.source, pointer="$.metadata.name",
                                     message=f"experiment name {name!r} is already used by "
