@@ -255,31 +255,47 @@ def run_pods(
     width = max(len(p.name) for p in pods)
     lock = threading.Lock()
     stop = _Stop()
-    processes: list[subprocess.Popen[bytes]] = []
+    training: list[subprocess.Popen[bytes]] = []
+    tb: subprocess.Popen[bytes] | None = None
     threads: list[threading.Thread] = []
     result = RunResult(exit_code=1, reason="", leader=leader.name, notes=notes, data_dir=data_dir)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    emit(
+        f"tfgen: {len(pods)} pod{'s' if len(pods) != 1 else ''} on 127.0.0.1, "
+        f"{mount_path} -> {data_dir}; the run ends with {leader.name}"
+    )
     with _signals_to(stop):
         try:
             if tensorboard_logdir is not None:
                 tb = _start_tensorboard(tensorboard_logdir, result)
                 if tb is not None:
-                    processes.append(tb)
                     threads.append(_reader(tb, "tensorboard".ljust(width), emit, lock))
+                    emit(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
             by_name: dict[str, subprocess.Popen[bytes]] = {}
             for local in planned:
                 local.process = _start(local)
-                processes.append(local.process)
+                training.append(local.process)
                 by_name[local.pod.name] = local.process
             for local in planned:
                 assert local.process is not None
                 threads.append(_reader(local.process, local.pod.name.ljust(width), emit, lock))
-            deadline = None if timeout is None else time.monotonic() + timeout
             result.exit_code, result.reason = _supervise(
                 by_name, leader.name, stop, deadline, timeout, poll_seconds
             )
             result.exit_codes = {name: p.poll() for name, p in by_name.items()}
+            stop_all(training)
+            if tb is not None and tb.poll() is None and stop.signum is None:
+                # Training is over; the board is what one wants to look at now.
+                emit(
+                    f"tfgen: {result.reason}; TensorBoard stays at {result.tensorboard_url} "
+                    "until Ctrl-C" + (" or the timeout" if deadline is not None else "")
+                )
+                while stop.signum is None and tb.poll() is None:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break
+                    stop.event.wait(poll_seconds)
         finally:
-            stop_all(processes)
+            stop_all(training + ([tb] if tb is not None else []))
             for t in threads:
                 t.join(timeout=2)
     return result
