@@ -13,7 +13,6 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 from tfgen import runlocal, tfconfig
 
 MAIN = Path(__file__).resolve().parents[1] / "examples" / "mnist" / "main.py"

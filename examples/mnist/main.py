@@ -44,7 +44,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--log_every", type=int, default=20, help="steps between summaries")
     parser.add_argument("--checkpoint_every", type=int, default=100)
     parser.add_argument(
-        "--eval_timeout", type=float, default=300, help="evaluator: seconds to wait for a checkpoint"
+        "--eval_timeout",
+        type=float,
+        default=300,
+        help="evaluator: seconds to wait for a new checkpoint",
     )
     return parser.parse_args(argv)
 
@@ -143,7 +146,7 @@ def make_step_fn(tf, model, learning_rate: float):  # noqa: ANN001, ANN201
                 tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
             )
         grads = tape.gradient(loss, weights)
-        for var, grad in zip(weights, grads):
+        for var, grad in zip(weights, grads, strict=True):
             var.assign_sub(learning_rate * grad)
         model.step.assign_add(1)
         accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
@@ -217,7 +220,8 @@ def train_multi_worker(tf, args, train, cluster, task_type, task_index) -> None:
     manager = tf.train.CheckpointManager(ckpt, os.path.join(out_dir, "checkpoints"), 3)
     writer = tf.summary.create_file_writer(os.path.join(out_dir, "train"))
     iterator = iter(strategy.experimental_distribute_dataset(data))
-    log(f"{task_type} {task_index}: MultiWorkerMirroredStrategy, {strategy.num_replicas_in_sync} replicas")
+    replicas = strategy.num_replicas_in_sync
+    log(f"{task_type} {task_index}: MultiWorkerMirroredStrategy, {replicas} replicas")
     for step in range(1, args.steps + 1):
         loss, acc = step_fn(iterator)
         if step % args.log_every == 0 or step == args.steps:
