@@ -38,7 +38,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--data_dir", default="/training/tensorflow/input_data")
     parser.add_argument("--log_dir", default="/training/tensorflow/logs")
     parser.add_argument("--steps", type=int, default=200, help="training steps in total")
-    parser.add_argument("--batch_size", type=int, default=64, help="per replica")
+    parser.add_argument(
+        "--batch_size",
+        type=int,
+        default=int(os.environ.get("BATCH_SIZE", "64")),
+        help="per replica (default: $BATCH_SIZE, else 64)",
+    )
     parser.add_argument("--learning_rate", type=float, default=0.1)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--log_every", type=int, default=20, help="steps between summaries")
