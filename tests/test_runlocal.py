@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +159,83 @@ def test_no_posix_no_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "name", "nt")
     with pytest.raises(EnvironmentProblem):
         runlocal.require_posix()
+
+
+# --- through the command line, from a spec -------------------------------------------------
+
+SPEC = """\
+apiVersion: tfgen.io/v1
+kind: Experiment
+metadata: {{name: local-run, namespace: default, owner: someone@example.com}}
+spec:
+  image: example.com/train:1
+  command: [python, {replica}]
+  args: [--out=/data/markers, {extra}]
+  roles:
+    chief: {{replicas: 1}}
+    worker: {{replicas: 1}}
+    ps: {{replicas: 1}}
+  storage: {{existingClaim: shared, mountPath: /data}}
+  tensorboard: {{enabled: false}}
+"""
+
+
+def tfgen_cli() -> list[str]:
+    script = Path(sys.executable).with_name("tfgen")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from tfgen.cli import main; main()"]
+
+
+def write_spec(tmp_path: Path, extra: str) -> Path:
+    spec = tmp_path / "local-run.yaml"
+    spec.write_text(SPEC.format(replica=REPLICA, extra=extra))
+    return spec
+
+
+def wait_for_markers(out: Path, count: int, seconds: float = 30) -> dict[str, dict[str, Any]]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = markers(out) if out.exists() else {}
+        if len(found) == count:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"only {sorted(markers(out)) if out.exists() else []} started")
+
+
+def test_cli_sigint_leaves_no_process_behind(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "--leader-sleeps")
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [*tfgen_cli(), "run-local", str(spec), "--data-dir", str(data), "--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        found = wait_for_markers(data / "markers", 3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted by SIGINT" in err
+    assert not [pid for pid in all_pids(found) if alive(pid)]
+
+
+def test_cli_runs_to_the_chiefs_end(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "--expect=3")
+    data = tmp_path / "data"
+    result = subprocess.run(
+        [*tfgen_cli(), "run-local", str(spec), "--data-dir", str(data), "--timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert "local-run-chief-0 exited with 0" in result.stderr
+    found = markers(data / "markers")
+    assert sorted(found) == ["local-run-chief-0", "local-run-ps-0", "local-run-worker-0"]
+    assert not [pid for pid in all_pids(found) if alive(pid)]
