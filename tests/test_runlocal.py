@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from tfgen import runlocal, tfconfig
-from tfgen.errors import EnvironmentProblem
+from tfgen.errors import EnvironmentProblem, InputError
 
 REPLICA = Path(__file__).parent / "fixtures" / "runlocal" / "replica.py"
 
@@ -239,3 +239,11 @@ def test_cli_runs_to_the_chiefs_end(tmp_path: Path) -> None:
     found = markers(data / "markers")
     assert sorted(found) == ["local-run-chief-0", "local-run-ps-0", "local-run-worker-0"]
     assert not [pid for pid in all_pids(found) if alive(pid)]
+
+
+def test_a_pod_without_command_needs_one_given() -> None:
+    job = tfjob({"Worker": 1}, ["--steps=1"])
+    del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    pods = tfconfig.pods(job)
+    with pytest.raises(InputError, match="pass --command"):
+        runlocal.plan(pods, pods, mount_path="/training", data_dir="/d")

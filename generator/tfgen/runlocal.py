@@ -121,7 +121,7 @@ def plan(
     for pod, local in zip(pods, local_pods, strict=True):
         cmd = list(command) if command is not None else list(pod.command)
         argv = [map_mount_path(a, mount_path, data_dir) for a in cmd + list(pod.args)]
-        if not argv:
+        if not cmd:
             raise InputError(
                 f"{pod.name} has no command (the image's entrypoint cannot run locally); "
                 "pass --command"
