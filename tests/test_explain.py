@@ -97,6 +97,7 @@ def test_walkthrough_formats(walkthrough: explain.Explanation) -> None:
         text
     )
     assert '"task": {"type": "ps", "index": 1}' in text
+    assert "read `master` as `chief`" in text
     data = json.loads(explain.format_explanation(walkthrough, "json"))
     assert (data["job"], data["namespace"]) == ("distributed-mnist", "default")
     assert len(data["pods"]) == 5
@@ -119,7 +120,9 @@ def test_chief_and_evaluator(chief_eval: explain.Explanation) -> None:
     assert pods["chief-eval-chief-0"].tf_config == dense(cluster, "chief", 0)
     assert [p.gpus for p in chief_eval.pods] == [1, 2, 2, 0]
     assert chief_eval.claim == "shared"
-    assert "TensorBoard: off" in explain.format_explanation(chief_eval, "text")
+    text = explain.format_explanation(chief_eval, "text")
+    assert "TensorBoard: off" in text
+    assert "Notes for the training program" not in text  # no master, no PS
 
 
 def test_single_replica_has_no_tf_config(tmp_path: Path) -> None:

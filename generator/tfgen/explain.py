@@ -274,7 +274,32 @@ def as_text(explanation: Explanation) -> str:
     for p in pods:
         lines += ["", f"{p.name}:"]
         lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
+    advice = tensorflow_notes(explanation)
+    if advice:
+        lines += ["", "Notes for the training program:"]
+        lines += [f"- {note}" for note in advice]
     return "\n".join(lines)
+
+
+def tensorflow_notes(explanation: Explanation) -> list[str]:
+    """What a TensorFlow 2 program must do with this TF_CONFIG (found by running TF 2.21)."""
+    types = {p.replica_type for p in explanation.pods}
+    if all(p.tf_config is None for p in explanation.pods):
+        return []
+    notes = []
+    if "Master" in types:
+        notes.append(
+            "tf.distribute knows the task types chief, worker, ps and evaluator only: read "
+            "`master` as `chief` (cluster key and task type), or use the chief role"
+        )
+    if "Evaluator" in types and "PS" in types:
+        notes.append(
+            "the evaluator is in every pod's cluster, but it runs no server: remove it from the "
+            "cluster before building ParameterServerStrategy, or the coordinator waits for it"
+        )
+    if notes:
+        notes.append("examples/mnist/main.py does both")
+    return notes
 
 
 def pretty_tf_config(value: str) -> list[str]:
