@@ -193,9 +193,11 @@ def write_spec(tmp_path: Path, extra: str) -> Path:
     return spec
 
 
-def wait_for_markers(out: Path, count: int, seconds: float = 30) -> dict[str, dict[str, Any]]:
+def wait_for_markers(
+    out: Path, count: int, proc: subprocess.Popen[str], seconds: float = 30
+) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         found = markers(out) if out.exists() else {}
         if len(found) == count:
             return found
@@ -213,7 +215,7 @@ def test_cli_sigint_leaves_no_process_behind(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        found = wait_for_markers(data / "markers", 3)
+        found = wait_for_markers(data / "markers", 3, proc)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:

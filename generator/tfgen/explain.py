@@ -147,7 +147,6 @@ def explain_spec(spec: Path | str) -> Explanation:
     """
     # Imported here: these modules load schemas and are only needed on this path.
     from .validate import validate_repo
-    from .values import build_values
 
     path = Path(spec)
     if not path.is_file():
@@ -161,6 +160,8 @@ def explain_spec(spec: Path | str) -> Explanation:
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")
+    from .values import build_values
+
     experiment = result.experiments[0]
     config = result.config
     values = build_values(experiment.data)
