@@ -164,6 +164,7 @@ def explain_spec(spec: Path | str) -> Explanation:
 
     experiment = result.experiments[0]
     config = result.config
+    assert config is not None  # validate_repo always loads one
     values = build_values(experiment.data)
     return explain_values(
         values,
