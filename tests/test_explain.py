@@ -151,3 +151,13 @@ def test_invalid_spec_is_reported_not_explained(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["explain", str(path)])
     assert result.exit_code == 1
     assert "Traceback" not in result.output
+
+
+def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ tfgen explain experiments/distributed-mnist.yaml\n", 1)[1]
+    block = block.split("```", 1)[0]
+    real = explain.format_explanation(walkthrough, "text").splitlines()
+    shown = [line for line in block.splitlines() if line and line != "..."]
+    assert len(shown) > 10
+    assert [line for line in shown if line not in real] == []
