@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from tfgen import explain
 from tfgen.cli import main
@@ -161,3 +162,19 @@ def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
     shown = [line for line in block.splitlines() if line and line != "..."]
     assert len(shown) > 10
     assert [line for line in shown if line not in real] == []
+
+
+@pytest.mark.parametrize(
+    "scenario, present, absent",
+    [
+        ("tensorboard-ingress", ['ing{{"Ingress tb.example.com"}} --> tbsvc'], []),
+        ("existing-claim", ['pvc[("PVC team-datasets<br/>/training")]'], ["pv[", "nas["]),
+    ],
+)
+def test_mermaid_from_chart_scenarios(scenario: str, present: list[str], absent: list[str]) -> None:
+    chart = ROOT / "charts" / "tfjob-experiment"
+    values = yaml.safe_load((chart / "ci" / f"{scenario}-values.yaml").read_text())
+    mermaid = explain.as_mermaid(explain.explain_values(values, chart=chart))
+    lines = [line.strip() for line in mermaid.splitlines()]
+    assert [line for line in present if line not in lines] == []
+    assert [part for part in absent if part in mermaid] == []
