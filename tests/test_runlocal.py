@@ -110,9 +110,9 @@ def test_a_failing_replica_ends_the_run_with_its_status(tmp_path: Path) -> None:
 
 def test_timeout_stops_every_process_group(tmp_path: Path) -> None:
     job = tfjob({"Chief": 1, "Worker": 1}, ["--out=/training/m", "--leader-sleeps"])
-    result, _ = run(job, tmp_path, timeout=3)
+    result, _ = run(job, tmp_path, timeout=2)
     assert result.exit_code == runlocal.EXIT_TIMEOUT
-    assert "timed out after 3s" in result.reason
+    assert "timed out after 2s" in result.reason
     found = markers(tmp_path / "m")
     assert len(found) == 2
     assert not [pid for pid in all_pids(found) if alive(pid)]
