@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -45,3 +46,96 @@ def main() -> None:
 
     Exit codes: 0 success, 1 problems found, 2 usage error or missing tool.
     """
+
+
+# --- check and diff: the pull-request gate ----------------------------------------------------
+
+
+class _Progress:
+    """A progress bar on stderr for long runs, only when stderr is a terminal (CI logs and
+    pipes stay clean)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.shown = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total < 20:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=f"{stage} ", file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@main.command("check")
+@click.option("--base", metavar="REF", help="Git revision the change is based on "
+              "(e.g. origin/main): refuse changes a live run cannot take.")
+@click.option("--changed", "changed_only", is_flag=True,
+              help="Only render experiments touched since --base (a chart, schema, argo/ or "
+                   "tfgen.yaml change means all).")
+@click.option("--validator", type=click.Choice(["builtin", "kubeconform", "both"]),
+              default="builtin", show_default=True,
+              help="Validator of rendered objects; kubeconform must be on PATH.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]),
+              default="text", show_default=True, help="How problems are printed.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@click.option("-C", "--repo", "repo", type=click.Path(file_okay=False, path_type=Path),
+              default=".", show_default=True, help="Repository root (holds tfgen.yaml).")
+@handle_errors
+def check_command(base: str | None, changed_only: bool, validator: str, fmt: str,
+                  no_cache: bool, repo: Path) -> None:
+    """Run the whole pull-request gate offline.
+
+    Validates every spec, checks the committed generated files, renders every Application
+    with helm exactly as Argo CD would, validates every rendered object strictly against the
+    Kubernetes schemas of tfgen.yaml's kubernetesVersion and schemas/, and applies the TFJob,
+    data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
+    """
+    from .check import CheckOptions, run_check
+    from .report import format_problems
+
+    progress = _Progress(sys.stderr.isatty())
+    try:
+        result = run_check(repo, CheckOptions(base=base, changed_only=changed_only,
+                                              validator=validator, use_cache=not no_cache),
+                           progress=progress)
+    finally:
+        progress.close()
+    if fmt == "json" or result.problems:
+        click.echo(format_problems(result.problems, fmt))
+    click.echo(result.summary(), err=True)
+    sys.exit(1 if result.problems else 0)
+
+
+@main.command("diff")
+@click.option("--base", metavar="REF", required=True,
+              help="Git revision to compare with (e.g. origin/main).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+              show_default=True, help="text for a terminal, markdown for a pull-request comment.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@click.option("-C", "--repo", "repo", type=click.Path(file_okay=False, path_type=Path),
+              default=".", show_default=True, help="Repository root (holds tfgen.yaml).")
+@handle_errors
+def diff_command(base: str, fmt: str, no_cache: bool, repo: Path) -> None:
+    """Show the rendered objects that change since REF, one unified diff per object.
+
+    Experiments touched since REF are rendered at REF and now with helm; each added, removed
+    or changed object is shown. Exit 0 (also when objects differ), 1 if a side fails to
+    render, 2 usage or missing tool.
+    """
+    from .diff import format_diff, run_diff
+    from .report import format_problems
+
+    result = run_diff(repo, base, use_cache=not no_cache)
+    click.echo(format_diff(result, fmt))
+    if result.problems:
+        click.echo(format_problems(result.problems, "text"), err=True)
+        sys.exit(1)

@@ -1,0 +1,500 @@
+"""`tfgen check`: the offline pull-request gate over the whole chain.
+
+In order: validate every spec; render the generated files in memory and compare them with what
+is committed; resolve the Applications the committed ApplicationSet generates; `helm template`
+each of them exactly as Argo CD would (release, namespace, `--kube-version` from tfgen.yaml,
+`--api-versions kubeflow.org/v1`), batched and cached (batch.py); validate every rendered
+object strictly (manifests.py, optionally kubeconform) and every Argo CD object in argo/;
+apply the rules a schema cannot express (policy.py, wiring.py); with a base revision, refuse
+changes a live run cannot take. Every finding is a `report.Problem`; nothing is printed here.
+
+Speed comes from three caches under `.tfgen-cache/`, all keyed by content: the whole result
+(nothing changed since the last identical run: one hash pass over the inputs), each spec
+file's validation, and each experiment's rendered manifest with its object problems.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__, gitbase, gitops, policy, wiring
+from .batch import BatchRenderer, RenderJob, RenderResult
+from .cache import CACHE_DIRNAME, Cache, digest, tree_digest
+from .config import RepoConfig, load_config
+from .errors import InputError, TfgenError
+from .manifests import ManifestValidator, RenderedObject, parse_manifest
+from .report import Problem
+
+VALIDATORS = ("builtin", "kubeconform", "both")
+API_VERSIONS = ("kubeflow.org/v1",)
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Paths whose change affects every experiment (for --changed).
+GLOBAL_INPUTS = ("charts/", "schemas/", "tfgen.yaml")
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class CheckOptions:
+    base: str | None = None
+    changed_only: bool = False
+    validator: str = "builtin"
+    use_cache: bool = True
+    helm: str | None = None
+    workers: int | None = None
+
+
+@dataclass
+class CheckResult:
+    """Every problem found, and what was done to find them (for the summary line)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    specs: int = 0
+    applications: int = 0
+    checked: int = 0  # applications rendered and validated (the rest: out of --changed scope)
+    objects: int = 0
+    helm_processes: int = 0
+    cache_hits: int = 0
+    from_cache: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        what = (f"{self.specs} spec(s), {self.checked} of {self.applications} application(s), "
+                f"{self.objects} rendered object(s)")
+        how = "result cached, inputs unchanged" if self.from_cache else (
+            f"{self.helm_processes} helm process(es), {self.cache_hits} render(s) from cache")
+        verdict = f"{len(self.problems)} problem(s)" if self.problems else "no problems"
+        return f"{verdict}: {what} ({how})"
+
+
+def _code_digest() -> str:
+    """tfgen's own code and the validators' versions: a new tfgen must not reuse old verdicts."""
+    import jsonschema_rs
+    import kubernetes_validate
+
+    return digest(__version__, tree_digest(PACKAGE_DIR),
+                  getattr(jsonschema_rs, "__version__", ""),
+                  getattr(kubernetes_validate, "__version__", str(Path(
+                      kubernetes_validate.__file__).parent)))
+
+
+def _display(root: Path, path: Path | str) -> str:
+    """Paths as the spec validator shows them: relative to the working directory if inside."""
+    absolute = (root / path) if not Path(path).is_absolute() else Path(path)
+    try:
+        return os.path.relpath(absolute.resolve(), Path.cwd().resolve()) if \
+            absolute.resolve().is_relative_to(Path.cwd().resolve()) else str(absolute)
+    except OSError:  # pragma: no cover
+        return str(absolute)
+
+
+def _problem_dicts(problems: Iterable[Problem]) -> list[dict[str, Any]]:
+    return [asdict(p) for p in problems]
+
+
+def _problems_from(items: Iterable[dict[str, Any]]) -> list[Problem]:
+    return [Problem(**item) for item in items]
+
+
+# --- stage 1: specs --------------------------------------------------------------------------
+
+@dataclass
+class SpecStage:
+    problems: list[Problem]
+    experiments: dict[str, tuple[str, dict[str, Any]]]  # name -> (display path, data)
+    files: int
+
+
+def validate_specs(config: RepoConfig, cache: Cache, salt: str) -> SpecStage:
+    """Every spec file, each one's verdict cached by its content (and config, code); the rules
+    across files run over the cached data, re-loading only files involved in a clash."""
+    from . import rules, validate
+
+    files, problems = validate.discover([config.experiments_dir])
+    config_bytes = config.path.read_bytes() if config.path else b""
+    entries: dict[Path, dict[str, Any]] = {}
+    for path in files:
+        key = digest("spec", salt, config_bytes, str(path), path.read_bytes())
+        entry = cache.get_json("spec", key)
+        if entry is None:
+            checked, found = validate.check_file(path, config)
+            entry = {
+                "problems": _problem_dicts(found),
+                "data": checked.data if checked is not None else None,
+            }
+            entry = json.loads(json.dumps(entry, default=str))
+            cache.put_json("spec", key, entry)
+        entries[path] = entry
+        problems += _problems_from(entry["problems"])
+    # Cross-file rules (unique names, unique PV names) only need the files that share a name;
+    # reload just those so their problems carry exact lines.
+    def identities(data: dict[str, Any]) -> list[str]:
+        meta = data.get("metadata") or {}
+        name, ns = meta.get("name"), meta.get("namespace")
+        out = [f"name:{name}"]
+        if isinstance((data.get("spec") or {}).get("storage", {}).get("nas"), dict):
+            out.append(f"pv:{ns}-{name}-data")
+        return out
+
+    seen: dict[str, list[Path]] = {}
+    for path, entry in entries.items():
+        if entry["data"] is not None:
+            for ident in identities(entry["data"]):
+                seen.setdefault(ident, []).append(path)
+    clashing = sorted({p for paths in seen.values() if len(paths) > 1 for p in paths})
+    invalid = {path for path, entry in entries.items() if entry["problems"]}
+    if clashing:
+        checked_items = [c for c in (validate.check_file(p, config)[0] for p in clashing) if c]
+        across = rules.repo_problems(checked_items)
+        problems += across
+        shown = {p.path for p in across}
+        invalid |= {c.source for c in checked_items if c.locator.document.path in shown}
+    experiments = {}
+    for path, entry in entries.items():
+        if path in invalid or entry["data"] is None:
+            continue
+        name = str(entry["data"]["metadata"]["name"])
+        experiments[name] = (validate.display_path(path), entry["data"])
+    return SpecStage(problems=problems, experiments=experiments, files=len(files))
+
+
+# --- stage 2: generated files ----------------------------------------------------------------
+
+def drift_problems(config: RepoConfig, specs: SpecStage) -> list[Problem]:
+    """Committed generated files that differ from what `tfgen render` would write."""
+    from . import render
+
+    experiments = [
+        render.SourceExperiment(source=_rel(config.root, source), data=data)
+        for source, data in specs.experiments.values()
+    ]
+    plan = render.plan_render(config.root, experiments, config.data.get("argocd") or {})
+    problems = list(plan.problems)
+    invalid_names = _spec_stems(config.root)
+    for change in plan.drift:
+        if change.action == render.ORPHAN and _experiment_of(change.path) in invalid_names:
+            continue  # its spec is invalid (reported above), not gone
+        what = {"create": "missing", "update": "out of date",
+                "orphan": "left over (its spec is gone)"}.get(change.action, change.action)
+        problems.append(Problem(change.path, message=f"generated file is {what}",
+                                hint="run `tfgen render` and commit the result"))
+    return problems
+
+
+def _rel(root: Path, display: str) -> str:
+    path = Path(display)
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:
+        return absolute.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return display
+
+
+def _experiment_of(path: str) -> str:
+    parts = path.split("/")
+    return parts[2] if len(parts) > 3 and path.startswith(gitops.EXPERIMENTS_DIR + "/") else ""
+
+
+def _spec_stems(root: Path) -> set[str]:
+    # An invalid spec's generated files are not orphans; the spec's problems say what to fix.
+    names = set()
+    for path in (root / "experiments").glob("*.y*ml"):
+        names.add(path.stem)
+    return names
+
+
+# --- stage 3: Argo CD objects in argo/ -------------------------------------------------------
+
+def argo_objects(root: Path) -> tuple[list[tuple[str, RenderedObject]], list[Problem]]:
+    """Every Kubernetes object in argo/*.yaml (the per-experiment files carry no kind)."""
+    out: list[tuple[str, RenderedObject]] = []
+    problems: list[Problem] = []
+    for path in sorted((root / gitops.ARGO_DIR).glob("*.y*ml")):
+        shown = _display(root, path)
+        try:
+            objects = parse_manifest(path.read_text(encoding="utf-8"))
+        except InputError as exc:
+            problems.append(Problem(shown, message=exc.message))
+            continue
+        out += [(shown, obj) for obj in objects]
+    return out, problems
+
+
+# --- the gate --------------------------------------------------------------------------------
+
+def affected_experiments(changed: Iterable[str]) -> set[str] | None:
+    """Experiment names touched by these changed paths; None when a change (chart, schemas,
+    tfgen.yaml, argo/ templates) affects every experiment."""
+    scope: set[str] = set()
+    for path in changed:
+        if path.startswith(GLOBAL_INPUTS) or (
+            path.startswith(gitops.ARGO_DIR + "/")
+            and not path.startswith(gitops.EXPERIMENTS_DIR + "/")
+        ):
+            return None
+        if path.startswith(gitops.EXPERIMENTS_DIR + "/"):
+            scope.add(path.split("/")[2])
+        elif path.startswith("experiments/"):
+            # the spec file is named after its experiment; a mismatch still shows via argo/
+            scope.add(Path(path).stem)
+    return scope
+
+
+def _scope(root: Path, options: CheckOptions) -> set[str] | None:
+    """Experiments to render for --changed (None = all)."""
+    if not options.changed_only:
+        return None
+    if not options.base:
+        raise InputError("--changed needs --base REF (changes are counted since REF)")
+    return affected_experiments(gitbase.changed_paths(root, options.base))
+
+
+def _inputs_digest(root: Path) -> str:
+    parts = []
+    for rel in ("tfgen.yaml",):
+        path = root / rel
+        parts.append(path.read_bytes() if path.exists() else b"absent")
+    for rel in ("experiments", gitops.ARGO_DIR, "charts", "schemas"):
+        parts.append(tree_digest(root / rel))
+    return digest(*parts)
+
+
+def jobs_for(
+    applications: Sequence[Any], kube_version: str
+) -> list[RenderJob]:
+    """One helm run per Application, with exactly the Application's parameters."""
+    return [
+        RenderJob(
+            name=app.release_name,
+            namespace=app.namespace,
+            chart=app.chart_dir,
+            values_files=tuple(app.value_files),
+            kube_version=kube_version,
+            api_versions=API_VERSIONS,
+        )
+        for app in applications
+    ]
+
+
+def _schema_dir(root: Path) -> Path:
+    own = root / "schemas"
+    return own if own.is_dir() else PACKAGE_DIR.parents[1] / "schemas"
+
+
+def run_check(
+    root: Path, options: CheckOptions | None = None, progress: Progress | None = None
+) -> CheckResult:
+    """Run the whole gate over the repository at `root`; returns every problem found."""
+    options = options or CheckOptions()
+    if options.validator not in VALIDATORS:
+        raise InputError(f"--validator {options.validator}: one of {', '.join(VALIDATORS)}")
+    if options.validator in ("kubeconform", "both"):
+        from . import kubeconform
+
+        kubeconform.require_kubeconform()
+    config = load_config(cwd=root)
+    root = config.root
+    cache = Cache(root / CACHE_DIRNAME if options.use_cache else None)
+    renderer = BatchRenderer(helm=options.helm, cache=cache, workers=options.workers)
+    code = _code_digest()
+    base_commit = gitbase.resolve(root, options.base) if options.base else ""
+    # cwd is part of the key: problems name files relative to it
+    run_key = digest("check", code, renderer.helm_version, json.dumps(asdict(options)),
+                     base_commit, str(Path.cwd()), _inputs_digest(root))
+    stored = cache.get_json("check", run_key)
+    if stored is not None:
+        result = CheckResult(**{**stored, "problems": _problems_from(stored["problems"])})
+        result.from_cache = True
+        return result
+
+    result = CheckResult()
+    specs = validate_specs(config, cache, digest(code, str(Path.cwd())))
+    result.specs = specs.files
+    result.problems += specs.problems
+    result.problems += drift_problems(config, specs)
+
+    validator = ManifestValidator(config.kubernetes_version, _schema_dir(root))
+    argo, argo_problems = argo_objects(root)
+    result.problems += argo_problems
+    for shown, obj in argo:
+        result.problems += validator.problems(obj, shown)
+    projects = wiring.load_projects(argo)
+
+    resolution = gitops.resolve_applications(root)
+    result.problems += [
+        Problem(_display(root, p.path), p.line, p.col, p.pointer, p.message, p.hint)
+        for p in resolution.problems
+    ]
+    applications = resolution.applications
+    result.applications = len(applications)
+    names: dict[str, str] = {}
+    for app in applications:
+        where = _display(root, app.generator_file)
+        if app.name in names:
+            result.problems.append(Problem(where, pointer="$.metadata.name",
+                                           message=f"Application {app.name!r} is also generated "
+                                                   f"from {names[app.name]}"))
+        names[app.name] = where
+        result.problems += wiring.application_problems(root, app, projects, where)
+
+    scope = _scope(root, options)
+    in_scope = [a for a in applications if scope is None or a.name in scope]
+    rendered = _render_and_check(
+        root, in_scope, specs, config, validator, projects, renderer, cache, code, result,
+        progress,
+    )
+    result.problems += _collisions(rendered, specs, root)
+    if options.validator in ("kubeconform", "both"):
+        result.problems += _kubeconform_problems(rendered, validator, specs, root,
+                                                 replace=options.validator == "kubeconform")
+    if options.base:
+        result.problems += _base_problems(root, options.base, in_scope, rendered, specs, config,
+                                          renderer)
+    result.checked = len(in_scope)
+    result.helm_processes = renderer.stats.helm_processes
+    result.cache_hits = renderer.stats.cached
+    result.problems = sorted(set(result.problems))
+    cache.put_json("check", run_key, {**asdict(result), "problems": _problem_dicts(
+        result.problems)})
+    return result
+
+
+@dataclass
+class AppObjects:
+    app: Any
+    path: str  # where problems about its objects point: the experiment's spec
+    manifest: str
+    objects: list[RenderedObject]
+
+
+def _spec_path(app: Any, specs: SpecStage, root: Path) -> str:
+    if app.name in specs.experiments:
+        return specs.experiments[app.name][0]
+    return _display(root, app.generator_file)
+
+
+def _render_and_check(
+    root: Path, apps: Sequence[Any], specs: SpecStage, config: RepoConfig,
+    validator: ManifestValidator, projects: dict[str, wiring.Project],
+    renderer: BatchRenderer, cache: Cache, code: str, result: CheckResult,
+    progress: Progress | None,
+) -> list[AppObjects]:
+    total = len(apps)
+    done = 0
+
+    def tick(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress:
+            progress("render", done, total)
+
+    jobs = jobs_for(apps, config.kubernetes_version)
+    results = renderer.render(jobs, on_progress=tick)
+    salt = digest("objects", code, config.kubernetes_version, tree_digest(_schema_dir(root)),
+                  json.dumps({n: asdict(p) for n, p in sorted(projects.items())}, default=str))
+    out: list[AppObjects] = []
+    for app, rendered in zip(apps, results, strict=True):
+        path = _spec_path(app, specs, root)
+        if rendered.error:
+            result.problems.append(Problem(path, pointer=f"helm template {app.name}",
+                                           message=_helm_message(rendered),
+                                           hint="fix the spec (or the chart) so the chart "
+                                                "renders"))
+            continue
+        key = digest(salt, path, app.namespace, app.project, rendered.manifest)
+        try:
+            objects = parse_manifest(rendered.manifest)
+        except InputError as exc:
+            result.problems.append(Problem(path, message=exc.message))
+            continue
+        result.objects += len(objects)
+        out.append(AppObjects(app, path, rendered.manifest, objects))
+        cached = cache.get_json("objects", key)
+        if cached is not None:
+            result.problems += _problems_from(cached)
+            continue
+        found: list[Problem] = []
+        for obj in objects:
+            found += validator.problems(obj, path)
+            found += policy.tfjob_problems(obj, path)
+        found += policy.data_safety_problems(objects, path)
+        found += wiring.object_problems(objects, app, projects.get(app.project), path)
+        cache.put_json("objects", key, _problem_dicts(found))
+        result.problems += found
+    return out
+
+
+def _helm_message(rendered: RenderResult) -> str:
+    lines = [line for line in rendered.error.splitlines()
+             if line.strip() and not line.startswith("Use --debug")]
+    return " ".join(lines) or "helm template failed"
+
+
+def _collisions(rendered: Sequence[AppObjects], specs: SpecStage, root: Path) -> list[Problem]:
+    """Two experiments rendering the same object would fight over it in the cluster (a
+    PersistentVolume is cluster-wide, so equal names across namespaces collide too)."""
+    owners: dict[tuple[str, str, str, str], list[AppObjects]] = {}
+    for item in rendered:
+        for obj in item.objects:
+            group, kind, ns, name = obj.key
+            if kind in wiring.CLUSTER_SCOPED:
+                ns = ""
+            owners.setdefault((group, kind, ns, name), []).append(item)
+    out = []
+    for (_, kind, ns, name), items in owners.items():
+        if len({i.app.name for i in items}) < 2:
+            continue
+        for item in items:
+            others = ", ".join(sorted({o.path for o in items if o is not item}))
+            scope = "cluster-wide" if not ns else f"in namespace {ns}"
+            out.append(Problem(item.path, pointer=f"{kind}/{name} $.metadata.name",
+                               message=f"{kind} {name!r} ({scope}) is also rendered by {others}",
+                               hint="rename one of the experiments"))
+    return out
+
+
+def _kubeconform_problems(
+    rendered: Sequence[AppObjects], validator: ManifestValidator, specs: SpecStage, root: Path,
+    *, replace: bool,
+) -> list[Problem]:
+    from . import kubeconform
+
+    flat = [(item, obj) for item in rendered for obj in item.objects]
+    failures = kubeconform.run([obj for _, obj in flat], validator)
+    return [Problem(flat[i][0].path, pointer=f"{flat[i][1].ref} $",
+                    message=f"kubeconform: {message}") for i, message in failures]
+
+
+def _base_problems(
+    root: Path, base: str, apps: Sequence[Any], rendered: Sequence[AppObjects],
+    specs: SpecStage, config: RepoConfig, renderer: BatchRenderer,
+) -> list[Problem]:
+    """Live-run immutability against the experiments as they are at `base`."""
+    now = {item.app.name: item for item in rendered}
+    with gitbase.tree_at(root, base) as tree:
+        try:
+            base_apps = {a.name: a for a in gitops.resolve_applications(tree).applications}
+        except (TfgenError, OSError, ValueError, KeyError, AttributeError):
+            return []  # the base predates tfgen or is broken: nothing live to protect
+        pairs = [(base_apps[name], now[name]) for name in now if name in base_apps]
+        jobs = jobs_for([b for b, _ in pairs], config.kubernetes_version)
+        results = renderer.render(jobs)
+    out: list[Problem] = []
+    for (_, current), before in zip(pairs, results, strict=True):
+        if before.error or before.manifest == current.manifest:
+            continue
+        try:
+            old_objects = parse_manifest(before.manifest)
+        except InputError:
+            continue
+        out += policy.immutability_problems(old_objects, current.objects, current.path)
+    return out
