@@ -41,34 +41,46 @@ def require_kubeconform() -> str:
     return found
 
 
-def _standalone(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
-    """Copy of a Kubernetes kind schema with every referenced definition inlined in `$defs`."""
-    needed: set[str] = set()
+def _is_kubernetes_ref(ref: str) -> bool:
+    return ref.split("#", 1)[0].endswith("/api/_definitions.json")
 
-    def rewrite(node: Any) -> Any:
+
+def _standalone(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    """Copy of a schema with every referenced Kubernetes definition inlined in `$defs`.
+
+    References into the Kubernetes definitions (`/api/_definitions.json#/$defs/X`, relative or
+    absolute) become local `#/$defs/X`; the schema's own local references stay as they are.
+    """
+    needed: set[str] = set()
+    pending: list[str] = []
+
+    def rewrite(node: Any, inside_k8s: bool) -> Any:
         if isinstance(node, dict):
             out = {}
             for key, value in node.items():
-                if key == "$ref" and isinstance(value, str):
-                    name = value.split("#/$defs/", 1)[1] if "#/$defs/" in value else None
-                    if name is not None:
-                        if name not in needed:
-                            needed.add(name)
-                            pending.append(name)
-                        out[key] = f"#/$defs/{name}"
-                        continue
-                out[key] = rewrite(value)
+                if key == "$ref" and isinstance(value, str) and "#/$defs/" in value and (
+                    inside_k8s or _is_kubernetes_ref(value)
+                ):
+                    name = value.split("#/$defs/", 1)[1]
+                    if name not in needed:
+                        needed.add(name)
+                        pending.append(name)
+                    out[key] = f"#/$defs/{name}"
+                    continue
+                out[key] = rewrite(value, inside_k8s)
             return out
         if isinstance(node, list):
-            return [rewrite(item) for item in node]
+            return [rewrite(item, inside_k8s) for item in node]
         return node
 
-    pending: list[str] = []
-    top = rewrite({k: v for k, v in schema.items() if k != "$id"})
-    defs: dict[str, Any] = {}
+    top = rewrite({k: v for k, v in schema.items() if k != "$id"}, False)
+    defs: dict[str, Any] = dict(top.get("$defs") or {})
     while pending:
         name = pending.pop()
-        defs[name] = rewrite(definitions[name])
+        if name in defs:
+            raise ValueError(f"definition {name} exists in the schema and in Kubernetes")
+        # inside the Kubernetes definitions every `#/$defs/` points at a Kubernetes definition
+        defs[name] = rewrite(definitions[name], True)
     if defs:
         top["$defs"] = defs
     return top
@@ -92,9 +104,7 @@ def write_schema_layout(
         source = validator.schema_file(api_version, kind)
         if source is None:
             continue
-        schema = json.loads(source.read_text(encoding="utf-8"))
-        if (api_version, kind) not in validator.project:
-            schema = _standalone(schema, definitions)
+        schema = _standalone(json.loads(source.read_text(encoding="utf-8")), definitions)
         target = folder / f"{kind.lower()}{kind_suffix(api_version)}.json"
         target.write_text(json.dumps(schema, indent=1), encoding="utf-8")
     return folder

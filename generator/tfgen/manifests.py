@@ -210,8 +210,10 @@ class ManifestValidator:
 
     @cached_property
     def _registry(self) -> Any:
+        # The project's TFJob schema reuses Kubernetes definitions (PodTemplateSpec, ...) by
+        # their `$id`, so every schema is compiled against this one registry.
         definitions = json.loads((self.kube_dir / "_definitions.json").read_text())
-        return jsonschema_rs.Registry([(definitions["$id"], definitions)])
+        return jsonschema_rs.Registry([(definitions["$id"], definitions)], retriever=_offline)
 
     def schema_file(self, api_version: str, kind: str) -> Path | None:
         """The schema file for a kind, or None when neither Kubernetes nor the project has one."""
@@ -226,14 +228,15 @@ class ManifestValidator:
             path = self.schema_file(api_version, kind)
             if path is None:
                 self._compiled[key] = None
-            elif key in self.project:
-                schema = json.loads(path.read_text(encoding="utf-8"))
-                self._compiled[key] = jsonschema_rs.validator_for(schema)
             else:
                 schema = json.loads(path.read_text(encoding="utf-8"))
-                self._compiled[key] = jsonschema_rs.validator_for(
-                    schema, registry=self._registry
-                )
+                try:
+                    self._compiled[key] = jsonschema_rs.validator_for(
+                        schema, registry=self._registry, retriever=_offline
+                    )
+                except (ValueError, jsonschema_rs.ValidationError) as exc:
+                    raise InputError(f"{path}: cannot compile schema: "
+                                     f"{str(exc).splitlines()[0]}") from exc
         return self._compiled[key]
 
     def errors(self, doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -263,6 +266,11 @@ class ManifestValidator:
                     hint=_hint(message))
             for pointer, message in self.errors(obj.doc)
         ]
+
+
+def _offline(uri: str) -> Any:
+    """Schemas are never fetched: validation must work without network, the same every time."""
+    raise ValueError(f"schema reference {uri} is not available offline")
 
 
 def _tidy(message: str) -> str:
