@@ -77,7 +77,10 @@ def test_failing_experiment_gets_its_own_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(json.dumps({"experiment": {"name": ""}}))
     jobs.insert(2, RenderJob("bad", "team-a", chart, (bad,), "1.30"))
-    results = BatchRenderer(workers=1).render(jobs)
+    renderer = BatchRenderer(workers=1)
+    results = renderer.render(jobs)
+    # helm names the failing alias: one batch, the failing one alone, the rest together
+    assert renderer.stats.helm_processes == 3
     assert [bool(r.error) for r in results] == [False, False, True, False, False, False]
     assert "experiment.name is required" in results[2].error
     assert "tiny/templates/cm.yaml" in results[2].error  # the per-experiment message

@@ -38,7 +38,9 @@ from .errors import EnvironmentProblem, HelmError, InputError
 UMBRELLA = "tfgen-batch"
 # Templates that read these would render differently per release; such a chart is rendered one
 # experiment per helm process (correct, only slower).
-_RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)|\.Chart\.Name")
+_RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
+_TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
+_ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
 _DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
 
 try:
@@ -163,7 +165,8 @@ class ChartInfo:
         self.defaults: dict[str, Any] = defaults if isinstance(defaults, dict) else {}
         self.digest = tree_digest(chart)
         self.batchable = not any(
-            _RELEASE_BOUND.search(p.read_text(encoding="utf-8", errors="replace"))
+            _RELEASE_BOUND.search(_TEMPLATE_COMMENT.sub("", p.read_text(
+                encoding="utf-8", errors="replace")))
             for p in (chart / "templates").rglob("*")
             if p.is_file()
         )
@@ -292,7 +295,19 @@ class BatchRenderer:
             return [self.render_single(job) for job in jobs]
         try:
             text = self._render_chunk(jobs, chart, jobs[0].kube_version, jobs[0].api_versions)
-        except HelmError:
+        except HelmError as exc:
+            # helm names the failing subcharts (`charts/e00042/templates/...` for a template
+            # error, `e00042:` in a schema report): render those alone for their own message
+            # and the rest again together; bisect when it names none.
+            named = {int(m) for m in _ALIAS_IN_ERROR.findall(exc.message) if int(m) < len(jobs)}
+            if named:
+                failing = [jobs[i] for i in sorted(named)]
+                rest = [job for i, job in enumerate(jobs) if i not in named]
+                by_job = {id(job): res for job, res in zip(
+                    failing, [self.render_single(job) for job in failing], strict=True)}
+                by_job.update({id(job): res for job, res in zip(
+                    rest, self._render_group(rest) if rest else [], strict=True)})
+                return [by_job[id(job)] for job in jobs]
             middle = len(jobs) // 2
             return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
         parts = split_umbrella(text, chart.name)
@@ -307,18 +322,18 @@ class BatchRenderer:
         """Render every job (cache first); results in the order of `jobs`."""
         results: dict[int, RenderResult] = {}
         todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
-        for index, job in enumerate(jobs):
-            chart = self.chart(job.chart)
-            key = _job_key(job, chart, self.helm_version)
-            text = self.cache.get("render", key)
-            if text is not None:
-                results[index] = RenderResult(job, manifest=text, cached=True)
+        keys = [_job_key(job, self.chart(job.chart), self.helm_version) for job in jobs]
+        known = self.cache.get_many("render", keys)
+        for index, (job, key) in enumerate(zip(jobs, keys, strict=True)):
+            if key in known:
+                results[index] = RenderResult(job, manifest=known[key], cached=True)
                 self.stats.cached += 1
-                if on_progress:
-                    on_progress(1)
                 continue
+            chart = self.chart(job.chart)
             group = (chart.path, job.kube_version, job.api_versions)
             todo.setdefault(group, []).append((index, key))
+        if on_progress and self.stats.cached:
+            on_progress(self.stats.cached)
         if not chart_batchable_all(self, todo):
             self.stats.fallbacks.append(
                 "chart uses .Release.Name/.Release.Namespace/.Chart.Name: rendered one by one"
@@ -341,6 +356,7 @@ class BatchRenderer:
                     self.stats.rendered += 1
                     if not result.error:
                         self.cache.put("render", key, result.manifest)
+        self.cache.flush()
         return [results[i] for i in range(len(jobs))]
 
 

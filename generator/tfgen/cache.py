@@ -1,10 +1,10 @@
 """A content-addressed cache under `.tfgen-cache/` so unchanged experiments cost nothing.
 
 Entries are keyed by a SHA-256 over everything that decides their content (chart files, values,
-helm version, Kubernetes version, ...), never by time or name, so a stale entry cannot be hit: a
-changed input is a different key. Writes go to a temporary file and are renamed into place, so
-concurrent runs and interrupted runs never leave a half-written entry. Deleting the folder is
-always safe. The folder is git-ignored.
+helm version, Kubernetes version, tfgen's own code, ...), never by time or name, so a stale entry
+cannot be hit: a changed input is a different key. Entries live in one SQLite file, written in
+one transaction per run, so concurrent and interrupted runs never leave a half-written entry.
+Deleting the folder is always safe. The folder is git-ignored.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,45 +49,101 @@ def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__")) -> 
 
 
 class Cache:
-    """Key -> text store in one folder; a `Cache(None)` stores nothing (for `--no-cache`)."""
+    """Key -> text store in one SQLite file; a `Cache(None)` stores nothing (`--no-cache`).
+
+    One database file instead of one file per entry: creating thousands of small files costs
+    more than rendering on some file systems, and SQLite gives atomic, concurrent-safe writes
+    (WAL) for free. Writes are batched in memory and committed by `flush()` (also on close).
+    """
 
     def __init__(self, root: Path | None) -> None:
-        self.root = root / FORMAT if root is not None else None
+        self.path = root / f"cache-v{FORMAT}.sqlite3" if root is not None else None
         self.hits = 0
         self.misses = 0
+        self._db: sqlite3.Connection | None = None
+        self._pending: dict[tuple[str, str], str] = {}
+        self._broken = False
 
     @property
     def enabled(self) -> bool:
-        return self.root is not None
+        return self.path is not None and not self._broken
 
-    def _path(self, space: str, key: str) -> Path:
-        assert self.root is not None
-        return self.root / space / key[:2] / key
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._db is None and self.enabled:
+            assert self.path is not None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("CREATE TABLE IF NOT EXISTS entry (space TEXT, key TEXT, value TEXT,"
+                           " PRIMARY KEY (space, key)) WITHOUT ROWID")
+                self._db = db
+            except (OSError, sqlite3.Error):
+                # A read-only or broken cache folder: check still works, only slower.
+                self._broken = True
+        return self._db
 
     def get(self, space: str, key: str) -> str | None:
-        if self.root is None:
+        if (space, key) in self._pending:
+            return self._pending[(space, key)]
+        db = self._connect()
+        if db is None:
             return None
         try:
-            text = self._path(space, key).read_text(encoding="utf-8")
-        except OSError:
+            row = db.execute("SELECT value FROM entry WHERE space=? AND key=?",
+                             (space, key)).fetchone()
+        except sqlite3.Error:
+            row = None
+        if row is None:
             self.misses += 1
             return None
         self.hits += 1
-        return text
+        return str(row[0])
+
+    def get_many(self, space: str, keys: Iterable[str]) -> dict[str, str]:
+        """Entries for many keys in one query (missing keys are absent from the result)."""
+        wanted = list(dict.fromkeys(keys))
+        found = {k: self._pending[(space, k)] for k in wanted if (space, k) in self._pending}
+        db = self._connect()
+        if db is not None:
+            rest = [k for k in wanted if k not in found]
+            for start in range(0, len(rest), 500):
+                chunk = rest[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                try:
+                    rows = db.execute(f"SELECT key, value FROM entry WHERE space=? AND key IN "
+                                      f"({marks})", (space, *chunk)).fetchall()
+                except sqlite3.Error:
+                    rows = []
+                found.update({str(k): str(v) for k, v in rows})
+        self.hits += len(found)
+        self.misses += len(wanted) - len(found)
+        return found
 
     def put(self, space: str, key: str, text: str) -> None:
-        if self.root is None:
+        if self.enabled:
+            self._pending[(space, key)] = text
+
+    def flush(self) -> None:
+        """Write pending entries in one transaction."""
+        db = self._connect()
+        if db is None or not self._pending:
+            self._pending.clear()
             return
-        path = self._path(space, key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except OSError:
-            # A read-only checkout still checks correctly, only slower.
-            return
+            with db:
+                db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?)",
+                               [(s, k, v) for (s, k), v in self._pending.items()])
+        except sqlite3.Error:
+            self._broken = True
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def get_json(self, space: str, key: str) -> Any:
         text = self.get(space, key)
@@ -99,7 +155,7 @@ class Cache:
             return None
 
     def put_json(self, space: str, key: str, value: Any) -> None:
-        self.put(space, key, json.dumps(value, separators=(",", ":")))
+        self.put(space, key, json.dumps(value, separators=(",", ":"), default=str))
 
 
 def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
@@ -118,4 +174,5 @@ def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
     version = result.stdout.strip() or result.stderr.strip()
     if identity and result.returncode == 0:
         cache.put("tool-version", identity, version)
+        cache.flush()
     return version
