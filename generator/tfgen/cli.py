@@ -17,6 +17,8 @@ import click
 
 from . import __version__
 from .errors import TfgenError
+from .report import FORMATS, format_problems
+from .validate import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,6 +48,42 @@ def main() -> None:
 
     Exit codes: 0 success, 1 problems found, 2 usage error or missing tool.
     """
+
+
+# --- tfgen validate -------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text for people, json for tools, github for pull-request annotations.",
+)
+@handle_errors
+def validate(paths: tuple[Path, ...], fmt: str) -> None:
+    """Check experiment specs: strict YAML, the schema and the semantic rules.
+
+    PATHS are spec files or directories (their *.yaml/*.yml); the default is experiments/ at
+    the repository root (the nearest directory holding tfgen.yaml). Every problem of every file
+    is reported at once as path:line:col: $.pointer: message (hint).
+
+    Exit codes: 0 all valid, 1 problems found, 2 usage error.
+    """
+    result = validate_repo(paths)
+    if fmt == "json":
+        click.echo(format_problems(result.problems, "json"))
+    elif result.problems:
+        click.echo(format_problems(result.problems, fmt))
+    if fmt == "text":
+        click.echo(result.summary())
+    else:
+        click.echo(result.summary(), err=True)
+    if not result.ok:
+        sys.exit(1)
 
 
 # --- check and diff: the pull-request gate ----------------------------------------------------

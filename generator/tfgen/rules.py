@@ -1,0 +1,325 @@
+"""Semantic rules the JSON Schema cannot express, each giving a Problem in plain words.
+
+File rules look at one experiment (after repo defaults and schema defaults are applied): the
+TensorBoard log directory lies strictly inside the mounted volume, the role set makes a working
+TensorFlow cluster, every role has an image, the file is named after the experiment, the
+namespace is one Argo CD may deploy to, and `ttlSecondsAfterFinished` is refused with the
+reason (Argo CD would recreate the deleted TFJob and train again). Repository rules look across
+files: experiment names and the cluster-scoped PersistentVolume names derived from them must be
+unique. Rules read the data defensively, because they also run on files that have schema errors
+(so that every problem of a file is reported at once).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .loader import Locator, PointerParts, pointer_text
+from .report import Problem
+
+TTL_KEY = "ttlSecondsAfterFinished"
+TTL_MESSAGE = (
+    "ttlSecondsAfterFinished is not allowed: the operator would delete the finished TFJob, "
+    "Argo CD self-heal would then recreate it from Git and the training would run again"
+)
+TTL_HINT = (
+    "remove it: a finished TFJob stays until its experiment file leaves Git, and "
+    "runPolicy.cleanPodPolicy already removes its pods"
+)
+TRAINING_ROLES = ("master", "chief", "worker")
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass
+class Checked:
+    """One loaded experiment as the rules see it: complete data, where it came from."""
+
+    source: Path
+    data: dict[str, Any]
+    locator: Locator
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+class _Collector:
+    def __init__(self, locator: Locator) -> None:
+        self.locator = locator
+        self.problems: list[Problem] = []
+
+    def add(
+        self,
+        parts: PointerParts,
+        message: str,
+        hint: str = "",
+        *,
+        key: bool = True,
+        missing: bool = False,
+    ) -> None:
+        path, line, col, from_config = self.locator.where(parts, key=key, missing=missing)
+        if from_config:
+            hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
+        self.problems.append(Problem(path, line, col, pointer_text(parts), message, hint))
+
+
+def _find_key(data: Any, key: str, parts: PointerParts = ()) -> Iterable[PointerParts]:
+    if isinstance(data, dict):
+        for name, value in data.items():
+            if name == key:
+                yield (*parts, name)
+            yield from _find_key(value, key, (*parts, name))
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            yield from _find_key(item, key, (*parts, index))
+
+
+def _check_ttl(data: dict[str, Any], out: _Collector) -> None:
+    for parts in _find_key(data, TTL_KEY):
+        out.add(parts, TTL_MESSAGE, TTL_HINT)
+
+
+def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
+    roles = spec.get("roles")
+    if not isinstance(roles, dict):
+        return
+    base = ("spec", "roles")
+    if "master" in roles and "chief" in roles:
+        out.add(
+            (*base, "chief"),
+            'has both "master" and "chief"; TensorFlow allows only one',
+            "keep one of them: they are the same job under two names",
+        )
+    if "ps" in roles and "worker" not in roles:
+        out.add(
+            (*base, "ps"),
+            "parameter servers without workers train nothing",
+            "add roles.worker: parameter servers only hold variables, workers compute",
+        )
+    if "evaluator" in roles and not any(r in roles for r in TRAINING_ROLES):
+        out.add(
+            (*base, "evaluator"),
+            "an evaluator needs a training role to evaluate",
+            "add roles.chief (or master) or roles.worker",
+        )
+    spec_image = spec.get("image")
+    for name, role in roles.items():
+        if isinstance(role, dict) and not role.get("image") and not spec_image:
+            out.add(
+                (*base, name),
+                f'role "{name}" has no image',
+                f"set spec.image, or spec.roles.{name}.image",
+                missing=True,
+            )
+    gang = _get(spec, "runPolicy", "schedulingPolicy", "minAvailable")
+    total = sum(
+        r.get("replicas", 1)
+        for r in roles.values()
+        if isinstance(r, dict) and isinstance(r.get("replicas", 1), int)
+    )
+    if isinstance(gang, int) and not isinstance(gang, bool) and gang > total:
+        out.add(
+            ("spec", "runPolicy", "schedulingPolicy", "minAvailable"),
+            f"is {gang}, but the job has only {total} replicas: the gang would never start",
+            f"at most {total}",
+            key=False,
+        )
+
+
+def _check_env(spec: dict[str, Any], out: _Collector) -> None:
+    lists: list[tuple[PointerParts, Any]] = [(("spec", "env"), spec.get("env"))]
+    roles = spec.get("roles")
+    if isinstance(roles, dict):
+        lists += [(("spec", "roles", n, "env"), _get(r, "env")) for n, r in roles.items()]
+    for parts, env in lists:
+        if not isinstance(env, list):
+            continue
+        seen: dict[str, int] = {}
+        for index, item in enumerate(env):
+            name = _get(item, "name")
+            if not isinstance(name, str):
+                continue
+            if name == "TF_CONFIG":
+                out.add(
+                    (*parts, index, "name"),
+                    "TF_CONFIG must not be set",
+                    "the training operator writes it for every pod",
+                    key=False,
+                )
+            if name in seen:
+                out.add(
+                    (*parts, index, "name"),
+                    f'variable "{name}" is set twice',
+                    f"first at {pointer_text((*parts, seen[name]))}",
+                    key=False,
+                )
+            seen.setdefault(name, index)
+
+
+def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
+    storage = spec.get("storage")
+    tensorboard = spec.get("tensorboard")
+    if not isinstance(storage, dict):
+        return
+    nas = storage.get("nas")
+    if isinstance(nas, dict) and nas.get("mode") and nas.get("driver") != "flexvolume":
+        out.add(
+            ("spec", "storage", "nas", "mode"),
+            f'only the flexvolume driver uses mode (driver is "{nas.get("driver")}")',
+            "remove mode, or set driver: flexvolume",
+        )
+    if not isinstance(tensorboard, dict) or tensorboard.get("enabled") is not True:
+        return
+    mount = storage.get("mountPath")
+    log_dir = tensorboard.get("logDir")
+    parts = ("spec", "tensorboard", "logDir")
+    if log_dir is None:
+        where = ("spec", "tensorboard") if "tensorboard" in spec else ("spec",)
+        out.add(
+            where,
+            "TensorBoard is enabled but tensorboard.logDir is not set",
+            "set logDir to the event-log directory inside storage.mountPath, "
+            "or tensorboard.enabled: false",
+            missing=True,
+        )
+        return
+    if not (
+        isinstance(mount, str)
+        and isinstance(log_dir, str)
+        and mount.startswith("/")
+        and log_dir.startswith("/")
+    ):
+        return  # the schema reports non-absolute paths
+    if ".." in log_dir.split("/"):
+        out.add(parts, f'"{log_dir}" contains ".."', "write the directory without '..'", key=False)
+        return
+    root = posixpath.normpath(mount)
+    logs = posixpath.normpath(log_dir)
+    example = posixpath.join(root, "logs")
+    if logs == root:
+        out.add(
+            parts,
+            f'"{log_dir}" is the root of the volume mounted at {root}',
+            f"keep event logs in a sub-directory, e.g. {example}",
+            key=False,
+        )
+    elif not logs.startswith(root.rstrip("/") + "/"):
+        out.add(
+            parts,
+            f'"{log_dir}" is not inside storage.mountPath ({mount}); '
+            "TensorBoard only sees that volume",
+            f"e.g. {example}",
+            key=False,
+        )
+
+
+def _check_tensorboard(spec: dict[str, Any], out: _Collector) -> None:
+    ingress = _get(spec, "tensorboard", "ingress")
+    if not isinstance(ingress, dict):
+        return
+    prefix = ingress.get("pathPrefix")
+    if isinstance(prefix, str) and prefix and not prefix.startswith("/"):
+        out.add(
+            ("spec", "tensorboard", "ingress", "pathPrefix"),
+            f'"{prefix}" must start with "/"',
+            f"write /{prefix}",
+            key=False,
+        )
+    if ingress.get("enabled") is True and _get(spec, "tensorboard", "enabled") is False:
+        out.add(
+            ("spec", "tensorboard", "ingress", "enabled"),
+            "an Ingress needs the TensorBoard it points to",
+            "set tensorboard.enabled: true",
+        )
+
+
+def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> list[Problem]:
+    """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any)."""
+    out = _Collector(checked.locator)
+    data = checked.data
+    _check_ttl(data, out)
+    name = _get(data, "metadata", "name")
+    valid_name = isinstance(name, str) and len(name) <= 51 and DNS1035.match(name)
+    if valid_name and checked.source.name != f"{name}.yaml":
+        out.add(
+            ("metadata", "name"),
+            f'file is named "{checked.source.name}" but the experiment is "{name}"',
+            f"rename the file to {name}.yaml: one file per experiment, named after it",
+            key=False,
+        )
+    namespace = _get(data, "metadata", "namespace")
+    if namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
+        out.add(
+            ("metadata", "namespace"),
+            f'namespace "{namespace}" is not one Argo CD may deploy to',
+            "allowed by tfgen.yaml argocd.namespaces: " + ", ".join(namespaces),
+            key=False,
+        )
+    spec = data.get("spec")
+    if isinstance(spec, dict):
+        _check_roles(spec, out)
+        _check_env(spec, out)
+        _check_storage(spec, out)
+        _check_tensorboard(spec, out)
+    return out.problems
+
+
+def _others(items: Sequence[Checked], item: Checked, limit: int = 3) -> str:
+    """The other files of a clash, at most `limit` of them named."""
+    paths = [o.locator.document.path for o in items[: limit + 1] if o is not item][:limit]
+    rest = len(items) - 1 - len(paths)
+    return ", ".join(paths) + (f" and {rest} more" if rest else "")
+
+
+def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
+    """Rules across files: unique experiment names and unique derived PV names."""
+    problems: list[Problem] = []
+    by_name: dict[str, list[Checked]] = {}
+    by_pv: dict[str, list[Checked]] = {}
+    for item in experiments:
+        name = _get(item.data, "metadata", "name")
+        namespace = _get(item.data, "metadata", "namespace")
+        if not isinstance(name, str) or not name:
+            continue
+        by_name.setdefault(name, []).append(item)
+        if isinstance(namespace, str) and isinstance(
+            _get(item.data, "spec", "storage", "nas"), dict
+        ):
+            by_pv.setdefault(f"{namespace}-{name}-data", []).append(item)
+    for name, items in by_name.items():
+        if len(items) < 2:
+            continue
+        for item in items:
+            others = _others(items, item)
+            out = _Collector(item.locator)
+            out.add(
+                ("metadata", "name"),
+                f'experiment name "{name}" is also used by {others}',
+                "names must be unique in the repository: they name the Argo CD Application",
+                key=False,
+            )
+            problems += out.problems
+    for pv, items in by_pv.items():
+        if len(items) < 2 or len({_get(i.data, "metadata", "name") for i in items}) < 2:
+            continue  # same name: already reported above
+        for item in items:
+            others = _others(items, item)
+            out = _Collector(item.locator)
+            out.add(
+                ("metadata", "name"),
+                f'PersistentVolume name "{pv}" (<namespace>-<name>-data) is also derived by '
+                f"{others}",
+                "PersistentVolumes are cluster-wide; rename one experiment",
+                key=False,
+            )
+            problems += out.problems
+    return problems
