@@ -100,7 +100,8 @@ def test_live_changes_need_a_new_run() -> None:
     after_objs[2].doc["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 4
     after_objs[2].doc["spec"]["runPolicy"]["suspend"] = True  # allowed: re-read live
     text = messages(immutability_problems(before, after_objs, "s.yaml"))
-    assert "PersistentVolume/default-mnist-data $.spec.csi: the volume source changed" in text
+    assert ("PersistentVolume/default-mnist-data $.spec.csi.volumeAttributes.server: the volume "
+            "source changed ('nas-1' -> 'nas-2')") in text
     assert "Worker replicas changed 1 -> 4" in text
     assert "new run under a new experiment name" in text
     assert "suspend" not in text

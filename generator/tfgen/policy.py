@@ -233,6 +233,28 @@ def _changed_keys(old: dict[str, Any], new: dict[str, Any], mutable: set[str]) -
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
+_ABSENT = object()
+
+
+def _leaf_changes(old: Any, new: Any, pointer: str, limit: int = 5) -> list[tuple[str, str]]:
+    """(pointer, "old -> new") for the innermost fields that differ, so a message names
+    `$.spec.csi.volumeAttributes.path` rather than the whole volume source."""
+    out: list[tuple[str, str]] = []
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key, _ABSENT), new.get(key, _ABSENT)
+            if a != b:
+                out += _leaf_changes(a, b, f"{pointer}.{key}", limit)
+    elif (isinstance(old, list) and isinstance(new, list) and len(old) == len(new)
+          and any(isinstance(x, (dict, list)) for x in old)):
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                out += _leaf_changes(a, b, f"{pointer}[{index}]", limit)
+    else:
+        out.append((pointer, f"{_short(old)} -> {_short(new)}"))
+    return out[:limit]
+
+
 def immutability_problems(
     base: Sequence[RenderedObject], now: Sequence[RenderedObject], path: str
 ) -> list[Problem]:
@@ -267,16 +289,18 @@ def immutability_problems(
         old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
         if obj.kind == "PersistentVolume":
             for key in _changed_keys(old_spec, new_spec, _PV_MUTABLE):
-                out.append(_problem(path, obj, f"$.spec.{key}",
-                                    f"the volume source changed ({_short(old_spec.get(key))} -> "
-                                    f"{_short(new_spec.get(key))}); a PV's source (server, path, "
-                                    f"driver) is immutable", NEW_RUN_HINT))
+                for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
+                                                   new_spec.get(key, _ABSENT), f"$.spec.{key}"):
+                    out.append(_problem(path, obj, where,
+                                        f"the volume source changed ({change}); a PV's source "
+                                        f"(server, path, driver) is immutable", NEW_RUN_HINT))
         elif obj.kind == "PersistentVolumeClaim":
             for key in _changed_keys(old_spec, new_spec, _PVC_MUTABLE):
-                out.append(_problem(path, obj, f"$.spec.{key}",
-                                    f"changed ({_short(old_spec.get(key))} -> "
-                                    f"{_short(new_spec.get(key))}); a bound claim's spec is "
-                                    f"immutable except its size", NEW_RUN_HINT))
+                for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
+                                                   new_spec.get(key, _ABSENT), f"$.spec.{key}"):
+                    out.append(_problem(path, obj, where,
+                                        f"changed ({change}); a bound claim's spec is immutable "
+                                        f"except its size", NEW_RUN_HINT))
         elif (obj.api_version, obj.kind) == TFJOB:
             out += _tfjob_changes(old_spec, new_spec, obj, path)
     return out
@@ -303,9 +327,11 @@ def _tfjob_changes(
                                 f"old cluster", NEW_RUN_HINT))
         for key in sorted((set(before) | set(after)) - {"replicas"}):
             if before.get(key) != after.get(key):
-                out.append(_problem(path, obj, f"{where}.{key}",
-                                    f"{rtype} {key} changed; running pods are not recreated "
-                                    f"from a changed template", NEW_RUN_HINT))
+                for pointer, change in _leaf_changes(before.get(key, _ABSENT),
+                                                     after.get(key, _ABSENT), f"{where}.{key}"):
+                    out.append(_problem(path, obj, pointer,
+                                        f"{rtype} {key} changed ({change}); running pods are "
+                                        f"not recreated from a changed template", NEW_RUN_HINT))
     old_p, new_p = old.get("runPolicy") or {}, new.get("runPolicy") or {}
     for key in _changed_keys(old_p, new_p, _RUN_POLICY_LIVE):
         out.append(_problem(path, obj, f"$.spec.runPolicy.{key}",
@@ -315,5 +341,7 @@ def _tfjob_changes(
 
 
 def _short(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
