@@ -43,7 +43,7 @@ def test_changed_added_removed_objects() -> None:
 
 def test_markdown_is_one_sticky_comment_and_truncates() -> None:
     result = DiffResult(base="origin/main", experiments=["mnist"])
-    huge = BEFORE.replace("replicas: 2", "\n".join(f"      r{i}: {i}" for i in range(2000)))
+    huge = BEFORE.replace("      replicas: 2", "\n".join(f"      r{i}: {i}" for i in range(2000)))
     for i in range(40):
         result.diffs += diff_manifests(f"e{i}", BEFORE, huge)
     text = format_diff(result, "markdown", max_chars=20_000, max_object_lines=50)

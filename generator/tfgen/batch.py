@@ -324,16 +324,18 @@ class BatchRenderer:
         todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
         keys = [_job_key(job, self.chart(job.chart), self.helm_version) for job in jobs]
         known = self.cache.get_many("render", keys)
+        hits = 0
         for index, (job, key) in enumerate(zip(jobs, keys, strict=True)):
             if key in known:
                 results[index] = RenderResult(job, manifest=known[key], cached=True)
-                self.stats.cached += 1
+                hits += 1
                 continue
             chart = self.chart(job.chart)
             group = (chart.path, job.kube_version, job.api_versions)
             todo.setdefault(group, []).append((index, key))
-        if on_progress and self.stats.cached:
-            on_progress(self.stats.cached)
+        self.stats.cached += hits
+        if on_progress and hits:
+            on_progress(hits)
         if not chart_batchable_all(self, todo):
             self.stats.fallbacks.append(
                 "chart uses .Release.Name/.Release.Namespace/.Chart.Name: rendered one by one"

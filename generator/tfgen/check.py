@@ -19,6 +19,7 @@ import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -396,8 +397,10 @@ def run_check(
         kubeconform.require_kubeconform()
     config = load_config(cwd=root)
     root = config.root
-    cache = Cache(root / CACHE_DIRNAME if options.use_cache else None)
-    renderer = BatchRenderer(helm=options.helm, cache=cache, workers=options.workers)
+    cache_dir = root / CACHE_DIRNAME if options.use_cache else None
+    cache = Cache(cache_dir)
+    # the renderer works in its own thread: its own connection to the same cache file
+    renderer = BatchRenderer(helm=options.helm, cache=Cache(cache_dir), workers=options.workers)
     code = _code_digest()
     base_commit = gitbase.resolve(root, options.base) if options.base else ""
     files = snapshot(root)
@@ -407,53 +410,59 @@ def run_check(
     stored = cache.get_json("check", run_key)
     if stored is not None:
         cache.close()
+        renderer.cache.close()
         result = CheckResult(**{**stored, "problems": _problems_from(stored["problems"])})
         result.from_cache = True
         return result
 
     result = CheckResult()
-    specs = validate_specs(config, cache, digest(code, str(Path.cwd())), files)
-    result.specs = specs.files
-    result.problems += specs.problems
-    result.problems += drift_problems(config, specs, cache, code)
-
-    validator = ManifestValidator(config.kubernetes_version, _schema_dir(root))
-    argo, argo_problems = argo_objects(root)
-    result.problems += argo_problems
-    for shown, obj in argo:
-        result.problems += validator.problems(obj, shown)
-    projects = wiring.load_projects(argo)
-
+    # Helm runs in other processes: start it first and validate specs, generated files and
+    # argo/ while it renders (on two cores this hides most of the Python work).
     resolution = resolve_cached(root, cache, code, files)
-    result.problems += [
-        Problem(_display(root, p.path), p.line, p.col, p.pointer, p.message, p.hint)
-        for p in resolution.problems
-    ]
     applications = resolution.applications
-    result.applications = len(applications)
-    names: dict[str, str] = {}
-    for app in applications:
-        where = _display(root, app.generator_file)
-        if app.name in names:
-            result.problems.append(Problem(where, pointer="$.metadata.name",
-                                           message=f"Application {app.name!r} is also generated "
-                                                   f"from {names[app.name]}"))
-        names[app.name] = where
-        result.problems += wiring.application_problems(root, app, projects, where)
-
     scope = _scope(root, options)
     in_scope = [a for a in applications if scope is None or a.name in scope]
-    rendered = _render_and_check(
-        root, in_scope, specs, config, validator, projects, renderer, cache, code, result,
-        progress,
+    jobs = jobs_for(in_scope, config.kubernetes_version)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        rendering = pool.submit(renderer.render, jobs, _ticker(progress, len(jobs)))
+
+        specs = validate_specs(config, cache, digest(code, str(Path.cwd())), files)
+        result.specs = specs.files
+        result.problems += specs.problems
+        result.problems += drift_problems(config, specs, cache, code)
+
+        validator = ManifestValidator(config.kubernetes_version, _schema_dir(root))
+        argo, argo_problems = argo_objects(root)
+        result.problems += argo_problems
+        for shown, obj in argo:
+            result.problems += validator.problems(obj, shown)
+        projects = wiring.load_projects(argo)
+
+        result.problems += [
+            Problem(_display(root, p.path), p.line, p.col, p.pointer, p.message, p.hint)
+            for p in resolution.problems
+        ]
+        result.applications = len(applications)
+        names: dict[str, str] = {}
+        for app in applications:
+            where = _display(root, app.generator_file)
+            if app.name in names:
+                result.problems.append(Problem(
+                    where, pointer="$.metadata.name",
+                    message=f"Application {app.name!r} is also generated from {names[app.name]}"))
+            names[app.name] = where
+            result.problems += wiring.application_problems(root, app, projects, where)
+        results = rendering.result()
+
+    rendered = _check_rendered(
+        root, in_scope, results, specs, config, validator, projects, cache, code, result,
+        schema_check=options.validator != "kubeconform",
     )
     result.problems += _collisions(rendered, specs, root)
     if options.validator in ("kubeconform", "both"):
-        result.problems += _kubeconform_problems(rendered, validator, specs, root,
-                                                 replace=options.validator == "kubeconform")
+        result.problems += _kubeconform_problems(rendered, validator)
     if options.base:
-        result.problems += _base_problems(root, options.base, in_scope, rendered, specs, config,
-                                          renderer)
+        result.problems += _base_problems(root, options.base, rendered, config, renderer)
     result.checked = len(in_scope)
     result.helm_processes = renderer.stats.helm_processes
     result.cache_hits = renderer.stats.cached
@@ -461,6 +470,7 @@ def run_check(
     cache.put_json("check", run_key, {**asdict(result), "problems": _problem_dicts(
         result.problems)})
     cache.close()
+    renderer.cache.close()
     return result
 
 
@@ -526,13 +536,7 @@ def _spec_path(app: Any, specs: SpecStage, root: Path) -> str:
     return _display(root, app.generator_file)
 
 
-def _render_and_check(
-    root: Path, apps: Sequence[Any], specs: SpecStage, config: RepoConfig,
-    validator: ManifestValidator, projects: dict[str, wiring.Project],
-    renderer: BatchRenderer, cache: Cache, code: str, result: CheckResult,
-    progress: Progress | None,
-) -> list[AppObjects]:
-    total = len(apps)
+def _ticker(progress: Progress | None, total: int) -> Any:
     done = 0
 
     def tick(count: int) -> None:
@@ -541,9 +545,17 @@ def _render_and_check(
         if progress:
             progress("render", done, total)
 
-    jobs = jobs_for(apps, config.kubernetes_version)
-    results = renderer.render(jobs, on_progress=tick)
-    salt = digest("objects", code, config.kubernetes_version, tree_digest(_schema_dir(root)),
+    return tick
+
+
+def _check_rendered(
+    root: Path, apps: Sequence[Any], results: Sequence[RenderResult], specs: SpecStage,
+    config: RepoConfig, validator: ManifestValidator, projects: dict[str, wiring.Project],
+    cache: Cache, code: str, result: CheckResult, *, schema_check: bool = True,
+) -> list[AppObjects]:
+    """Validate each rendered manifest (verdicts cached by manifest content)."""
+    salt = digest("objects", code, config.kubernetes_version, str(schema_check),
+                  tree_digest(_schema_dir(root)),
                   json.dumps({n: asdict(p) for n, p in sorted(projects.items())}, default=str))
     paths = [_spec_path(app, specs, root) for app in apps]
     keys = [digest(salt, path, app.namespace, app.project, rendered.manifest)
@@ -573,7 +585,8 @@ def _render_and_check(
         item = AppObjects(app, path, rendered.manifest, [o.key for o in objects], objects)
         found: list[Problem] = []
         for obj in objects:
-            found += validator.problems(obj, path)
+            if schema_check:
+                found += validator.problems(obj, path)
             found += policy.tfjob_problems(obj, path)
         found += policy.data_safety_problems(objects, path)
         found += wiring.object_problems(objects, app, projects.get(app.project), path)
@@ -613,8 +626,7 @@ def _collisions(rendered: Sequence[AppObjects], specs: SpecStage, root: Path) ->
 
 
 def _kubeconform_problems(
-    rendered: Sequence[AppObjects], validator: ManifestValidator, specs: SpecStage, root: Path,
-    *, replace: bool,
+    rendered: Sequence[AppObjects], validator: ManifestValidator
 ) -> list[Problem]:
     from . import kubeconform
 
@@ -625,8 +637,8 @@ def _kubeconform_problems(
 
 
 def _base_problems(
-    root: Path, base: str, apps: Sequence[Any], rendered: Sequence[AppObjects],
-    specs: SpecStage, config: RepoConfig, renderer: BatchRenderer,
+    root: Path, base: str, rendered: Sequence[AppObjects], config: RepoConfig,
+    renderer: BatchRenderer,
 ) -> list[Problem]:
     """Live-run immutability against the experiments as they are at `base`."""
     now = {item.app.name: item for item in rendered}
