@@ -217,3 +217,16 @@ def test_batched_rendering_equals_per_experiment_rendering(major: int) -> None:
         single = renderer.render_single(job)
         assert not single.error, single.error
         assert result.manifest == single.manifest, job.name
+
+
+def test_generated_files_out_of_date_and_left_over(repo: Path) -> None:
+    def more_workers(spec: dict[str, Any]) -> None:
+        spec["spec"]["roles"]["worker"]["replicas"] += 1
+
+    edit_yaml(repo / MNIST, more_workers)  # and no `tfgen render`
+    (repo / "experiments/cpu-linear.yaml").unlink()
+    out = check(repo)
+    assert out.exit_code == 1
+    assert "argo/experiments/distributed-mnist/values.yaml: generated file is out of date " \
+           "(run `tfgen render` and commit the result)" in out.output
+    assert "argo/experiments/cpu-linear/app.yaml: generated file is left over" in out.output

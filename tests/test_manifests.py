@@ -113,3 +113,17 @@ def test_pointer_and_suffix_helpers() -> None:
     assert kind_suffix("v1") == "-v1"
     assert kind_suffix("apps/v1") == "-apps-v1"
     assert kind_suffix("kubeflow.org/v1") == "-kubeflow-v1"
+
+
+def test_yaml_1_1_scalars_read_as_kubernetes_reads_them() -> None:
+    # Kubernetes decodes YAML 1.1 (yes = true, 0755 = 493, 1e3 = a string); the fast YAML 1.2
+    # parser is only used where both agree
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: yes\n  b: 0755\n" \
+           "  c: 1e3\n  d: 'yes'\n  e: 6006\n"
+    [obj] = parse_manifest(text)
+    assert obj.doc["data"] == {"a": True, "b": 493, "c": "1e3", "d": "yes", "e": 6006}
+
+
+def test_duplicate_keys_are_refused() -> None:
+    with pytest.raises(InputError, match="not valid YAML"):
+        parse_manifest("# Source: c/templates/a.yaml\nkind: A\nkind: B\n")

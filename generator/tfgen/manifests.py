@@ -39,13 +39,24 @@ except ImportError:  # pragma: no cover - PyYAML alone gives the same objects, s
 _SOURCE_RE = re.compile(r"^# Source: (.+)$")
 # Plain scalars that YAML 1.1 (PyYAML, and the go-yaml v2 that Kubernetes decodes with) reads
 # differently from YAML 1.2 (yaml_rs): yes/no/on/off booleans, 0755 octal, 1_000, 1:30 base 60,
-# 1e3 without a dot, merge keys. A document holding one is parsed by PyYAML, as Kubernetes would.
-_YAML11_ONLY = re.compile(
-    r"(?:^|[:\-\[,{]\s)\s*(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|[-+]?0[0-7_]+|"
-    r"[-+]?0o[0-7]+|[-+]?[0-9.]*[0-9][eE][-+]?[0-9]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|"
-    r"[-+]?[0-9]*_[0-9_]*)\s*(?:$|[,\]}])|<<\s*:",
-    re.MULTILINE,
-)
+# exponents, merge keys. A document holding one is parsed by PyYAML, as Kubernetes would.
+# Candidates are found by a cheap scan (a plain token after `: `, `- `, `[`, `,`), then checked.
+_CANDIDATE = re.compile(r"(?<=[:\-\[,{] )([-+.0-9A-Za-z_:]{1,40})(?= *(?:$|[,\]}#]))",
+                        re.MULTILINE)
+_BOOL11 = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
+           "off", "Off", "OFF"}
+_NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?[0-9]+|"
+                       r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|[-+]?[0-9._]*_[0-9._]*")
+
+
+def _yaml11_only(chunk: str) -> bool:
+    if "<<" in chunk:
+        return True
+    for match in _CANDIDATE.finditer(chunk):
+        token = match.group(1)
+        if token in _BOOL11 or (token[0] in "+-.0123456789" and _NUMBER11.fullmatch(token)):
+            return True
+    return False
 
 
 @dataclass
@@ -113,7 +124,7 @@ def parse_manifest(text: str) -> list[RenderedObject]:
 
 def _load(chunk: str) -> Any:
     """One YAML document with YAML 1.1 semantics (what Kubernetes reads)."""
-    if yaml_rs is not None and not _YAML11_ONLY.search(chunk):
+    if yaml_rs is not None and not _yaml11_only(chunk):
         try:
             return yaml_rs.loads(chunk, parse_datetime=False)
         except yaml_rs.YAMLDecodeError as exc:
