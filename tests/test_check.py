@@ -230,3 +230,8 @@ def test_generated_files_out_of_date_and_left_over(repo: Path) -> None:
     assert "argo/experiments/distributed-mnist/values.yaml: generated file is out of date " \
            "(run `tfgen render` and commit the result)" in out.output
     assert "argo/experiments/cpu-linear/app.yaml: generated file is left over" in out.output
+
+
+def test_changed_without_base_is_a_usage_error(repo: Path) -> None:
+    out = check(repo, "--changed")
+    assert out.exit_code == 2 and "--changed needs --base" in out.output

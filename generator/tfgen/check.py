@@ -246,12 +246,12 @@ def drift_problems(
                                         hint="move it away, then run `tfgen render`"))
     valid = set(specs.experiments)
     stems = _spec_stems(config.root)
-    for path, data in files.items():
+    for path, content in files.items():
         top_level = path.startswith(gitops.ARGO_DIR + "/") and path.count("/") == 1 and \
             path.endswith(".yaml")
         if path in wanted or not (top_level or path.startswith(prefix)):
             continue
-        if is_generated(data[:200].decode("utf-8", errors="replace")):
+        if is_generated(content[:200].decode("utf-8", errors="replace")):
             experiment = _experiment_of(path)
             if experiment in stems and experiment not in valid:
                 continue  # its spec is invalid (reported above), not gone

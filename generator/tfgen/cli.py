@@ -140,6 +140,8 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     from .check import CheckOptions, run_check
     from .report import format_problems
 
+    if changed_only and not base:
+        raise click.UsageError("--changed needs --base REF (changes are counted since REF)")
     progress = _Progress(sys.stderr.isatty())
     try:
         result = run_check(repo, CheckOptions(base=base, changed_only=changed_only,

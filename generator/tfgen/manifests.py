@@ -31,6 +31,7 @@ try:  # the C loader is ~10x faster; fall back where PyYAML was built without li
 except AttributeError:  # pragma: no cover
     _YamlLoader = yaml.SafeLoader
 
+yaml_rs: Any
 try:  # Rust parser: 7.5x faster than PyYAML's C loader on rendered manifests, same results
     import yaml_rs
 except ImportError:  # pragma: no cover - PyYAML alone gives the same objects, slower
