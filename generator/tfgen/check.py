@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from .errors import InputError, TfgenError
 from .manifests import ManifestValidator, RenderedObject, parse_manifest
 from .report import Problem
 
-VALIDATORS = ("builtin", "kubeconform", "both")
+VALIDATORS = ("auto", "builtin", "kubeconform", "both")
 API_VERSIONS = ("kubeflow.org/v1",)
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Paths whose change affects every experiment (for --changed).
@@ -45,7 +45,7 @@ Progress = Callable[[str, int, int], None]
 class CheckOptions:
     base: str | None = None
     changed_only: bool = False
-    validator: str = "builtin"
+    validator: str = "auto"  # auto: both when kubeconform is on PATH, else builtin
     use_cache: bool = True
     helm: str | None = None
     workers: int | None = None
@@ -393,9 +393,12 @@ def run_check(
     options = options or CheckOptions()
     if options.validator not in VALIDATORS:
         raise InputError(f"--validator {options.validator}: one of {', '.join(VALIDATORS)}")
-    if options.validator in ("kubeconform", "both"):
-        from . import kubeconform
+    from . import kubeconform
 
+    if options.validator == "auto":
+        options = replace(options, validator="both" if kubeconform.find_kubeconform()
+                          else "builtin")
+    if options.validator in ("kubeconform", "both"):
         kubeconform.require_kubeconform()
     config = load_config(cwd=root)
     root = config.root

@@ -119,9 +119,10 @@ class _Progress:
 @click.option("--changed", "changed_only", is_flag=True,
               help="Only render experiments touched since --base (a chart, schema, argo/ or "
                    "tfgen.yaml change means all).")
-@click.option("--validator", type=click.Choice(["builtin", "kubeconform", "both"]),
-              default="builtin", show_default=True,
-              help="Validator of rendered objects; kubeconform must be on PATH.")
+@click.option("--validator", type=click.Choice(["auto", "builtin", "kubeconform", "both"]),
+              default="auto", show_default=True,
+              help="Validator of rendered objects: auto = builtin, plus kubeconform when it is "
+                   "on PATH; kubeconform/both require it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]),
               default="text", show_default=True, help="How problems are printed.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
