@@ -223,14 +223,26 @@ def drift_problems(
         items.append((rel, data, key))
     known = cache.get_many("generated", [key for _, _, key in items])
     prefix = f"{gitops.EXPERIMENTS_DIR}/"
-    for rel, data, key in items:
-        entry = json.loads(known[key]) if key in known else None
-        if entry is None:
-            generated, found = render.wanted_files([render.SourceExperiment(rel, data)], argocd)
-            entry = {"files": {f.path: digest(f.content) for f in generated
-                               if f.path.startswith(prefix)},
-                     "problems": _problem_dicts(found)}
-            cache.put_json("generated", key, entry)
+    missing = [(rel, data, key) for rel, data, key in items if key not in known]
+    if missing:
+        # one call for all new specs: wanted_files also renders the argo/ wiring each time
+        generated, found = render.wanted_files(
+            [render.SourceExperiment(rel, data) for rel, data, _ in missing], argocd)
+        by_source: dict[str, dict[str, Any]] = {
+            rel: {"files": {}, "problems": []} for rel, _, _ in missing}
+        for gen in generated:
+            if gen.path.startswith(prefix) and gen.sources and gen.sources[0] in by_source:
+                by_source[gen.sources[0]]["files"][gen.path] = digest(gen.content)
+        for problem in found:
+            if problem.path in by_source:
+                by_source[problem.path]["problems"].append(asdict(problem))
+            else:
+                problems.append(problem)
+        for rel, _, key in missing:
+            known[key] = json.dumps(by_source[rel])
+            cache.put("generated", key, known[key])
+    for _, _, key in items:
+        entry = json.loads(known[key])
         problems += _problems_from(entry["problems"])
         wanted.update(entry["files"])
     for path, sha in wanted.items():
