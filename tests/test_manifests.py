@@ -127,3 +127,8 @@ def test_yaml_1_1_scalars_read_as_kubernetes_reads_them() -> None:
 def test_duplicate_keys_are_refused() -> None:
     with pytest.raises(InputError, match="not valid YAML"):
         parse_manifest("# Source: c/templates/a.yaml\nkind: A\nkind: B\n")
+
+
+def test_duplicate_keys_are_refused_in_yaml_1_1_documents_too() -> None:
+    with pytest.raises(InputError, match="duplicate mapping key"):
+        parse_manifest("kind: A\nmetadata: {name: a}\ndata:\n  x: yes\n  x: no\n")

@@ -38,6 +38,8 @@ def repo_root(path: Path) -> Path:
 
 def resolve(repo: Path, ref: str) -> str:
     """Commit id of a revision, or an InputError naming it."""
+    if ref.startswith("-"):
+        raise InputError(f"--base {ref}: not a revision (it looks like an option)")
     result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if result.returncode != 0:
         raise InputError(

@@ -27,9 +27,23 @@ from .errors import EnvironmentProblem, InputError
 from .report import Problem
 
 try:  # the C loader is ~10x faster; fall back where PyYAML was built without libyaml
-    _YamlLoader: Any = yaml.CSafeLoader
+    _BaseLoader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
-    _YamlLoader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+
+class _YamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """PyYAML refusing duplicate keys, as Kubernetes' strict decoding (and yaml_rs) does."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate mapping key: {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 yaml_rs: Any
 try:  # Rust parser: 7.5x faster than PyYAML's C loader on rendered manifests, same results
