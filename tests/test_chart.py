@@ -1,0 +1,578 @@
+"""The tfjob-experiment chart, rendered by the real helm 4 and helm 3.
+
+Every `ci/<scenario>-values.yaml` must lint clean under both helms, render byte-identically under
+both, match its golden file (`pytest --update-golden` rewrites them), and produce objects that are
+valid under the strict Kubernetes schemas (1.30 and the newest kubernetes-validate ships) and,
+for the TFJob, under schemas/tfjob-v1.schema.json. Bad values are rejected by a real
+`helm template` run with a message that names the value. Each scenario is rendered once per helm
+(module-scoped fixtures): helm runs are the slow part of this suite.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate.utils as kv
+import pytest
+import yaml
+from referencing import Registry, Resource
+from tfgen.errors import HelmError
+from tfgen.helm import find_helm, template
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "charts" / "tfjob-experiment"
+CI_DIR = CHART / "ci"
+GOLDEN_DIR = ROOT / "tests" / "golden" / "chart"
+INVALID_DIR = ROOT / "tests" / "fixtures" / "chart" / "invalid"
+TFJOB_SCHEMA = ROOT / "schemas" / "tfjob-v1.schema.json"
+KUBE_VERSION = "1.30.0"
+K8S_VERSIONS = ("1.30", kv.major_minor(kv.latest_version()))  # oldest we target, newest shipped
+
+SCENARIOS = sorted(p.name.removesuffix("-values.yaml") for p in CI_DIR.glob("*-values.yaml"))
+INVALID_CASES = sorted(p.stem for p in INVALID_DIR.glob("*.yaml"))
+HELMS = {"helm4": 4, "helm3": 3}
+
+
+def scenario_values(scenario: str) -> dict[str, Any]:
+    return yaml.safe_load((CI_DIR / f"{scenario}-values.yaml").read_text())
+
+
+def render(scenario: str, major: int, *extra: Path) -> str:
+    """`helm template` as Argo CD runs it: release = experiment name, namespace = its namespace."""
+    experiment = scenario_values(scenario)["experiment"]
+    return template(
+        CHART,
+        experiment["name"],
+        experiment["namespace"],
+        [CI_DIR / f"{scenario}-values.yaml", *extra],
+        kube_version=KUBE_VERSION,
+        helm=find_helm(major),
+    )
+
+
+def objects(rendered: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(rendered) if doc]
+
+
+@pytest.fixture(scope="module")
+def renders() -> dict[str, dict[str, str]]:
+    """Each scenario rendered once by each helm: {scenario: {"helm4": yaml, "helm3": yaml}}."""
+    return {s: {name: render(s, major) for name, major in HELMS.items()} for s in SCENARIOS}
+
+
+def pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    if obj["kind"] == "TFJob":
+        return [spec["template"] for spec in obj["spec"]["tfReplicaSpecs"].values()]
+    if obj["kind"] == "Deployment":
+        return [obj["spec"]["template"]]
+    return []
+
+
+# --- lint ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("helm_name", HELMS)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_lint_strict(scenario: str, helm_name: str) -> None:
+    result = subprocess.run(
+        [find_helm(HELMS[helm_name]), "lint", "--strict", str(CHART),
+         "--values", str(CI_DIR / f"{scenario}-values.yaml"), "--kube-version", KUBE_VERSION],
+        capture_output=True, text=True, check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "0 chart(s) failed" in output
+    assert not re.search(r"\[(WARNING|ERROR)\]", output), output
+
+
+def test_every_ci_scenario_says_what_it_tests() -> None:
+    assert len(SCENARIOS) >= 7
+    for scenario in SCENARIOS:
+        first = (CI_DIR / f"{scenario}-values.yaml").read_text().splitlines()[0]
+        assert first.startswith("# Test "), f"{scenario}: first line must be a '# Test ...' comment"
+
+
+# --- rendering: both helms, golden files --------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_helm4_and_helm3_render_identically(renders: dict[str, dict[str, str]],
+                                            scenario: str) -> None:
+    assert renders[scenario]["helm4"] == renders[scenario]["helm3"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_golden(renders: dict[str, dict[str, str]], scenario: str, update_golden: bool) -> None:
+    golden = GOLDEN_DIR / f"{scenario}.yaml"
+    actual = renders[scenario]["helm4"]
+    if update_golden:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(actual)
+        return
+    expected = golden.read_text() if golden.exists() else ""
+    if actual != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.splitlines(keepends=True), actual.splitlines(keepends=True),
+            fromfile=f"golden/{golden.name}", tofile="helm template"))
+        pytest.fail(f"rendered {scenario} differs from {golden} "
+                    f"(run pytest --update-golden if intended):\n{diff}")
+
+
+def test_walkthrough_objects(renders: dict[str, dict[str, str]]) -> None:
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in objects(renders["walkthrough"]["helm4"])]
+    assert kinds == [
+        ("PersistentVolume", "default-distributed-mnist-data"),
+        ("PersistentVolumeClaim", "distributed-mnist-data"),
+        ("Service", "distributed-mnist-tensorboard"),
+        ("Deployment", "distributed-mnist-tensorboard"),
+        ("TFJob", "distributed-mnist"),
+    ]
+    tfjob = objects(renders["walkthrough"]["helm4"])[-1]
+    specs = tfjob["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Master": 1, "Worker": 2, "PS": 2}
+    gpus = {k: v["template"]["spec"]["containers"][0]["resources"]["limits"].get("nvidia.com/gpu")
+            for k, v in specs.items()}
+    assert gpus == {"Master": 1, "Worker": 1, "PS": None}
+    assert tfjob["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+
+
+def test_existing_claim_renders_no_volume(renders: dict[str, dict[str, str]]) -> None:
+    objs = objects(renders["existing-claim"]["helm4"])
+    assert not [o for o in objs if o["kind"] in ("PersistentVolume", "PersistentVolumeClaim")]
+    for obj in objs:
+        for tpl in pod_templates(obj):
+            claims = [v["persistentVolumeClaim"]["claimName"] for v in tpl["spec"]["volumes"]
+                      if "persistentVolumeClaim" in v]
+            assert claims == ["team-datasets"]
+
+
+def test_tensorboard_off_renders_no_tensorboard(renders: dict[str, dict[str, str]]) -> None:
+    kinds = {o["kind"] for o in objects(renders["tensorboard-off"]["helm4"])}
+    assert kinds == {"PersistentVolume", "PersistentVolumeClaim", "TFJob"}
+
+
+# --- strict validation of every rendered object -------------------------------------------------
+
+
+@cache
+def k8s_validator(version: str, kind: str, api_version: str) -> jsonschema.Draft202012Validator:
+    """A strict validator for one kind, built as kubernetes_validate.utils.validate builds it
+    (the kind schema and `_definitions.json` in a `referencing` Registry, keyed by their $id),
+    but loaded once per version and kind instead of once per object."""
+    schema_dir = f"kubernetes-json-schema/v{version}.0-local-strict"
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    schema = kv.schema_contents(f"{schema_dir}/{kind.lower()}-{group}.json", version)
+    return jsonschema.Draft202012Validator(schema, registry=k8s_registry(version))
+
+
+@cache
+def k8s_registry(version: str) -> Registry:
+    definitions = kv.schema_contents(
+        f"kubernetes-json-schema/v{version}.0-local-strict/_definitions.json", version)
+    return Resource.from_contents(definitions) @ Registry()
+
+
+@cache
+def tfjob_validator(version: str) -> jsonschema.Draft202012Validator:
+    """schemas/tfjob-v1.schema.json with the Kubernetes definitions of `version`: its $refs to
+    https://kubernetes.io/api/_definitions.json resolve to the registered `_definitions.json`
+    (that is the file's $id), offline."""
+    schema = json.loads(TFJOB_SCHEMA.read_text())
+    return jsonschema.Draft202012Validator(schema, registry=k8s_registry(version))
+
+
+def errors_of(validator: jsonschema.Draft202012Validator, obj: dict[str, Any]) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(obj)]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_objects_valid_strict(renders: dict[str, dict[str, str]], scenario: str,
+                              version: str) -> None:
+    checked = 0
+    for obj in objects(renders[scenario]["helm4"]):
+        if obj["kind"] == "TFJob":
+            validator = tfjob_validator(version)
+        else:
+            validator = k8s_validator(version, obj["kind"], obj["apiVersion"])
+        assert errors_of(validator, obj) == [], f"{obj['kind']}/{obj['metadata']['name']}"
+        checked += 1
+    assert checked >= 2
+
+
+def test_tfjob_schema_is_strict(renders: dict[str, dict[str, str]]) -> None:
+    """The TFJob schema rejects what the operator rejects (so the test above can fail)."""
+    validator = tfjob_validator(K8S_VERSIONS[0])
+    good = objects(renders["walkthrough"]["helm4"])[-1]
+    assert errors_of(validator, good) == []
+
+    def broken(mutate: Any) -> list[str]:
+        obj = json.loads(json.dumps(good))
+        mutate(obj)
+        return errors_of(validator, obj)
+
+    specs = "spec", "tfReplicaSpecs"
+    assert broken(lambda o: o[specs[0]][specs[1]].update(Launcher=o[specs[0]][specs[1]]["PS"]))
+    assert broken(lambda o: o[specs[0]][specs[1]].update(Chief=o[specs[0]][specs[1]]["Master"]))
+    assert broken(lambda o: o["spec"]["runPolicy"].update(cleanPodPolicy="Always"))
+    assert broken(lambda o: o["spec"]["runPolicy"].update(ttlAfter=5))
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["PS"].update(restartPolicy="Sometimes"))
+    assert broken(lambda o: o["spec"].update(cleanPodPolicy="All"))  # v1beta1 field
+    # the operator needs a container named tensorflow
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+                  ["containers"][0].update(name="trainer"))
+    # every container needs an image (the operator's webhook checks all of them)
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+                  ["containers"].append({"name": "sidecar"}))
+    # the pod template is the strict Kubernetes PodTemplateSpec
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+                  ["containers"][0].update(gpus=1))
+    assert broken(lambda o: o["metadata"].update(name="Distributed_MNIST"))
+    # what the operator itself writes later is allowed
+    assert not broken(lambda o: o["spec"]["runPolicy"].update(ttlSecondsAfterFinished=60,
+                                                              managedBy="kueue.x-k8s.io/multikueue"))
+
+
+# --- what must hold in every scenario -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_pod_templates_carry_no_chart_label_and_no_tf_config(
+        renders: dict[str, dict[str, str]], scenario: str) -> None:
+    templates = [t for o in objects(renders[scenario]["helm4"]) for t in pod_templates(o)]
+    assert templates
+    for tpl in templates:
+        labels = tpl["metadata"]["labels"]
+        assert "helm.sh/chart" not in labels
+        assert "app.kubernetes.io/version" not in labels
+        for container in tpl["spec"]["containers"]:
+            assert "TF_CONFIG" not in {e["name"] for e in container.get("env", [])}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_storage_is_kept_and_synced_first(renders: dict[str, dict[str, str]],
+                                          scenario: str) -> None:
+    objs = objects(renders[scenario]["helm4"])
+    waves = {o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] for o in objs}
+    storage = [o for o in objs if o["kind"] in ("PersistentVolume", "PersistentVolumeClaim")]
+    assert len(storage) in (0, 2), "PV and PVC are always rendered (and kept) together"
+    for obj in storage:
+        annotations = obj["metadata"]["annotations"]
+        assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
+        assert annotations["helm.sh/resource-policy"] == "keep"
+        assert obj["spec"]["accessModes"] == ["ReadWriteMany"]
+    if storage:
+        pv, pvc = sorted(storage, key=lambda o: o["kind"] != "PersistentVolume")
+        assert "namespace" not in pv["metadata"]
+        assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert pv["spec"]["storageClassName"] == pvc["spec"]["storageClassName"] != ""
+        assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+        selector = pvc["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= pv["metadata"]["labels"].items()
+        assert pvc["spec"]["resources"]["requests"]["storage"] == pv["spec"]["capacity"]["storage"]
+        assert (waves["PersistentVolume"], waves["PersistentVolumeClaim"]) == ("-2", "-1")
+    assert {w for k, w in waves.items() if k not in ("PersistentVolume",
+                                                     "PersistentVolumeClaim")} == {"0"}
+    tfjob = next(o for o in objs if o["kind"] == "TFJob")
+    assert "ttlSecondsAfterFinished" not in tfjob["spec"]["runPolicy"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_pod_mounts_the_claim(renders: dict[str, dict[str, str]], scenario: str) -> None:
+    values = scenario_values(scenario)
+    mount_path = values["storage"]["mountPath"]
+    for obj in objects(renders[scenario]["helm4"]):
+        for tpl in pod_templates(obj):
+            mounts = {m["mountPath"]: m for m in tpl["spec"]["containers"][0]["volumeMounts"]}
+            assert mount_path in mounts
+            assert mounts[mount_path].get("readOnly", False) == (obj["kind"] == "Deployment")
+
+
+def test_pv_forms(renders: dict[str, dict[str, str]]) -> None:
+    def pv(scenario: str) -> dict[str, Any]:
+        return next(o for o in objects(renders[scenario]["helm4"])
+                    if o["kind"] == "PersistentVolume")
+
+    csi = pv("walkthrough")["spec"]
+    assert csi["csi"]["driver"] == "nasplugin.csi.alibabacloud.com"
+    assert csi["csi"]["volumeHandle"] == pv("walkthrough")["metadata"]["name"]
+    assert set(csi["csi"]["volumeAttributes"]) == {"server", "path", "vers", "options"}
+    flex = pv("flexvolume")["spec"]["flexVolume"]
+    assert flex["driver"] == "alicloud/nas"
+    assert {"server", "path", "vers", "mode"} <= set(flex["options"])
+    nfs = pv("nfs")["spec"]
+    assert set(nfs["nfs"]) == {"server", "path"}
+    assert "nfsvers=4.1" in nfs["mountOptions"]
+
+
+def test_tensorboard_deployment(renders: dict[str, dict[str, str]]) -> None:
+    def deployment(scenario: str) -> dict[str, Any]:
+        return next(o for o in objects(renders[scenario]["helm4"]) if o["kind"] == "Deployment")
+
+    pod = deployment("walkthrough")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] + container["args"] == [
+        "tensorboard", "--logdir", "/training/tensorflow/logs", "--bind_all", "--port", "6006",
+        "--reload_interval", "30"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 1000
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]}}
+    # the trainers' user, so that TensorBoard can read their event files
+    chief = deployment("chief-evaluator-csi")["spec"]["template"]["spec"]["securityContext"]
+    assert (chief["runAsUser"], chief["runAsGroup"]) == (2000, 2000)
+
+    ingress_scenario = objects(renders["tensorboard-ingress"]["helm4"])
+    ingress = next(o for o in ingress_scenario if o["kind"] == "Ingress")
+    container = deployment("tensorboard-ingress")["spec"]["template"]["spec"]["containers"][0]
+    prefix = ingress["spec"]["rules"][0]["http"]["paths"][0]["path"]
+    assert prefix == "/tb/mnist-web"
+    assert container["args"][-2:] == ["--path_prefix", prefix]
+    assert container["readinessProbe"]["httpGet"]["path"] == prefix + "/"
+    assert container["livenessProbe"]["httpGet"]["path"] == prefix + "/"
+    # trainers run as root here; TensorBoard still does not
+    assert deployment("tensorboard-ingress")["spec"]["template"]["spec"]["securityContext"][
+        "runAsUser"] == 1000
+
+
+def test_role_env_is_appended_and_wins(renders: dict[str, dict[str, str]]) -> None:
+    tfjob = next(o for o in objects(renders["chief-evaluator-csi"]["helm4"])
+                 if o["kind"] == "TFJob")
+    env = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env] == ["API_TOKEN", "MODE", "BATCH_SIZE"]
+    assert env[-1]["value"] == "256"
+
+
+# --- bad values are refused by a real render ----------------------------------------------------
+
+
+def expectations(case: str) -> list[str]:
+    lines = (INVALID_DIR / f"{case}.yaml").read_text().splitlines()
+    return [line.removeprefix("# expect: ") for line in lines if line.startswith("# expect: ")]
+
+
+# helm 3 and helm 4 share the template engine and the JSON-schema library, so every case runs
+# under helm 4 and a sample (a fail() list and schema errors) under helm 3 as well.
+HELM3_SAMPLE = ["many-problems", "bad-name", "zero-replicas", "ttl-after-finished"]
+
+
+@pytest.mark.parametrize(("case", "helm_name"), [(c, "helm4") for c in INVALID_CASES]
+                         + [(c, "helm3") for c in HELM3_SAMPLE])
+def test_bad_values_rejected(case: str, helm_name: str) -> None:
+    expected = expectations(case)
+    assert expected, f"{case}.yaml names no '# expect: ' message"
+    with pytest.raises(HelmError) as excinfo:
+        render("walkthrough", HELMS[helm_name], INVALID_DIR / f"{case}.yaml")
+    for text in expected:
+        assert text in excinfo.value.message
+
+
+def test_enough_bad_values_cases() -> None:
+    assert len(INVALID_CASES) >= 10
+
+
+# --- conventions --------------------------------------------------------------------------------
+
+
+def test_no_release_or_chart_name_in_templates() -> None:
+    """Names come from .Values.experiment only (see _helpers.tpl for why)."""
+    for path in (CHART / "templates").iterdir():
+        code = re.sub(r"\{\{/\*.*?\*/\}\}", "", path.read_text(), flags=re.S)
+        for forbidden in (".Release.Name", ".Release.Namespace", ".Chart.Name"):
+            assert forbidden not in code, f"{path.name} uses {forbidden}"
+
+
+def test_umbrella_chart_renders_identical_objects(tmp_path: Path,
+                                                  renders: dict[str, dict[str, str]]) -> None:
+    """Many experiments in one helm process (aliased dependencies) give the same objects as
+    one release per experiment."""
+    umbrella = tmp_path / "umbrella"
+    shutil.copytree(CHART, umbrella / "charts" / "tfjob-experiment")
+    aliases = {"first": "walkthrough", "second": "chief-evaluator-csi"}
+    (umbrella / "Chart.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "v2", "name": "experiments", "version": "0.0.1",
+        "dependencies": [{"name": "tfjob-experiment", "version": "0.1.0", "alias": alias}
+                         for alias in aliases],
+    }))
+    (umbrella / "values.yaml").write_text(yaml.safe_dump(
+        {alias: scenario_values(s) for alias, s in aliases.items()}))
+    together = template(umbrella, "all-experiments", "argocd", kube_version=KUBE_VERSION,
+                        helm=find_helm(4))
+
+    def by_name(text: str) -> list[dict[str, Any]]:
+        return sorted(objects(text), key=lambda o: (o["kind"], o["metadata"]["name"]))
+
+    alone = [o for s in aliases.values() for o in objects(renders[s]["helm4"])]
+    assert by_name(together) == sorted(alone, key=lambda o: (o["kind"],
+                                                                   o["metadata"]["name"]))
+
+
+def test_notes_show_port_forward() -> None:
+    values = CI_DIR / "walkthrough-values.yaml"
+    result = subprocess.run(
+        [find_helm(4), "install", "distributed-mnist", str(CHART), "--dry-run=client",
+         "--namespace", "default", "--values", str(values)],
+        capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert ("kubectl port-forward -n default svc/distributed-mnist-tensorboard 6006:6006"
+            in notes)
+
+
+def closed_object_problems(node: Any, where: str = "$", partial: bool = False) -> list[str]:
+    """Objects with `properties` that are open to unknown keys, remote $refs, undocumented
+    properties. Nodes that only narrow a `$ref`d definition (or match some containers) stay open:
+    closing them would forbid the fields they do not repeat."""
+    problems = []
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if ref and not ref.startswith(("#/", "https://kubernetes.io/api/_definitions.json#/")):
+            problems.append(f"{where}: remote $ref {ref}")
+        partial = partial or "$ref" in node or where.endswith(("/contains", "/containers/items"))
+        if "properties" in node and not partial and node.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties is not false")
+        for key, child in node.get("properties", {}).items():
+            if not partial and "description" not in child and "$ref" not in child:
+                problems.append(f"{where}/properties/{key}: no description")
+        for key, child in node.items():
+            problems += closed_object_problems(child, f"{where}/{key}", partial)
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            problems += closed_object_problems(child, f"{where}/{i}", partial)
+    return problems
+
+
+def test_values_schema_is_self_contained_closed_and_documented() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert closed_object_problems(schema) == []
+    refs = re.findall(r'"\$ref": "([^"]*)"', json.dumps(schema))
+    assert refs and all(ref.startswith("#/") for ref in refs)
+
+
+def test_tfjob_schema_is_closed_and_documented() -> None:
+    assert closed_object_problems(json.loads(TFJOB_SCHEMA.read_text())) == []
+
+
+def values_table() -> dict[str, str]:
+    """README table rows from the `# --` comments of values.yaml (helm-docs style): key -> row."""
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    values = yaml.safe_load("\n".join(lines))
+    rows: dict[str, str] = {}
+    stack: list[str] = []
+    comment: list[str] | None = None
+    for line in lines:
+        text = line.strip()
+        if text.startswith("# --"):
+            comment = [text[4:].strip()]
+            continue
+        if comment is not None and text.startswith("#"):
+            comment.append(text[1:].strip())
+            continue
+        match = re.match(r"^( *)([A-Za-z]\w*):", line)
+        if not match:
+            continue
+        del stack[len(match.group(1)) // 2:]
+        stack.append(match.group(2))
+        if comment is not None:
+            node = values
+            for key in stack:
+                node = node[key]
+            description = re.sub(r"^\(\w+\)\s*", "", " ".join(comment)).replace("|", r"\|")
+            default = json.dumps(node, separators=(", ", ": "))
+            rows[".".join(stack)] = f"| `{'.'.join(stack)}` | `{default}` | {description} |"
+            comment = None
+    return rows
+
+
+def test_every_value_is_documented_in_values_and_readme() -> None:
+    rows = values_table()
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+
+    def leaves(node: Any, prefix: str) -> list[str]:
+        if isinstance(node, dict) and node and prefix != "tensorboard.resources":
+            return [leaf for key, child in node.items()
+                    for leaf in leaves(child, f"{prefix}.{key}" if prefix else key)]
+        return [prefix]
+
+    undocumented = set(leaves(values, "")) - set(rows)
+    assert not undocumented, f"values without a '# --' comment: {sorted(undocumented)}"
+    readme = (CHART / "README.md").read_text()
+    stale = [row for row in rows.values() if row not in readme]
+    assert not stale, "README values table differs from values.yaml:\n" + "\n".join(stale)
+
+
+def test_longest_names_fit(tmp_path: Path) -> None:
+    """The longest allowed experiment name (51) in the longest namespace (63) still gives valid
+    names: DNS labels of at most 63 for namespaced objects and label values, a PV name that is a
+    DNS subdomain (the namespace makes it unique across the cluster)."""
+    name, namespace = "e" + "x" * 50, "n" * 63
+    values = tmp_path / "long.yaml"
+    values.write_text(yaml.safe_dump({"experiment": {"name": name, "namespace": namespace}}))
+    rendered = template(CHART, name, namespace, [CI_DIR / "walkthrough-values.yaml", values],
+                        kube_version=KUBE_VERSION, helm=find_helm(4))
+    for obj in objects(rendered):
+        meta = obj["metadata"]
+        limit = 253 if obj["kind"] == "PersistentVolume" else 63
+        assert len(meta["name"]) <= limit, meta["name"]
+        assert all(len(v) <= 63 for v in meta["labels"].values())
+    # the operator's own names: <name>-<role>-<index>
+    assert len(f"{name}-worker-999") <= 63
+    values.write_text(yaml.safe_dump({"experiment": {"name": name + "x"}}))
+    with pytest.raises(HelmError, match="at '/experiment/name': maxLength"):
+        template(CHART, name, namespace, [CI_DIR / "walkthrough-values.yaml", values],
+                 kube_version=KUBE_VERSION, helm=find_helm(4))
+
+
+def test_chief_evaluator_gang(renders: dict[str, dict[str, str]]) -> None:
+    tfjob = next(o for o in objects(renders["chief-evaluator-csi"]["helm4"])
+                 if o["kind"] == "TFJob")
+    specs = tfjob["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 4, "Evaluator": 1}
+    assert specs["Chief"]["restartPolicy"] == "ExitCode"
+    policy = tfjob["spec"]["runPolicy"]["schedulingPolicy"]
+    assert policy["minAvailable"] == sum(v["replicas"] for v in specs.values())
+    assert {v["template"]["spec"]["schedulerName"] for v in specs.values()} == {"volcano"}
+    evaluator = specs["Evaluator"]["template"]["spec"]["containers"][0]
+    assert evaluator["image"].endswith("resnet-eval:1.2")
+    assert evaluator["command"] == ["python", "/app/eval.py"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_istio_sidecar_only_when_asked(renders: dict[str, dict[str, str]], scenario: str) -> None:
+    allowed = scenario_values(scenario)["istioSidecar"]
+    tfjob = next(o for o in objects(renders[scenario]["helm4"]) if o["kind"] == "TFJob")
+    for spec in tfjob["spec"]["tfReplicaSpecs"].values():
+        annotations = spec["template"]["metadata"]["annotations"]
+        assert ("sidecar.istio.io/inject" not in annotations) == allowed
+        if not allowed:
+            assert annotations["sidecar.istio.io/inject"] == "false"
+
+
+@pytest.mark.parametrize(("prefix", "path", "args"), [
+    ("", "/", []),                                                   # host only: TensorBoard at /
+    ("/tb/mnist-web/", "/tb/mnist-web", ["--path_prefix", "/tb/mnist-web"]),  # slash trimmed
+])
+def test_ingress_prefix_variants(tmp_path: Path, prefix: str, path: str, args: list[str]) -> None:
+    overlay = tmp_path / "prefix.yaml"
+    overlay.write_text(yaml.safe_dump({"tensorboard": {"ingress": {"pathPrefix": prefix}}}))
+    objs = objects(render("tensorboard-ingress", 4, overlay))
+    ingress = next(o for o in objs if o["kind"] == "Ingress")
+    container = next(o for o in objs if o["kind"] == "Deployment")[
+        "spec"]["template"]["spec"]["containers"][0]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == path
+    assert container["args"][7:] == args
+    assert container["readinessProbe"]["httpGet"]["path"] == path.rstrip("/") + "/"
+    assert errors_of(k8s_validator(K8S_VERSIONS[0], "Ingress", "networking.k8s.io/v1"),
+                     ingress) == []
