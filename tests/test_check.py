@@ -235,3 +235,15 @@ def test_generated_files_out_of_date_and_left_over(repo: Path) -> None:
 def test_changed_without_base_is_a_usage_error(repo: Path) -> None:
     out = check(repo, "--changed")
     assert out.exit_code == 2 and "--changed needs --base" in out.output
+
+
+def test_chart_path_the_applicationset_cannot_resolve(repo: Path) -> None:
+    path = repo / "argo/applicationset.yaml"
+    text = path.read_text()
+    assert 'path: "charts/tfjob-experiment"' in text
+    path.write_text(text.replace('path: "charts/tfjob-experiment"',
+                                 'path: "charts/tfjob-experimnt"'))
+    out = check(repo)
+    assert out.exit_code == 1
+    assert "$.spec.source.path: chart path 'charts/tfjob-experimnt' holds no Chart.yaml" \
+        in out.output

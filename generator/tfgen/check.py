@@ -438,7 +438,10 @@ def run_check(
     resolution = resolve_cached(root, cache, code, files)
     applications = resolution.applications
     scope = _scope(root, options)
-    in_scope = [a for a in applications if scope is None or a.name in scope]
+    # an Application whose chart path is wrong is reported by the wiring checks; helm is not
+    # asked to render it
+    in_scope = [a for a in applications if (scope is None or a.name in scope)
+                and (Path(a.chart_dir) / "Chart.yaml").is_file()]
     jobs = jobs_for(in_scope, config.kubernetes_version)
     with ThreadPoolExecutor(max_workers=1) as pool:
         rendering = pool.submit(renderer.render, jobs, _ticker(progress, len(jobs)))
