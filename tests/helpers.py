@@ -1,21 +1,44 @@
-"""Small helpers shared by tests: build a file tree inline, copy the real repository's parts."""
+"""Test helpers: tiny repositories built inline, shared fixture data."""
 
 from __future__ import annotations
 
+import copy
+import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+ARGOCD = {
+    "namespace": "argocd",
+    "project": "tfgen-experiments",
+    "repoURL": "https://github.com/example-org/ml-experiments.git",
+    "targetRevision": "main",
+    "destinationServer": "https://kubernetes.default.svc",
+    "namespaces": ["default", "ml-team"],
+}
 
 
 def build_file_tree(root: Path, files: dict[str, str]) -> Path:
-    """Write `{relative path: content}` under `root` (parents created); returns `root`."""
-    for rel, content in files.items():
+    """Write `files` (relative path -> text) under `root`; returns root."""
+    for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     return root
+
+
+def mnist_spec(**metadata: Any) -> dict[str, Any]:
+    """The walkthrough's distributed-mnist as a validated spec (defaults applied)."""
+    data = json.loads((FIXTURES / "render" / "distributed-mnist.json").read_text())
+    data = copy.deepcopy(data)
+    data["metadata"].update(metadata)
+    return data
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_repo_parts(dest: Path, parts: tuple[str, ...] = (
@@ -43,6 +66,7 @@ def git(repo: Path, *args: str) -> str:
 
 
 def git_init(repo: Path) -> Path:
+    """A Git repository of everything under `repo`, one commit on branch main."""
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")

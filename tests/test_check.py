@@ -47,7 +47,7 @@ def _rel(root: Path, path: Path) -> str:
 
 
 def check(root: Path, *args: str) -> Result:
-    return CliRunner().invoke(main, ["check", "-C", str(root), *args], catch_exceptions=False)
+    return CliRunner().invoke(main, ["check", "--root", str(root), *args], catch_exceptions=False)
 
 
 def edit_yaml(path: Path, change: Any) -> None:
@@ -67,7 +67,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_real_repository_is_clean() -> None:
-    result = CliRunner().invoke(main, ["check", "-C", str(REPO_ROOT), "--no-cache"],
+    result = CliRunner().invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
@@ -180,7 +180,7 @@ def test_diff_shows_exactly_a_worker_count_change(repo: Path) -> None:
     changed = [line for line in result.diffs[0].diff.splitlines()
                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("replicas:" in line for line in changed), changed
-    out = CliRunner().invoke(main, ["diff", "-C", str(repo), "--base", "HEAD~1",
+    out = CliRunner().invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
                                     "--format", "markdown"], catch_exceptions=False)
     assert out.exit_code == 0
     assert out.output.startswith("<!-- tfgen-diff -->")

@@ -67,7 +67,7 @@ def test_missing_kubeconform_is_exit_2(tmp_path: Path, monkeypatch: pytest.Monke
     assert find_kubeconform() is None
     with pytest.raises(EnvironmentProblem):
         require_kubeconform()
-    result = CliRunner().invoke(main, ["check", "-C", str(tmp_path), "--validator",
+    result = CliRunner().invoke(main, ["check", "--root", str(tmp_path), "--validator",
                                        "kubeconform"])
     assert result.exit_code == 2
     assert "kubeconform not found" in result.output

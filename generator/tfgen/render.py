@@ -1,0 +1,333 @@
+"""Rendering: specs -> the generated files in argo/, planned in memory, written atomically.
+
+`plan_render` computes every file tfgen wants (per experiment: chart values and the
+ApplicationSet generator input; once: the argo/ wiring from tfgen.yaml) and compares it with
+the disk, returning a plan of file changes without writing anything. `--check` and
+`tfgen check` stop there (the plan's diff is the drift); `apply_plan` writes it: new and
+changed files via a temporary file in the same directory, fsync and `os.replace` (a reader
+sees the old file or the new one, never half of one), unchanged files untouched (mtime kept),
+orphans deleted only on request. A file without tfgen's header is never overwritten or
+deleted: it is reported instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import gitops
+from .errors import TfgenError
+from .generated import GeneratedFile, dump_yaml, is_generated
+from .report import Problem
+from .values import build_values
+
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,49}[a-z0-9])?$")
+CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN = "create", "update", "unchanged", "orphan", "foreign"
+ACTIONS = (CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN)
+
+
+@dataclass(frozen=True)
+class SourceExperiment:
+    """A validated experiment and the repository-relative path of its spec file."""
+
+    source: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One generated path and what rendering would do to it.
+
+    `new` is the wanted content (None for orphans), `old` what is on disk (None if absent).
+    """
+
+    path: str
+    action: str
+    new: str | None
+    old: str | None
+    sources: tuple[str, ...] = ()
+
+    def diff(self) -> str:
+        """Unified diff from the committed file to the generated one (git-style labels)."""
+        old_label = f"a/{self.path}" if self.old is not None else "/dev/null"
+        new_label = f"b/{self.path}" if self.new is not None else "/dev/null"
+        return "".join(
+            difflib.unified_diff(
+                (self.old or "").splitlines(keepends=True),
+                (self.new or "").splitlines(keepends=True),
+                old_label,
+                new_label,
+            )
+        )
+
+
+@dataclass
+class RenderPlan:
+    """Every generated path, what would change, and the problems found while planning."""
+
+    root: Path
+    changes: list[FileChange]
+    problems: list[Problem] = field(default_factory=list)
+
+    def by_action(self, action: str) -> list[FileChange]:
+        return [c for c in self.changes if c.action == action]
+
+    def counts(self) -> dict[str, int]:
+        return {action: len(self.by_action(action)) for action in ACTIONS}
+
+    @property
+    def drift(self) -> list[FileChange]:
+        """Changes that make the committed tree differ from what tfgen generates."""
+        return [c for c in self.changes if c.action in (CREATE, UPDATE, ORPHAN)]
+
+    def diff(self) -> str:
+        return "".join(change.diff() for change in self.drift)
+
+
+@dataclass
+class ApplyResult:
+    """What `apply_plan` did: paths written and removed, plus orphans it left in place."""
+
+    written: list[str]
+    removed: list[str]
+    kept_orphans: list[str]
+
+
+def experiment_files(experiment: SourceExperiment) -> list[GeneratedFile]:
+    """The two generated files of one experiment: chart values and generator input."""
+    values = build_values(experiment.data)
+    meta = values["experiment"]
+    folder = f"{gitops.EXPERIMENTS_DIR}/{meta['name']}"
+    return [
+        GeneratedFile(f"{folder}/values.yaml", (experiment.source,), dump_yaml(values)),
+        gitops.app_file(meta["name"], meta["namespace"], meta["owner"], experiment.source),
+    ]
+
+
+def wanted_files(
+    experiments: Iterable[SourceExperiment], argocd: Mapping[str, Any]
+) -> tuple[list[GeneratedFile], list[Problem]]:
+    """Everything tfgen generates for these experiments and this Argo CD config."""
+    files = gitops.argo_files(argocd)
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    allowed = set(argocd.get("namespaces") or ())
+    reserved = {gitops.BOOTSTRAP_NAME: "the bootstrap Application"}
+    for experiment in sorted(experiments, key=lambda e: e.source):
+        metadata = experiment.data.get("metadata") or {}
+        name = metadata.get("name", "")
+        namespace = metadata.get("namespace", "default")
+        # Names become folder names: never let one escape argo/experiments/ (the validator
+        # already enforces DNS-1035; the library does not rely on being called after it).
+        if not _DNS_1035.match(name or ""):
+            problems.append(Problem(experiment.source, pointer="$.metadata.name",
+                                    message=f"{name!r} is not a DNS-1035 label",
+                                    hint="lower-case letters, digits and '-', at most 51"))
+            continue
+        # Application names share one namespace: a second spec with the same name would
+        # silently take over the first one's Application.
+        if name in seen:
+            problems.append(Problem(experiment.source, pointer="$.metadata.name",
+                                    message=f"experiment name {name!r} is already used by "
+                                            f"{seen[name]}", hint="names are unique repo-wide"))
+            continue
+        if name in reserved:
+            problems.append(Problem(experiment.source, pointer="$.metadata.name",
+                                    message=f"{name!r} is the name of {reserved[name]}",
+                                    hint="choose another experiment name"))
+            continue
+        if allowed and namespace not in allowed:
+            problems.append(Problem(experiment.source, pointer="$.metadata.namespace",
+                                    message=f"namespace {namespace!r} is not allowed by the "
+                                            "Argo CD project",
+                                    hint=f"one of {', '.join(sorted(allowed))}, or add it to "
+                                         "argocd.namespaces in tfgen.yaml"))
+            continue
+        seen[name] = experiment.source
+        files += experiment_files(experiment)
+    return files, problems
+
+
+def _read(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        return "\ufffd"  # not text, so certainly not ours: reported as foreign
+
+
+def _existing_generated_candidates(root: Path) -> list[Path]:
+    # Only where tfgen writes: argo/*.yaml and everything below argo/experiments/.
+    argo = root / gitops.ARGO_DIR
+    found = [p for p in argo.glob("*.yaml") if p.is_file()]
+    experiments = root / gitops.EXPERIMENTS_DIR
+    if experiments.is_dir():
+        found += [p for p in experiments.rglob("*") if p.is_file()]
+    return sorted(found)
+
+
+def plan_render(
+    root: Path, experiments: Iterable[SourceExperiment], argocd: Mapping[str, Any]
+) -> RenderPlan:
+    """Render everything in memory and compare with the files under `root`; writes nothing."""
+    files, problems = wanted_files(experiments, argocd)
+    changes: list[FileChange] = []
+    wanted_paths = set()
+    for generated in files:
+        wanted_paths.add(generated.path)
+        old = _read(root / generated.path)
+        new = generated.content
+        if old is None:
+            action = CREATE
+        elif old == new:
+            action = UNCHANGED
+        elif not is_generated(old):
+            action = FOREIGN
+            problems.append(Problem(generated.path, message="exists but was not generated by "
+                                    "tfgen (no tfgen header); left untouched",
+                                    hint="move it away, then run `tfgen render`"))
+        else:
+            action = UPDATE
+        changes.append(FileChange(generated.path, action, new, old, generated.sources))
+    for path in _existing_generated_candidates(root):
+        rel = path.relative_to(root).as_posix()
+        if rel in wanted_paths:
+            continue
+        old = _read(path)
+        if old is not None and is_generated(old):
+            changes.append(FileChange(rel, ORPHAN, None, old))
+        elif rel.startswith(gitops.EXPERIMENTS_DIR + "/"):
+            # argo/experiments/ is fully generated: a hand-made app.yaml there would become
+            # an Application, so a stranger is worth a look, but it is not ours to delete.
+            changes.append(FileChange(rel, FOREIGN, None, old))
+            problems.append(Problem(rel, message="not generated by tfgen (no tfgen header); "
+                                    "left untouched", hint="argo/experiments/ holds only "
+                                    "files written by `tfgen render`"))
+    changes.sort(key=lambda c: c.path)
+    return RenderPlan(root=root, changes=changes, problems=problems)
+
+
+def _stage(target: Path, content: str) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tfgen-tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return Path(temp)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
+    """Write the plan: creates and updates atomically, orphans removed only with `prune`.
+
+    All new contents are staged (written and fsynced next to their targets) before the first
+    rename, so a failure while writing leaves every target untouched; a failure between
+    renames leaves each file either wholly old or wholly new.
+    """
+    to_write = [c for c in plan.changes if c.action in (CREATE, UPDATE)]
+    staged: list[tuple[Path, Path, str]] = []
+    written: list[str] = []
+    current = ""
+    try:
+        for change in to_write:
+            current = change.path
+            target = plan.root / change.path
+            staged.append((_stage(target, change.new or ""), target, change.path))
+        for temp, target, rel in staged:
+            current = rel
+            os.replace(temp, target)
+            written.append(rel)
+        for directory in sorted({target.parent for _, target, _ in staged}):
+            _fsync_dir(directory)
+    except OSError as exc:
+        raise TfgenError(
+            f"cannot write {current}: {exc.strerror or exc}; {len(written)} of "
+            f"{len(to_write)} files written, each one complete (run `tfgen render` again)"
+        ) from exc
+    finally:
+        for temp, _, _ in staged:
+            temp.unlink(missing_ok=True)
+    removed: list[str] = []
+    kept: list[str] = []
+    for change in plan.by_action(ORPHAN):
+        if not prune:
+            kept.append(change.path)
+            continue
+        path = plan.root / change.path
+        # Re-check right before deleting: only ever remove a file that still carries the header.
+        on_disk = _read(path)
+        if on_disk is None or not is_generated(on_disk):
+            continue
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise TfgenError(f"cannot remove orphan {change.path}: {exc.strerror or exc}") from exc
+        removed.append(change.path)
+        _remove_empty_parents(path.parent, plan.root / gitops.EXPERIMENTS_DIR)
+    return ApplyResult(written=written, removed=removed, kept_orphans=kept)
+
+
+def _remove_empty_parents(directory: Path, stop: Path) -> None:
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
+def _source_experiment(experiment: Any, root: Path) -> SourceExperiment:
+    # validate.Experiment: `source` is the spec file, `data` the completed document.
+    path = Path(experiment.source)
+    try:
+        source = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        source = path.as_posix()
+    return SourceExperiment(source=source, data=experiment.data)
+
+
+def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[Problem]]:
+    """Validate every spec under the repository's experiments/ and plan the render.
+
+    Returns (None, problems) when any spec is invalid: nothing is rendered from a repository
+    that does not validate, so a half-valid tree never reaches Argo CD.
+    """
+    from .config import load_config
+    from .validate import SPEC_SUFFIXES, validate_repo
+
+    config = load_config([], cwd=root)
+    specs = [p for p in sorted(config.experiments_dir.glob("*")) if p.suffix in SPEC_SUFFIXES]
+    if not specs:
+        # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
+        # and every per-experiment file becomes an orphan.
+        return plan_render(config.root, [], config.argocd), []
+    result = validate_repo(cwd=root)
+    if result.problems:
+        return None, list(result.problems)
+    assert result.config is not None  # validate_repo always loads one
+    repo_root = result.config.root
+    experiments = [_source_experiment(e, repo_root) for e in result.experiments]
+    return plan_render(repo_root, experiments, result.config.argocd), []

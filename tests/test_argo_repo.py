@@ -1,0 +1,80 @@
+"""The repository as Argo CD sees it: resolve every Application from the committed
+argo/applicationset.yaml and app.yaml files, render each with the real helm exactly as the
+repo-server would, and check the TFJob against the experiment's spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tfgen import gitops, helm
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def resolution() -> gitops.Resolution:
+    return gitops.resolve_applications(REPO)
+
+
+@pytest.fixture(scope="module")
+def rendered(resolution: gitops.Resolution) -> dict[str, list[dict[str, Any]]]:
+    if not (REPO / gitops.CHART_PATH / "Chart.yaml").is_file():
+        pytest.skip(f"{gitops.CHART_PATH} is not in this checkout")
+    out = {}
+    for app in resolution.applications:
+        text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
+                             app.value_files)
+        out[app.name] = [d for d in yaml.safe_load_all(text) if d]
+    return out
+
+
+def test_every_spec_becomes_one_application(resolution: gitops.Resolution) -> None:
+    assert resolution.problems == []
+    specs = sorted(p.stem for p in (REPO / "experiments").glob("*.yaml"))
+    assert specs, "the repository ships example experiments"
+    assert sorted(a.name for a in resolution.applications) == specs
+    for app in resolution.applications:
+        assert app.release_name == app.name and app.project == "tfgen-experiments"
+        assert app.manifest_generate_paths == [gitops.CHART_PATH,
+                                               f"{gitops.EXPERIMENTS_DIR}/{app.name}"]
+        assert all(REPO in p.parents for p in app.value_files)
+
+
+def test_tfjob_matches_the_spec(resolution: gitops.Resolution,
+                               rendered: dict[str, list[dict[str, Any]]]) -> None:
+    for app in resolution.applications:
+        spec = yaml.safe_load((REPO / "experiments" / f"{app.name}.yaml").read_text())
+        [tfjob] = [d for d in rendered[app.name] if d["kind"] == "TFJob"]
+        assert tfjob["metadata"]["name"] == app.name
+        assert tfjob["metadata"]["namespace"] == app.namespace == spec["metadata"].get(
+            "namespace", "default")
+        replica_specs = tfjob["spec"]["tfReplicaSpecs"]
+        expected = {role: cfg for role, cfg in spec["spec"]["roles"].items()}
+        assert {k.lower() for k in replica_specs} == set(expected)
+        for key, replica in replica_specs.items():
+            role = expected[key.lower()]
+            assert replica["replicas"] == role.get("replicas", 1), (app.name, key)
+            [container] = [c for c in replica["template"]["spec"]["containers"]
+                           if c["name"] == "tensorflow"]
+            limits = container.get("resources", {}).get("limits", {})
+            gpus = role.get("gpus", 0)
+            resource = role.get("gpuResource", "nvidia.com/gpu")
+            assert int(limits.get(resource, 0)) == gpus, (app.name, key)
+
+
+def test_generated_argo_files_are_tfgen_labelled(resolution: gitops.Resolution) -> None:
+    for app in resolution.applications:
+        assert app.manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
+
+
+def test_helm3_renders_the_same(resolution: gitops.Resolution,
+                                rendered: dict[str, list[dict[str, Any]]]) -> None:
+    # Argo CD 3.3/3.4 bundle Helm 3, 3.5 bundles Helm 4: both must give the cluster the same.
+    helm3 = helm.find_helm(3)
+    for app in resolution.applications:
+        text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
+                             app.value_files, helm=helm3)
+        assert [d for d in yaml.safe_load_all(text) if d] == rendered[app.name], app.name

@@ -1,0 +1,180 @@
+"""`tfgen explain`: a spec through validation, values and the real helm to pods and TF_CONFIG.
+
+The expected TF_CONFIG strings are written by hand from the operator's rules
+(training-operator v1.9.0 pkg/controller.v1/tensorflow/tensorflow.go): compact JSON, fields
+cluster, task, environment; cluster keys sorted; evaluator included; no TF_CONFIG for a job
+with one replica. One helm run per scenario (module-scoped fixtures).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from tfgen import explain
+from tfgen.cli import main
+from tfgen.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+WALKTHROUGH = ROOT / "experiments" / "distributed-mnist.yaml"
+
+CHIEF_EVAL = """\
+apiVersion: tfgen.io/v1
+kind: Experiment
+metadata: {name: chief-eval, namespace: default, owner: someone@example.com}
+spec:
+  image: example.com/train:1
+  command: [python, /app/main.py]
+  roles:
+    chief: {replicas: 1, gpus: 1}
+    worker: {replicas: 2, gpus: 2, gpuResource: amd.com/gpu}
+    evaluator: {replicas: 1}
+  storage: {existingClaim: shared, mountPath: /data}
+  tensorboard: {enabled: false}
+"""
+
+SINGLE = """\
+apiVersion: tfgen.io/v1
+kind: Experiment
+metadata: {name: solo, namespace: default, owner: someone@example.com}
+spec:
+  image: example.com/train:1
+  roles:
+    worker: {replicas: 1}
+  storage: {existingClaim: shared, mountPath: /data}
+  tensorboard: {enabled: false}
+"""
+
+
+@pytest.fixture(scope="module")
+def walkthrough() -> explain.Explanation:
+    return explain.explain_spec(WALKTHROUGH)
+
+
+@pytest.fixture(scope="module")
+def chief_eval(tmp_path_factory: pytest.TempPathFactory) -> explain.Explanation:
+    path = tmp_path_factory.mktemp("specs") / "chief-eval.yaml"
+    path.write_text(CHIEF_EVAL)
+    return explain.explain_spec(path)
+
+
+def dense(cluster: str, task_type: str, index: int) -> str:
+    task = f'{{"type":"{task_type}","index":{index}}}'
+    return f'{{"cluster":{cluster},"task":{task},"environment":"cloud"}}'
+
+
+def test_walkthrough_has_five_pods_with_the_operators_tf_config(
+    walkthrough: explain.Explanation,
+) -> None:
+    pods = {p.name: p for p in walkthrough.pods}
+    assert list(pods) == [
+        "distributed-mnist-master-0",
+        "distributed-mnist-worker-0",
+        "distributed-mnist-worker-1",
+        "distributed-mnist-ps-0",
+        "distributed-mnist-ps-1",
+    ]
+    cluster = (
+        '{"master":["distributed-mnist-master-0.default.svc:2222"],'
+        '"ps":["distributed-mnist-ps-0.default.svc:2222","distributed-mnist-ps-1.default.svc:2222"],'
+        '"worker":["distributed-mnist-worker-0.default.svc:2222",'
+        '"distributed-mnist-worker-1.default.svc:2222"]}'
+    )
+    assert pods["distributed-mnist-master-0"].tf_config == dense(cluster, "master", 0)
+    assert pods["distributed-mnist-worker-1"].tf_config == dense(cluster, "worker", 1)
+    assert pods["distributed-mnist-ps-0"].tf_config == dense(cluster, "ps", 0)
+    assert [p.gpus for p in walkthrough.pods] == [1, 1, 1, 0, 0]
+    assert walkthrough.claim == "distributed-mnist-data"
+    assert walkthrough.mount_path == "/training"
+    assert walkthrough.log_dir == "/training/tensorflow/logs"
+
+
+def test_walkthrough_formats(walkthrough: explain.Explanation) -> None:
+    text = explain.format_explanation(walkthrough, "text")
+    assert "distributed-mnist-ps-1      PS      1      distributed-mnist-ps-1.default.svc:2222" in (
+        text
+    )
+    assert '"task": {"type": "ps", "index": 1}' in text
+    assert "read `master` as `chief`" in text
+    data = json.loads(explain.format_explanation(walkthrough, "json"))
+    assert (data["job"], data["namespace"]) == ("distributed-mnist", "default")
+    assert len(data["pods"]) == 5
+    assert set(data["pods"][0]) == {"name", "replicaType", "index", "address", "gpus", "tfConfig"}
+    assert data["pods"][0]["tfConfig"] == walkthrough.pods[0].tf_config
+    mermaid = explain.format_explanation(walkthrough, "mermaid")
+    assert mermaid.startswith("flowchart LR")
+    assert "pvc --> pv --> nas" in mermaid
+    assert "tb -. read-only .-> pvc" in mermaid
+
+
+def test_chief_and_evaluator(chief_eval: explain.Explanation) -> None:
+    cluster = (
+        '{"chief":["chief-eval-chief-0.default.svc:2222"],'
+        '"evaluator":["chief-eval-evaluator-0.default.svc:2222"],'
+        '"worker":["chief-eval-worker-0.default.svc:2222","chief-eval-worker-1.default.svc:2222"]}'
+    )
+    pods = {p.name: p for p in chief_eval.pods}
+    assert pods["chief-eval-evaluator-0"].tf_config == dense(cluster, "evaluator", 0)
+    assert pods["chief-eval-chief-0"].tf_config == dense(cluster, "chief", 0)
+    assert [p.gpus for p in chief_eval.pods] == [1, 2, 2, 0]
+    assert chief_eval.claim == "shared"
+    text = explain.format_explanation(chief_eval, "text")
+    assert "TensorBoard: off" in text
+    assert "Notes for the training program" not in text  # no master, no PS
+
+
+def test_single_replica_has_no_tf_config(tmp_path: Path) -> None:
+    path = tmp_path / "solo.yaml"
+    path.write_text(SINGLE)
+    result = CliRunner().invoke(main, ["explain", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["pods"] == [
+        {
+            "name": "solo-worker-0",
+            "replicaType": "Worker",
+            "index": 0,
+            "address": "solo-worker-0.default.svc:2222",
+            "gpus": 0,
+            "tfConfig": None,
+        }
+    ]
+
+
+def test_invalid_spec_is_reported_not_explained(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(SINGLE.replace("replicas: 1", "replicas: -1"))
+    with pytest.raises(InputError, match="problem"):
+        explain.explain_spec(path)
+    result = CliRunner().invoke(main, ["explain", str(path)])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+
+
+def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ tfgen explain experiments/distributed-mnist.yaml\n", 1)[1]
+    block = block.split("```", 1)[0]
+    real = explain.format_explanation(walkthrough, "text").splitlines()
+    shown = [line for line in block.splitlines() if line and line != "..."]
+    assert len(shown) > 10
+    assert [line for line in shown if line not in real] == []
+
+
+@pytest.mark.parametrize(
+    "scenario, present, absent",
+    [
+        ("tensorboard-ingress", ['ing{{"Ingress tb.example.com"}} --> tbsvc'], []),
+        ("existing-claim", ['pvc[("PVC team-datasets<br/>/training")]'], ["pv[", "nas["]),
+    ],
+)
+def test_mermaid_from_chart_scenarios(scenario: str, present: list[str], absent: list[str]) -> None:
+    chart = ROOT / "charts" / "tfjob-experiment"
+    values = yaml.safe_load((chart / "ci" / f"{scenario}-values.yaml").read_text())
+    mermaid = explain.as_mermaid(explain.explain_values(values, chart=chart))
+    lines = [line.strip() for line in mermaid.splitlines()]
+    assert [line for line in present if line not in lines] == []
+    assert [part for part in absent if part in mermaid] == []

@@ -1,0 +1,226 @@
+"""The argo/ wiring: strict schemas, least privilege, the ApplicationSet resolved as Argo CD
+would, and the TFJob Lua health check run in a real Lua interpreter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import lupa
+import pytest
+import yaml
+from helpers import ARGOCD, build_file_tree, mnist_spec
+from tfgen import gitops
+from tfgen.render import SourceExperiment, apply_plan, plan_render
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+SCHEMA_OF = {
+    "Application": "argocd-application.schema.json",
+    "ApplicationSet": "argocd-applicationset.schema.json",
+    "AppProject": "argocd-appproject.schema.json",
+}
+
+
+def schema_errors(document: dict[str, Any]) -> list[str]:
+    schema = json.loads((SCHEMAS / SCHEMA_OF[document["kind"]]).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(document)]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("repo")
+    experiments = [
+        SourceExperiment("experiments/distributed-mnist.yaml", mnist_spec()),
+        SourceExperiment("experiments/team-run.yaml",
+                         mnist_spec(name="team-run", namespace="ml-team")),
+    ]
+    apply_plan(plan_render(root, experiments, ARGOCD))
+    return root
+
+
+def load(root: Path, rel: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((root / rel).read_text())
+    return data
+
+
+@pytest.mark.parametrize("rel", ["argo/project.yaml", "argo/applicationset.yaml",
+                                 "argo/bootstrap.yaml"])
+def test_generated_argo_files_match_strict_schemas(repo: Path, rel: str) -> None:
+    document = load(repo, rel)
+    assert document["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
+    assert schema_errors(document) == []
+
+
+def test_schemas_are_strict() -> None:
+    appset = load(Path(__file__).parent / "golden" / "render", "argo/applicationset.yaml")
+    appset["spec"]["template"]["spec"]["syncPolicy"]["automated"]["prunne"] = True
+    appset["spec"]["syncPolicy"]["applicationsSync"] = "delete-everything"
+    appset["spec"]["template"]["spec"]["syncPolicy"]["syncOptions"].append("CreateNamespace=yes")
+    errors = schema_errors(appset)
+    assert len(errors) == 3, errors
+    assert any("prunne" in e for e in errors)
+
+
+def test_project_is_least_privilege(repo: Path) -> None:
+    spec = load(repo, "argo/project.yaml")["spec"]
+    assert spec["sourceRepos"] == [ARGOCD["repoURL"]]
+    assert spec["destinations"] == [
+        {"server": ARGOCD["destinationServer"], "namespace": ns} for ns in ARGOCD["namespaces"]
+    ]
+    assert spec["clusterResourceWhitelist"] == [{"group": "", "kind": "PersistentVolume"}]
+    assert sorted((k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]) == [
+        ("", "PersistentVolumeClaim"), ("", "Service"), ("apps", "Deployment"),
+        ("kubeflow.org", "TFJob"), ("networking.k8s.io", "Ingress"),
+    ]
+    assert spec["orphanedResources"] == {"warn": True}
+
+
+def test_applicationset_safety_settings(repo: Path) -> None:
+    spec = load(repo, "argo/applicationset.yaml")["spec"]
+    assert spec["goTemplate"] is True and spec["goTemplateOptions"] == ["missingkey=error"]
+    assert spec["syncPolicy"] == {"applicationsSync": "create-update",
+                                  "preserveResourcesOnDeletion": True}
+    template = spec["template"]["spec"]
+    assert template["project"] == ARGOCD["project"]  # hard-coded, not a placeholder
+    assert template["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True,
+                                                   "allowEmpty": False}
+    assert "CreateNamespace=false" in template["syncPolicy"]["syncOptions"]
+    # No ServerSideApply, so no ServerSideDiff needed; if one is added, both must be.
+    options = " ".join(template["syncPolicy"]["syncOptions"])
+    assert ("ServerSideApply=true" in options) == ("ServerSideDiff" in json.dumps(spec))
+
+
+def test_bootstrap_syncs_only_project_and_applicationset(repo: Path) -> None:
+    source = load(repo, "argo/bootstrap.yaml")["spec"]["source"]
+    assert source["path"] == "argo" and source["directory"]["recurse"] is False
+    assert source["directory"]["include"] == "{project.yaml,applicationset.yaml}"
+
+
+def test_resolved_applications(repo: Path) -> None:
+    resolution = gitops.resolve_applications(repo)
+    assert resolution.problems == []
+    apps = {a.name: a for a in resolution.applications}
+    assert sorted(apps) == ["distributed-mnist", "team-run"]
+    app = apps["team-run"]
+    assert (app.namespace, app.project, app.release_name) == ("ml-team", ARGOCD["project"],
+                                                              "team-run")
+    assert app.source_path == gitops.CHART_PATH
+    assert app.value_files == [repo / "argo/experiments/team-run/values.yaml"]
+    assert app.manifest_generate_paths == ["charts/tfjob-experiment",
+                                           "argo/experiments/team-run"]
+    assert app.manifest["metadata"]["annotations"]["tfgen.io/source"] == \
+        "experiments/team-run.yaml"
+    assert app.manifest["metadata"]["namespace"] == ARGOCD["namespace"]
+    assert "finalizers" not in app.manifest["metadata"]  # preserveResourcesOnDeletion
+    for resolved in resolution.applications:
+        assert schema_errors(resolved.manifest) == []
+
+
+def test_missing_key_is_an_error_like_missingkey_error(tmp_path: Path) -> None:
+    apply_plan(plan_render(tmp_path, [SourceExperiment("experiments/distributed-mnist.yaml",
+                                                       mnist_spec())], ARGOCD))
+    build_file_tree(tmp_path, {"argo/experiments/broken/app.yaml": "name: broken\n"})
+    resolution = gitops.resolve_applications(tmp_path)
+    assert [a.name for a in resolution.applications] == ["distributed-mnist"]
+    [problem] = resolution.problems
+    assert problem.path == "argo/experiments/broken/app.yaml"
+    assert "map has no entry for key 'owner'" in problem.message
+
+
+def test_substitute_rejects_what_it_does_not_understand() -> None:
+    assert gitops.substitute({"a": "x-{{ .name }}-{{.path.basename}}"},
+                             {"name": "n", "path": {"basename": "b"}}) == {"a": "x-n-b"}
+    with pytest.raises(gitops.TemplateError, match="unsupported"):
+        gitops.substitute("{{ default .name \"x\" }}", {"name": "n"})
+    with pytest.raises(gitops.TemplateError, match="no entry for key 'owner'"):
+        gitops.substitute("{{.owner}}", {"name": "n"})
+
+
+@pytest.mark.parametrize(("value_file", "ok"), [
+    ("../../argo/experiments/x/values.yaml", True),
+    ("/argo/experiments/x/values.yaml", True),
+    ("../../../outside.yaml", False),
+])
+def test_value_files_must_stay_in_the_repository(tmp_path: Path, value_file: str,
+                                                 ok: bool) -> None:
+    chart = tmp_path / "charts/tfjob-experiment"
+    if ok:
+        assert gitops.resolve_value_file(tmp_path, chart, value_file) == \
+            tmp_path.resolve() / "argo/experiments/x/values.yaml"
+    else:
+        with pytest.raises(ValueError, match="outside the repository"):
+            gitops.resolve_value_file(tmp_path, chart, value_file)
+
+
+def test_refresh_paths_relative_and_rooted() -> None:
+    assert gitops.refresh_paths(".;../shared; /argo/x", "apps/one") == [
+        "apps/one", "apps/shared", "argo/x"]
+
+
+# --- the Lua health check --------------------------------------------------------------------
+
+LUA_FILE = Path(gitops.__file__).parent / "templates" / "tfjob-health.lua"
+
+
+def test_patch_embeds_the_standalone_lua(repo: Path) -> None:
+    patch = load(repo, "argo/argocd-cm-tfjob-health.yaml")
+    assert patch["metadata"]["name"] == "argocd-cm"
+    assert patch["data"]["resource.customizations.health.kubeflow.org_TFJob"] == \
+        LUA_FILE.read_text()
+
+
+def condition(kind: str, status: str = "True", message: str = "") -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": f"TFJob{kind}",
+            "message": message or f"TFJob default/mnist is {kind.lower()}."}
+
+
+def health(obj: dict[str, Any]) -> dict[str, str]:
+    runtime = lupa.LuaRuntime(unpack_returned_tuples=True)
+    runtime.globals().obj = runtime.table_from(obj, recursive=True)
+    result = runtime.execute(LUA_FILE.read_text())
+    return dict(result)
+
+
+CREATED = condition("Created")
+RUNNING = condition("Running", message="TFJob default/mnist is running.")
+
+
+@pytest.mark.parametrize(("conditions", "status", "message"), [
+    (None, "Progressing", "Waiting for the training operator to report status"),
+    ([CREATED], "Progressing", "Created: TFJob default/mnist is created."),
+    ([CREATED, RUNNING], "Progressing", "Running: TFJob default/mnist is running."),
+    ([CREATED, condition("Running", "False"), condition("Restarting", message="worker-1 OOM")],
+     "Progressing", "Restarting: worker-1 OOM"),
+    ([CREATED, condition("Running", "False"), condition("Succeeded", message="done")],
+     "Healthy", "Succeeded: done"),
+    ([CREATED, condition("Running", "False"), condition("Failed", message="ps-0 exited 1")],
+     "Degraded", "Failed: ps-0 exited 1"),
+    ([CREATED, condition("Suspended", message="suspended by user")],
+     "Suspended", "Suspended: suspended by user"),
+    ([CREATED, condition("Suspended", "False"), RUNNING],
+     "Progressing", "Running: TFJob default/mnist is running."),
+])
+def test_tfjob_health(conditions: list[dict[str, str]] | None, status: str,
+                      message: str) -> None:
+    obj: dict[str, Any] = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+                           "metadata": {"name": "mnist"}}
+    if conditions is not None:
+        obj["status"] = {"conditions": conditions, "replicaStatuses": {"Worker": {"active": 2}}}
+    assert health(obj) == {"status": status, "message": message}
+
+
+def test_tfjob_health_with_empty_status() -> None:
+    obj = {"kind": "TFJob", "status": {}}
+    assert health(obj)["status"] == "Progressing"
+
+
+def test_health_patch_is_a_valid_configmap(repo: Path) -> None:
+    import kubernetes_validate
+
+    patch = load(repo, "argo/argocd-cm-tfjob-health.yaml")
+    kubernetes_validate.validate(patch, "1.30", strict=True)  # raises on any unknown field
+    assert set(patch["data"]) == {"resource.customizations.health.kubeflow.org_TFJob"}

@@ -1,0 +1,117 @@
+"""`tfgen render` end to end through the CLI: write, re-run, --check, --prune, bad specs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from tfgen.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+VALUES = "argo/experiments/distributed-mnist/values.yaml"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    shutil.copy(REPO / "tfgen.yaml", tmp_path / "tfgen.yaml")
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(REPO / "experiments" / "distributed-mnist.yaml", tmp_path / "experiments")
+    return tmp_path
+
+
+def run(runner: CliRunner, root: Path, *args: str) -> tuple[int, str]:
+    result = runner.invoke(main, ["render", "--root", str(root), *args],
+                           catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_the_repository_is_up_to_date(runner: CliRunner) -> None:
+    code, output = run(runner, REPO, "--check")
+    assert code == 0, output
+    assert "up to date" in output
+
+
+def test_render_then_rerun_then_check(runner: CliRunner, repo: Path) -> None:
+    code, output = run(runner, repo)
+    assert code == 0, output
+    assert f"created {VALUES}" in output and "6 created" in output
+    code, output = run(runner, repo)
+    assert code == 0 and "0 created, 0 updated, 6 unchanged" in output
+    code, output = run(runner, repo, "--check")
+    assert code == 0, output
+
+
+def test_check_fails_on_one_changed_byte_with_a_diff(runner: CliRunner, repo: Path) -> None:
+    run(runner, repo)
+    path = repo / VALUES
+    text = path.read_text()
+    path.write_text(text.replace("replicas: 2", "replicas: 9", 1))
+    code, output = run(runner, repo, "--check")
+    assert code == 1
+    assert f"--- a/{VALUES}" in output and "-    replicas: 9" in output
+    assert "out of date" in output
+    assert path.read_text() != text  # --check wrote nothing
+
+
+def test_deleted_spec_orphans_need_prune(runner: CliRunner, repo: Path) -> None:
+    run(runner, repo)
+    (repo / "experiments" / "distributed-mnist.yaml").unlink()
+    code, output = run(runner, repo, "--check")
+    assert code == 1 and "+++ /dev/null" in output
+    code, output = run(runner, repo)
+    assert code == 0 and f"orphan {VALUES}" in output
+    assert (repo / VALUES).exists()
+    code, output = run(runner, repo, "--prune")
+    assert code == 0 and f"removed {VALUES}" in output
+    assert not (repo / VALUES).exists()
+    assert run(runner, repo, "--check")[0] == 0
+
+
+def test_invalid_spec_writes_nothing(runner: CliRunner, repo: Path) -> None:
+    spec = repo / "experiments" / "distributed-mnist.yaml"
+    spec.write_text(spec.read_text().replace("replicas: 2", "replicas: two", 1))
+    code, output = run(runner, repo)
+    assert code == 1
+    assert "distributed-mnist.yaml:" in output and "replicas" in output
+    assert not (repo / "argo").exists()
+
+
+def test_json_format(runner: CliRunner, repo: Path) -> None:
+    code, output = run(runner, repo, "--format", "json")
+    data = json.loads(output)
+    assert code == 0 and data["counts"]["create"] == 6 and VALUES in data["written"]
+    code, output = run(runner, repo, "--check", "--format", "json")
+    assert code == 0 and json.loads(output)["upToDate"] is True
+
+
+def test_usage_error_exit_2(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["render", "--format", "xml"])
+    assert result.exit_code == 2
+
+
+def test_render_is_documented(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["render", "--help"])
+    assert result.exit_code == 0 and "--check" in result.output and "--prune" in result.output
+    readme = (REPO / "README.md").read_text()
+    assert "## `tfgen render`" in readme and "--check" in readme and "--prune" in readme
+
+
+def test_readme_add_an_experiment_example_renders(runner: CliRunner, tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("   # experiments/resnet-imagenet.yaml\n")
+    block = readme[start:readme.index("   ```", start)]
+    spec = "\n".join(line[3:] for line in block.splitlines()[1:]) + "\n"
+    shutil.copy(REPO / "tfgen.yaml", tmp_path / "tfgen.yaml")
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "resnet-imagenet.yaml").write_text(spec)
+    code, output = run(runner, tmp_path)
+    assert code == 0, output
+    assert "created argo/experiments/resnet-imagenet/values.yaml" in output

@@ -1,0 +1,251 @@
+"""run-local: every replica as a local process with a working TF_CONFIG, and nothing left behind.
+
+The replicas here are a tiny Python program (tests/fixtures/runlocal/replica.py), so these
+tests need no TensorFlow; a real TensorFlow run is in test_example_mnist.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tfgen import runlocal, tfconfig
+from tfgen.errors import EnvironmentProblem, InputError
+
+REPLICA = Path(__file__).parent / "fixtures" / "runlocal" / "replica.py"
+
+
+def tfjob(roles: dict[str, int], args: list[str]) -> dict[str, Any]:
+    def replica(n: int) -> dict[str, Any]:
+        container = {
+            "name": "tensorflow",
+            "image": "example",
+            "command": ["python", str(REPLICA)],
+            "args": args,
+            "volumeMounts": [{"name": "data", "mountPath": "/training"}],
+        }
+        return {"replicas": n, "template": {"spec": {"containers": [container]}}}
+
+    return {
+        "kind": "TFJob",
+        "metadata": {"name": "local", "namespace": "default"},
+        "spec": {"tfReplicaSpecs": {k: replica(n) for k, n in roles.items()}},
+    }
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie counts as gone: it has ended and only waits for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def markers(out: Path) -> dict[str, dict[str, Any]]:
+    return {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+
+
+def run(job: dict[str, Any], data: Path, **kwargs: Any) -> tuple[runlocal.RunResult, list[str]]:
+    lines: list[str] = []
+    result = runlocal.run_pods(
+        tfconfig.pods(job),
+        job,
+        mount_path="/training",
+        data_dir=str(data),
+        emit=lines.append,
+        **kwargs,
+    )
+    return result, lines
+
+
+def all_pids(found: dict[str, dict[str, Any]]) -> list[int]:
+    return [pid for m in found.values() for pid in (m["pid"], m["grandchild"])]
+
+
+def test_every_replica_gets_its_own_working_tf_config(tmp_path: Path) -> None:
+    roles = {"Chief": 1, "Worker": 2, "PS": 2, "Evaluator": 1}
+    job = tfjob(roles, ["--out=/training/markers", "--expect=6"])
+    result, lines = run(job, tmp_path, timeout=60)
+    assert result.exit_code == 0, (result, lines)
+    assert result.leader == "local-chief-0"
+    found = markers(tmp_path / "markers")  # /training was mapped to the data dir
+    assert sorted(found) == sorted(p.name for p in tfconfig.pods(job))
+    clusters = {json.dumps(m["tfConfig"]["cluster"]) for m in found.values()}
+    assert len(clusters) == 1  # everyone sees the same cluster, evaluator included
+    cluster = found["local-ps-1"]["tfConfig"]["cluster"]
+    assert sorted(cluster) == ["chief", "evaluator", "ps", "worker"]
+    assert found["local-ps-1"]["tfConfig"]["task"] == {"type": "ps", "index": 1}
+    assert len({a for addrs in cluster.values() for a in addrs}) == 6  # distinct ports
+    assert any(
+        line.startswith("local-worker-1 ") and "listening check ok" in line for line in lines
+    )
+    # cleanPodPolicy Running: the PS, workers, evaluator and their children are gone.
+    assert not [pid for pid in all_pids(found) if alive(pid)]
+
+
+def test_master_and_worker_zero_lead(tmp_path: Path) -> None:
+    job = tfjob({"Master": 1, "Worker": 1}, [f"--out={tmp_path}/m", "--expect=2"])
+    result, _ = run(job, tmp_path, timeout=60)
+    assert (result.exit_code, result.leader) == (0, "local-master-0")
+    job = tfjob({"Worker": 2, "PS": 1}, [f"--out={tmp_path}/w", "--expect=3"])
+    result, _ = run(job, tmp_path, timeout=60)
+    assert (result.exit_code, result.leader) == (0, "local-worker-0")
+
+
+def test_a_failing_replica_ends_the_run_with_its_status(tmp_path: Path) -> None:
+    job = tfjob({"Chief": 1, "PS": 1}, ["--out=/training/m", "--fail-as=ps", "--leader-sleeps"])
+    result, _ = run(job, tmp_path, timeout=60)
+    assert result.exit_code == 3
+    assert "local-ps-0 failed with 3" in result.reason
+    assert not [pid for pid in all_pids(markers(tmp_path / "m")) if alive(pid)]
+
+
+def test_timeout_stops_every_process_group(tmp_path: Path) -> None:
+    job = tfjob({"Chief": 1, "Worker": 1}, ["--out=/training/m", "--leader-sleeps"])
+    result, _ = run(job, tmp_path, timeout=3)
+    assert result.exit_code == runlocal.EXIT_TIMEOUT
+    assert "timed out after 3s" in result.reason
+    found = markers(tmp_path / "m")
+    assert len(found) == 2
+    assert not [pid for pid in all_pids(found) if alive(pid)]
+
+
+def test_command_override_keeps_args_and_uses_this_interpreter(tmp_path: Path) -> None:
+    pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
+    planned, _ = runlocal.plan(
+        [pod], [pod], mount_path="/training", data_dir="/tmp/d", command=["python3", "x.py"]
+    )
+    assert planned[0].argv == [sys.executable, "x.py", "--log_dir=/tmp/d/logs", "/trainingX"]
+    assert "TF_CONFIG" not in planned[0].env  # one replica in total: the operator sets none
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("--data_dir=/training/tensorflow/input_data", "--data_dir=/data/tensorflow/input_data"),
+        ("/training", "/data"),
+        ("/trainingset", "/trainingset"),
+        ("/x/training/y", "/x/training/y"),
+        ("a:/training,b", "a:/data,b"),
+    ],
+)
+def test_mount_path_mapping_respects_path_boundaries(text: str, expected: str) -> None:
+    assert runlocal.map_mount_path(text, "/training", "/data") == expected
+
+
+def test_env_from_secrets_is_reported_not_invented(tmp_path: Path) -> None:
+    job = tfjob({"Worker": 1}, [])
+    container = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [
+        {"name": "DATA", "value": "/training/in"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+    ]
+    pods = tfconfig.pods(job)
+    planned, notes = runlocal.plan(pods, pods, mount_path="/training", data_dir="/d", base_env={})
+    assert planned[0].env["DATA"] == "/d/in"
+    assert "TOKEN" not in planned[0].env
+    assert notes == ["env TOKEN comes from a Secret or ConfigMap; not set locally"]
+
+
+def test_no_posix_no_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "name", "nt")
+    with pytest.raises(EnvironmentProblem):
+        runlocal.require_posix()
+
+
+# --- through the command line, from a spec -------------------------------------------------
+
+SPEC = """\
+apiVersion: tfgen.io/v1
+kind: Experiment
+metadata: {{name: local-run, namespace: default, owner: someone@example.com}}
+spec:
+  image: example.com/train:1
+  command: [python, {replica}]
+  args: [--out=/data/markers, {extra}]
+  roles:
+    chief: {{replicas: 1}}
+    worker: {{replicas: 1}}
+    ps: {{replicas: 1}}
+  storage: {{existingClaim: shared, mountPath: /data}}
+  tensorboard: {{enabled: false}}
+"""
+
+
+def tfgen_cli() -> list[str]:
+    script = Path(sys.executable).with_name("tfgen")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from tfgen.cli import main; main()"]
+
+
+def write_spec(tmp_path: Path, extra: str) -> Path:
+    spec = tmp_path / "local-run.yaml"
+    spec.write_text(SPEC.format(replica=REPLICA, extra=extra))
+    return spec
+
+
+def wait_for_markers(
+    out: Path, count: int, proc: subprocess.Popen[str], seconds: float = 30
+) -> dict[str, dict[str, Any]]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = markers(out) if out.exists() else {}
+        if len(found) == count:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"only {sorted(markers(out)) if out.exists() else []} started")
+
+
+def test_cli_sigint_leaves_no_process_behind(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "--leader-sleeps")
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [*tfgen_cli(), "run-local", str(spec), "--data-dir", str(data), "--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        found = wait_for_markers(data / "markers", 3, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted by SIGINT" in err
+    assert not [pid for pid in all_pids(found) if alive(pid)]
+
+
+def test_cli_runs_to_the_chiefs_end(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "--expect=3")
+    data = tmp_path / "data"
+    result = subprocess.run(
+        [*tfgen_cli(), "run-local", str(spec), "--data-dir", str(data), "--timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    assert "local-run-chief-0 exited with 0" in result.stderr
+    found = markers(data / "markers")
+    assert sorted(found) == ["local-run-chief-0", "local-run-ps-0", "local-run-worker-0"]
+    assert not [pid for pid in all_pids(found) if alive(pid)]
+
+
+def test_a_pod_without_command_needs_one_given() -> None:
+    job = tfjob({"Worker": 1}, ["--steps=1"])
+    del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    pods = tfconfig.pods(job)
+    with pytest.raises(InputError, match="pass --command"):
+        runlocal.plan(pods, pods, mount_path="/training", data_dir="/d")
