@@ -247,3 +247,21 @@ def test_chart_path_the_applicationset_cannot_resolve(repo: Path) -> None:
     assert out.exit_code == 1
     assert "$.spec.source.path: chart path 'charts/tfjob-experimnt' holds no Chart.yaml" \
         in out.output
+
+
+def test_changed_scope() -> None:
+    from tfgen.check import affected_experiments
+
+    assert affected_experiments(["experiments/a.yaml", "argo/experiments/b/values.yaml",
+                                 "README.md"]) == {"a", "b"}
+    for everything in ("charts/tfjob-experiment/templates/pv.yaml", "schemas/x.json",
+                       "tfgen.yaml", "argo/applicationset.yaml"):
+        assert affected_experiments(["experiments/a.yaml", everything]) is None
+
+
+def test_github_annotations(repo: Path) -> None:
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
+    out = check(repo, "--format", "github")
+    assert out.exit_code == 1
+    assert re.search(rf"^::error file={re.escape(MNIST)},line=\d+,col=\d+::", out.stdout,
+                     re.MULTILINE), out.stdout
