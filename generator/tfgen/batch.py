@@ -36,6 +36,7 @@ from .cache import Cache, digest, tool_version, tree_digest
 from .errors import EnvironmentProblem, HelmError, InputError
 
 UMBRELLA = "tfgen-batch"
+MIN_CHUNK = 25
 # Templates that read these would render differently per release; such a chart is rendered one
 # experiment per helm process (correct, only slower).
 _RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
@@ -194,11 +195,14 @@ class BatchRenderer:
         helm: str | None = None,
         cache: Cache | None = None,
         workers: int | None = None,
-        chunk_size: int = 400,
+        chunk_size: int = 150,
     ) -> None:
         self.helm = helm or helm_mod.find_helm()
         self.cache = cache or Cache(None)
-        self.workers = workers or min(4, os.cpu_count() or 1)
+        # Two helm processes per core keep the cores busy while one of them reads, writes or
+        # collects garbage (measured: 1,000 experiments on 2 cores, 4 workers x 125 per
+        # process 5.5 s, 2 workers x 400-500 per process 6.0 s).
+        self.workers = workers or max(2, 2 * (os.cpu_count() or 1))
         self.chunk_size = chunk_size
         self.stats = BatchStats()
         self._charts: dict[Path, ChartInfo] = {}
@@ -342,7 +346,8 @@ class BatchRenderer:
             )
         chunks: list[list[tuple[int, str]]] = []
         for members in todo.values():
-            size = max(1, min(self.chunk_size, -(-len(members) // self.workers)))
+            # small sets in one process (each process costs ~65 ms to start), large ones spread
+            size = min(self.chunk_size, max(MIN_CHUNK, -(-len(members) // self.workers)))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
 
         def work(chunk: list[tuple[int, str]]) -> list[tuple[int, str, RenderResult]]:
