@@ -216,10 +216,19 @@ class BatchRenderer:
             self._helm_version = tool_version(self.cache, self.helm, ["version", "--short"])
         return self._helm_version
 
+    def key(self, job: RenderJob) -> str:
+        """The content hash that names this job's rendered manifest in the cache."""
+        return _job_key(job, self.chart(job.chart), self.helm_version)
+
+    def cached(self, job: RenderJob) -> str | None:
+        """The job's manifest from the cache, if it was rendered before."""
+        return self.cache.get("render", self.key(job))
+
     def chart(self, path: Path) -> ChartInfo:
-        path = path.resolve()
-        if path not in self._charts:
-            self._charts[path] = ChartInfo(path)
+        if path not in self._charts:  # keyed by the path as given, then by the real path
+            real = path.resolve()
+            info = next((c for c in self._charts.values() if c.path == real), None)
+            self._charts[path] = info or ChartInfo(real)
         return self._charts[path]
 
     # -- one experiment per process: the reference behaviour, and the fallback -------------

@@ -107,6 +107,8 @@ def _display(root: Path, path: Path | str) -> str:
     text = str(path)
     absolute = text if os.path.isabs(text) else os.path.join(str(root), text)
     cwd = _cwd()
+    if absolute.startswith(cwd + os.sep) and "/." not in absolute[len(cwd):]:
+        return absolute[len(cwd) + 1:]
     if absolute == cwd or absolute.startswith(cwd + os.sep):
         return os.path.relpath(absolute, cwd)
     real = os.path.realpath(absolute)
@@ -284,7 +286,10 @@ def _drift(path: str, what: str) -> Problem:
 def _rel(root: Path, display: str) -> str:
     """Repository-relative POSIX path of a displayed (cwd-relative) path."""
     absolute = display if os.path.isabs(display) else os.path.join(_cwd(), display)
-    rel = os.path.relpath(absolute, str(root))
+    top = str(root)
+    if absolute.startswith(top + os.sep) and "/." not in absolute[len(top):]:
+        return absolute[len(top) + 1:].replace(os.sep, "/")
+    rel = os.path.relpath(absolute, top)
     if rel.startswith(".."):
         rel = os.path.relpath(os.path.realpath(absolute), os.path.realpath(root))
     return display if rel.startswith("..") else Path(rel).as_posix()
@@ -414,6 +419,7 @@ def run_check(
         kubeconform.require_kubeconform()
     config = load_config(cwd=root)
     root = config.root
+    wiring.forget_filesystem()
     cache_dir = root / CACHE_DIRNAME if options.use_cache else None
     cache = Cache(cache_dir)
     # the renderer works in its own thread: its own connection to the same cache file
@@ -443,20 +449,35 @@ def run_check(
     in_scope = [a for a in applications if (scope is None or a.name in scope)
                 and (Path(a.chart_dir) / "Chart.yaml").is_file()]
     jobs = jobs_for(in_scope, config.kubernetes_version)
+    validator = ManifestValidator(config.kubernetes_version, _schema_dir(root))
+    argo, argo_problems = argo_objects(root)
+    projects = wiring.load_projects(argo)
+    schema_check = options.validator != "kubeconform"
+    # A verdict on an experiment's objects is a function of what its helm run reads (the
+    # render key) and of what judges them: known verdicts need neither helm nor the manifest.
+    salt = digest("objects", code, config.kubernetes_version, str(schema_check),
+                  tree_digest(_schema_dir(root)),
+                  json.dumps({n: asdict(p) for n, p in sorted(projects.items())}, default=str))
+    render_keys = [renderer.key(job) for job in jobs]
+    verdict_keys = [digest(salt, key, app.namespace, app.project)
+                    for key, app in zip(render_keys, in_scope, strict=True)]
+    verdicts = cache.get_many("objects", verdict_keys)
+    need_all = bool(options.base) or options.validator in ("kubeconform", "both")
+    todo = [i for i, key in enumerate(verdict_keys) if need_all or key not in verdicts]
     with ThreadPoolExecutor(max_workers=1) as pool:
-        rendering = pool.submit(renderer.render, jobs, _ticker(progress, len(jobs)))
+        # Helm runs in other processes: start it first and check specs, generated files and
+        # argo/ while it renders (on two cores this hides most of the Python work).
+        rendering = pool.submit(renderer.render, [jobs[i] for i in todo],
+                                _ticker(progress, len(todo)))
 
         specs = validate_specs(config, cache, digest(code, str(Path.cwd())), files)
         result.specs = specs.files
         result.problems += specs.problems
         result.problems += drift_problems(config, specs, files, cache, code)
 
-        validator = ManifestValidator(config.kubernetes_version, _schema_dir(root))
-        argo, argo_problems = argo_objects(root)
         result.problems += argo_problems
         for shown, obj in argo:
             result.problems += validator.problems(obj, shown)
-        projects = wiring.load_projects(argo)
 
         result.problems += [
             Problem(_display(root, p.path), p.line, p.col, p.pointer, p.message, p.hint)
@@ -472,11 +493,11 @@ def run_check(
                     message=f"Application {app.name!r} is also generated from {names[app.name]}"))
             names[app.name] = where
             result.problems += wiring.application_problems(root, app, projects, where)
-        results = rendering.result()
+        fresh = dict(zip(todo, rendering.result(), strict=True))
 
     rendered = _check_rendered(
-        root, in_scope, results, specs, config, validator, projects, cache, code, result,
-        schema_check=options.validator != "kubeconform",
+        root, in_scope, jobs, fresh, verdict_keys, verdicts, specs, validator, projects,
+        renderer, cache, result, schema_check=schema_check,
     )
     result.problems += _collisions(rendered, specs, root)
     if options.validator in ("kubeconform", "both"):
@@ -534,14 +555,21 @@ def resolve_cached(root: Path, cache: Cache, code: str, files: dict[str, bytes])
 
 @dataclass
 class AppObjects:
-    """One Application's rendered manifest; objects are parsed only when someone needs them
-    (a cached verdict carries the object identities, so unchanged experiments skip parsing)."""
+    """One Application's rendered objects: identities always, the manifest and parsed objects
+    only when someone needs them (a reused verdict carries the identities)."""
 
     app: Any
     path: str  # where problems about its objects point: the experiment's spec
-    manifest: str
     keys: list[tuple[str, str, str, str]]
+    _manifest: str | None = None
     _objects: list[RenderedObject] | None = None
+    _load: Callable[[], str] | None = None
+
+    @property
+    def manifest(self) -> str:
+        if self._manifest is None:
+            self._manifest = self._load() if self._load else ""
+        return self._manifest
 
     @property
     def objects(self) -> list[RenderedObject]:
@@ -569,52 +597,66 @@ def _ticker(progress: Progress | None, total: int) -> Any:
 
 
 def _check_rendered(
-    root: Path, apps: Sequence[Any], results: Sequence[RenderResult], specs: SpecStage,
-    config: RepoConfig, validator: ManifestValidator, projects: dict[str, wiring.Project],
-    cache: Cache, code: str, result: CheckResult, *, schema_check: bool = True,
+    root: Path, apps: Sequence[Any], jobs: Sequence[RenderJob], fresh: dict[int, RenderResult],
+    verdict_keys: Sequence[str], verdicts: dict[str, str], specs: SpecStage,
+    validator: ManifestValidator, projects: dict[str, wiring.Project],
+    renderer: BatchRenderer, cache: Cache, result: CheckResult, *, schema_check: bool = True,
 ) -> list[AppObjects]:
-    """Validate each rendered manifest (verdicts cached by manifest content)."""
-    salt = digest("objects", code, config.kubernetes_version, str(schema_check),
-                  tree_digest(_schema_dir(root)),
-                  json.dumps({n: asdict(p) for n, p in sorted(projects.items())}, default=str))
-    paths = [_spec_path(app, specs, root) for app in apps]
-    keys = [digest(salt, path, app.namespace, app.project, rendered.manifest)
-            for app, rendered, path in zip(apps, results, paths, strict=True)]
-    known = cache.get_many("objects", keys)
+    """Judge each experiment's rendered objects; a known verdict is reused as it is.
+
+    Verdicts are stored without the spec path (problems name it when they are reported), so
+    they only depend on the objects and on what judges them.
+    """
     out: list[AppObjects] = []
-    for app, rendered, key, path in zip(apps, results, keys, paths, strict=True):
-        if rendered.error:
+    for index, (app, job, key) in enumerate(zip(apps, jobs, verdict_keys, strict=True)):
+        path = _spec_path(app, specs, root)
+        rendered = fresh.get(index)
+        if rendered is not None and rendered.error:
             result.problems.append(Problem(path, pointer=f"helm template {app.name}",
                                            message=_helm_message(rendered),
                                            hint="fix the spec (or the chart) so the chart "
                                                 "renders"))
             continue
-        if key in known:
-            entry = json.loads(known[key])
-            item = AppObjects(app, path, rendered.manifest,
-                              [tuple(k) for k in entry["keys"]])  # type: ignore[misc]
-            result.problems += _problems_from(entry["problems"])
+        if key in verdicts:
+            entry = json.loads(verdicts[key])
+            item = AppObjects(app, path, [tuple(k) for k in entry["keys"]],  # type: ignore[misc]
+                              _manifest=rendered.manifest if rendered else None,
+                              _load=functools.partial(_manifest_of, renderer, job))
+            result.problems += [Problem(path, **{k: v for k, v in p.items() if k != "path"})
+                                for p in entry["problems"]]
             result.objects += len(item.keys)
             out.append(item)
             continue
+        assert rendered is not None
         try:
             objects = parse_manifest(rendered.manifest)
         except InputError as exc:
             result.problems.append(Problem(path, message=exc.message))
             continue
-        item = AppObjects(app, path, rendered.manifest, [o.key for o in objects], objects)
         found: list[Problem] = []
         for obj in objects:
             if schema_check:
-                found += validator.problems(obj, path)
-            found += policy.tfjob_problems(obj, path)
-        found += policy.data_safety_problems(objects, path)
-        found += wiring.object_problems(objects, app, projects.get(app.project), path)
+                found += validator.problems(obj, "")
+            found += policy.tfjob_problems(obj, "")
+        found += policy.data_safety_problems(objects, "")
+        found += wiring.object_problems(objects, app, projects.get(app.project), "")
+        item = AppObjects(app, path, [o.key for o in objects], _manifest=rendered.manifest,
+                          _objects=objects)
         cache.put_json("objects", key, {"problems": _problem_dicts(found), "keys": item.keys})
-        result.problems += found
+        result.problems += [Problem(path, p.line, p.col, p.pointer, p.message, p.hint)
+                            for p in found]
         result.objects += len(objects)
         out.append(item)
     return out
+
+
+def _manifest_of(renderer: BatchRenderer, job: RenderJob) -> str:
+    """A job's manifest: from the cache, else rendered now (the cache may have been cleared)."""
+    text = renderer.cached(job)
+    if text is None:
+        [rendered] = renderer.render([job])
+        text = rendered.manifest
+    return text
 
 
 def _helm_message(rendered: RenderResult) -> str:

@@ -12,6 +12,7 @@ that `helm template` alone would happily render.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,23 @@ def load_projects(argo_objects: Sequence[tuple[str, RenderedObject]]) -> dict[st
     }
 
 
+@functools.lru_cache(maxsize=64)
+def _chart_path_problem(repo_root: str, source_path: str) -> tuple[str, str] | None:
+    """Argo CD's rule for a source path, checked once per distinct path (all Applications of
+    the ApplicationSet share one)."""
+    if source_path.startswith("/") or ".." in Path(source_path).parts:
+        return (f"chart path {source_path!r} is absolute or leaves the repository (Argo CD "
+                f"refuses it)", "a path relative to the repository root")
+    if not (Path(repo_root) / source_path / "Chart.yaml").is_file():
+        return f"chart path {source_path!r} holds no Chart.yaml", "charts/tfjob-experiment"
+    return None
+
+
+def forget_filesystem() -> None:
+    """Drop what was learnt about files (a new run may see a changed repository)."""
+    _chart_path_problem.cache_clear()
+
+
 def application_problems(
     repo_root: Path, app: Any, projects: dict[str, Project], where: str
 ) -> list[Problem]:
@@ -130,16 +148,10 @@ def application_problems(
                            message=f"release name {app.release_name!r} is empty or longer "
                                    f"than {MAX_RELEASE_NAME} characters (Helm refuses it)"))
     source_path = str(app.source_path)
-    chart_dir = (repo_root / source_path).resolve()
-    if source_path.startswith("/") or ".." in Path(source_path).parts:
-        out.append(Problem(where, pointer="$.spec.source.path",
-                           message=f"chart path {source_path!r} is absolute or leaves the "
-                                   f"repository (Argo CD refuses it)",
-                           hint="a path relative to the repository root"))
-    elif not (chart_dir / "Chart.yaml").is_file():
-        out.append(Problem(where, pointer="$.spec.source.path",
-                           message=f"chart path {source_path!r} holds no Chart.yaml",
-                           hint="charts/tfjob-experiment"))
+    chart_problem = _chart_path_problem(str(repo_root), source_path)
+    if chart_problem:
+        out.append(Problem(where, pointer="$.spec.source.path", message=chart_problem[0],
+                           hint=chart_problem[1]))
     project = projects.get(app.project)
     if project is None:
         out.append(Problem(where, pointer="$.spec.project",
