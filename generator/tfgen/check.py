@@ -61,7 +61,7 @@ class CheckResult:
     checked: int = 0  # applications rendered and validated (the rest: out of --changed scope)
     objects: int = 0
     helm_processes: int = 0
-    cache_hits: int = 0
+    cache_hits: int = 0  # experiments whose render or verdict came from .tfgen-cache/
     from_cache: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -73,7 +73,8 @@ class CheckResult:
         what = (f"{self.specs} spec(s), {self.checked} of {self.applications} application(s), "
                 f"{self.objects} rendered object(s)")
         how = "result cached, inputs unchanged" if self.from_cache else (
-            f"{self.helm_processes} helm process(es), {self.cache_hits} render(s) from cache")
+            f"{self.helm_processes} helm process(es), {self.cache_hits} experiment(s) from "
+            f"cache")
         verdict = f"{len(self.problems)} problem(s)" if self.problems else "no problems"
         return f"{verdict}: {what} ({how})"
 
@@ -506,7 +507,7 @@ def run_check(
         result.problems += _base_problems(root, options.base, rendered, config, renderer)
     result.checked = len(in_scope)
     result.helm_processes = renderer.stats.helm_processes
-    result.cache_hits = renderer.stats.cached
+    result.cache_hits = len(jobs) - len(todo) + renderer.stats.cached
     result.problems = sorted(set(result.problems))
     cache.put_json("check", run_key, {**asdict(result), "problems": _problem_dicts(
         result.problems)})
