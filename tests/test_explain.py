@@ -178,3 +178,17 @@ def test_mermaid_from_chart_scenarios(scenario: str, present: list[str], absent:
     lines = [line.strip() for line in mermaid.splitlines()]
     assert [line for line in present if line not in lines] == []
     assert [part for part in absent if part in mermaid] == []
+
+
+def test_repo_cluster_domain_reaches_the_addresses(tmp_path: Path) -> None:
+    (tmp_path / "tfgen.yaml").write_text(
+        "apiVersion: tfgen.io/v1\nkind: RepoConfig\nclusterDomain: cluster.local\n"
+    )
+    (tmp_path / "experiments").mkdir()
+    spec = tmp_path / "experiments" / "chief-eval.yaml"
+    spec.write_text(CHIEF_EVAL)
+    explained = explain.explain_spec(spec)  # no charts/ here: the bundled chart is used
+    assert explained.pods[1].address == "chief-eval-worker-0.default.svc.cluster.local:2222"
+    assert '"chief-eval-evaluator-0.default.svc.cluster.local:2222"' in (
+        explained.pods[0].tf_config or ""
+    )

@@ -110,9 +110,9 @@ def test_a_failing_replica_ends_the_run_with_its_status(tmp_path: Path) -> None:
 
 def test_timeout_stops_every_process_group(tmp_path: Path) -> None:
     job = tfjob({"Chief": 1, "Worker": 1}, ["--out=/training/m", "--leader-sleeps"])
-    result, _ = run(job, tmp_path, timeout=3)
+    result, _ = run(job, tmp_path, timeout=2)
     assert result.exit_code == runlocal.EXIT_TIMEOUT
-    assert "timed out after 3s" in result.reason
+    assert "timed out after 2s" in result.reason
     found = markers(tmp_path / "m")
     assert len(found) == 2
     assert not [pid for pid in all_pids(found) if alive(pid)]
@@ -205,7 +205,8 @@ def wait_for_markers(
     raise AssertionError(f"only {sorted(markers(out)) if out.exists() else []} started")
 
 
-def test_cli_sigint_leaves_no_process_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_cli_signal_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals) -> None:
     spec = write_spec(tmp_path, "--leader-sleeps")
     data = tmp_path / "data"
     proc = subprocess.Popen(
@@ -216,14 +217,14 @@ def test_cli_sigint_leaves_no_process_behind(tmp_path: Path) -> None:
     )
     try:
         found = wait_for_markers(data / "markers", 3, proc)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, (out, err)
-    assert "interrupted by SIGINT" in err
+    assert proc.returncode == 128 + sig, (out, err)
+    assert f"interrupted by {sig.name}" in err
     assert not [pid for pid in all_pids(found) if alive(pid)]
 
 

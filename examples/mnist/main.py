@@ -44,7 +44,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=int(os.environ.get("BATCH_SIZE", "64")),
         help="per replica (default: $BATCH_SIZE, else 64)",
     )
-    parser.add_argument("--learning_rate", type=float, default=0.1)
+    parser.add_argument(
+        "--learning_rate",
+        type=float,
+        default=0.1,
+        help="SGD rate; with parameter servers divided by the number of workers",
+    )
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--log_every", type=int, default=20, help="steps between summaries")
     parser.add_argument("--checkpoint_every", type=int, default=100)
@@ -160,7 +165,7 @@ def make_step_fn(tf, model, learning_rate: float):  # noqa: ANN001, ANN201
     return replica_step
 
 
-def dataset(tf, data, batch_size: int, seed: int = 0):  # noqa: ANN001, ANN201
+def dataset(tf, data, batch_size: int, seed: int | None = 0):  # noqa: ANN001, ANN201
     x, y = data
     return (
         tf.data.Dataset.from_tensor_slices((x, y))
@@ -257,10 +262,14 @@ def coordinate(tf, args, train, cluster, task_index) -> None:  # noqa: ANN001
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         model = build(tf, args.hidden)
-    replica_step = make_step_fn(tf, model, args.learning_rate)
+    # Workers update the parameters asynchronously from slightly stale values; dividing the
+    # rate by their number keeps the sum of in-flight updates near one synchronous step.
+    replica_step = make_step_fn(tf, model, args.learning_rate / len(cluster["worker"]))
 
     def dataset_fn(_context=None):  # noqa: ANN001, ANN202
-        return dataset(tf, train, args.batch_size, seed=int(time.time()))
+        # No seed: the function is traced once and run on every worker; a fixed seed would
+        # feed all workers the same batches, and their identical updates add up (overshoot).
+        return dataset(tf, train, args.batch_size, seed=None)
 
     per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
 

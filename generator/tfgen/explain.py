@@ -300,7 +300,7 @@ def tensorflow_notes(explanation: Explanation) -> list[str]:
             "cluster before building ParameterServerStrategy, or the coordinator waits for it"
         )
     if notes:
-        notes.append("examples/mnist/main.py does both")
+        notes.append("examples/mnist/main.py shows how")
     return notes
 
 

@@ -198,6 +198,28 @@ def stop_all(
         # Also for exited leaders: their group may still hold grandchildren.
         _stop_group(p, signal.SIGKILL)
         p.wait()
+    # A signal is delivered asynchronously: wait (briefly) until the grandchildren, which we
+    # cannot wait() for, have really ended, so nothing outlives the run.
+    groups = {p.pid for p in processes}
+    deadline = time.monotonic() + GROUP_EXIT_SECONDS
+    while groups & _live_groups() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+GROUP_EXIT_SECONDS = 2.0
+
+
+def _live_groups() -> set[int]:
+    """Process groups with a running (not zombie) member; empty where /proc is missing."""
+    groups = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended while we looked
+        if fields[0] != "Z":
+            groups.add(int(fields[2]))
+    return groups
 
 
 def _start(local: LocalPod) -> subprocess.Popen[bytes]:
