@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from helpers import build_file_tree, git, git_init
-from tfgen.errors import InputError
+from tfgen.errors import EnvironmentProblem
 from tfgen.gitbase import changed_paths, export_tree, tree_at
 
 
@@ -45,5 +45,5 @@ def test_changed_paths_in_a_subfolder_repository(tmp_path: Path) -> None:
 
 
 def test_unknown_ref_names_it(repo: Path) -> None:
-    with pytest.raises(InputError, match="no-such-branch"):
+    with pytest.raises(EnvironmentProblem, match="no-such-branch"):
         changed_paths(repo, "no-such-branch")

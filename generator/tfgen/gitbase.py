@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import EnvironmentProblem, InputError
+from .errors import EnvironmentProblem
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -39,10 +39,11 @@ def repo_root(path: Path) -> Path:
 def resolve(repo: Path, ref: str) -> str:
     """Commit id of a revision, or an InputError naming it."""
     if ref.startswith("-"):
-        raise InputError(f"--base {ref}: not a revision (it looks like an option)")
+        raise EnvironmentProblem(f"--base {ref}: not a revision (it looks like an option)")
     result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if result.returncode != 0:
-        raise InputError(
+        # exit 2: the machine lacks the revision (not fetched), nothing in the repo is wrong
+        raise EnvironmentProblem(
             f"--base {ref}: no such commit in {repo} (fetch it first, e.g. "
             f"`git fetch origin {ref.removeprefix('origin/')}`)"
         )
