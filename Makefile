@@ -19,8 +19,8 @@ $(HELM): scripts/install_helm.py
 	$(PYTHON) scripts/install_helm.py .tools/helm
 
 demo: setup
-	$(BIN)/tfgen validate experiments/
-	$(BIN)/tfgen render --check
+	$(BIN)/tfgen render
+	$(BIN)/tfgen check
 
 test: setup
 	$(BIN)/python -m pytest

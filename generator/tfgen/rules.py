@@ -32,6 +32,9 @@ TTL_HINT = (
     "runPolicy.cleanPodPolicy already removes its pods"
 )
 TRAINING_ROLES = ("master", "chief", "worker")
+# The chart sets labels and annotations under these prefixes itself (names, selectors, sync
+# waves, data safety); a user value there would clash with them or weaken them.
+RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -86,6 +89,21 @@ def _find_key(data: Any, key: str, parts: PointerParts = ()) -> Iterable[Pointer
 def _check_ttl(data: dict[str, Any], out: _Collector) -> None:
     for parts in _find_key(data, TTL_KEY):
         out.add(parts, TTL_MESSAGE, TTL_HINT)
+
+
+def _check_reserved_keys(metadata: dict[str, Any], out: _Collector) -> None:
+    for field in ("labels", "annotations"):
+        keys = metadata.get(field)
+        if not isinstance(keys, dict):
+            continue
+        for key in keys:
+            prefix = next((p for p in RESERVED_PREFIXES if str(key).startswith(p)), None)
+            if prefix:
+                out.add(
+                    ("metadata", field, key),
+                    f'"{key}" is set by tfgen itself ({prefix} is reserved)',
+                    "use a key of your own, e.g. team/" + str(key).split("/", 1)[1],
+                )
 
 
 def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
@@ -256,6 +274,8 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
             f"rename the file to {name}.yaml: one file per experiment, named after it",
             key=False,
         )
+    if isinstance(data.get("metadata"), dict):
+        _check_reserved_keys(data["metadata"], out)
     namespace = _get(data, "metadata", "namespace")
     if namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
         out.add(
