@@ -5,7 +5,10 @@ process. Every schema error of a document is collected (never only the first) an
 `Problem` at the line and column of the offending node, with a JSON pointer and a plain message:
 unknown keys get a did-you-mean, enums list the allowed values, patterns are explained by the
 rule they encode, type errors say what was expected (and to quote numbers that must be text).
-`apply_defaults` fills in every `default` the schema declares.
+Most documents are valid, so each is first checked by the compiled `jsonschema_rs` validator (a
+few microseconds); only a document it rejects goes through the Python `jsonschema` validator,
+whose errors carry what the messages need. `apply_defaults` fills in every `default` the schema
+declares.
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ import difflib
 import re
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+import jsonschema_rs
 
 from .config import load_schema
 from .loader import Document, Locator, PointerParts, pointer_text
 from .report import Problem
+
+if TYPE_CHECKING:  # the Python validator is imported only when a document has errors
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 EXPERIMENT_SCHEMA = "experiment.schema.json"
 
@@ -89,9 +95,9 @@ RULE_OWNED_KEYS = frozenset({"ttlSecondsAfterFinished"})
 @cache
 def inlined_schema(name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
     """schemas/<name> with every local `$ref` replaced by its target (the schemas are not
-    recursive). Validating against it skips reference lookups, the largest cost per file."""
+    recursive). Validating against it skips reference lookups, the largest cost per file.
+    The schema itself is checked against its meta-schema when `fast_validator` compiles it."""
     schema = load_schema(name)
-    Draft202012Validator.check_schema(schema)
 
     def inline(node: Any) -> Any:
         if isinstance(node, dict):
@@ -125,13 +131,36 @@ def _lean(node: Any, *, names: bool = False) -> Any:
 
 
 @cache
+def fast_validator(name: str = EXPERIMENT_SCHEMA) -> jsonschema_rs.Validator:
+    """schemas/<name> compiled by jsonschema_rs, once per process: the yes/no check every
+    document gets first. Compiling validates the schema against the 2020-12 meta-schema (a
+    broken schema raises here, before any spec is judged by it)."""
+    return jsonschema_rs.Draft202012Validator(load_schema(name))
+
+
+def is_valid(data: Any, name: str = EXPERIMENT_SCHEMA) -> bool:
+    """True when `data` certainly satisfies schemas/<name>.
+
+    False means "ask the Python validator": jsonschema_rs is stricter in corners (a `$` in a
+    pattern does not match before a trailing newline, NaN is no number, text must encode as
+    UTF-8), and there the Python validator's verdict is the one reported.
+    """
+    try:
+        return bool(fast_validator(name).is_valid(data))
+    except Exception:  # values JSON cannot hold (lone surrogates, ...): let Python judge
+        return False
+
+
+@cache
 def validator(name: str = EXPERIMENT_SCHEMA) -> Draft202012Validator:
-    """The compiled validator of schemas/<name>; built once per process.
+    """The Python validator of schemas/<name>, for documents `is_valid` rejects; built once.
 
     It validates against the inlined schema without annotations: jsonschema visits every
     keyword of every subschema, and descriptions/examples make up most of them. Messages look
     the annotations up in the full schema (`_annotated`).
     """
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_lean(inlined_schema(name)))
 
 
@@ -386,6 +415,8 @@ class _Translator:
                 both = " and ".join(f'"{c}"' for c in present)
                 self.add(parts, f"has {both}; use exactly one of them", key=True)
         elif kind in ("oneOf", "anyOf") and err.context:
+            from jsonschema.exceptions import best_match
+
             self.error(best_match(err.context))
         else:
             self.add(parts, err.message)
@@ -421,6 +452,8 @@ def schema_problems(
     `config`, when given, is the tfgen.yaml document the defaults came from, so that an error
     in a merged default is reported where it was written.
     """
+    if is_valid(data, name):
+        return []
     translator = _Translator(Locator(document, config), name)
     for err in validator(name).iter_errors(data):
         translator.error(err)
