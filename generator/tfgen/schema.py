@@ -17,12 +17,13 @@ import copy
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
-from .config import load_schema
+from .config import copy_data, load_schema
 from .loader import Document, Locator, PointerParts, pointer_text
 from .report import Problem
 
@@ -188,27 +189,61 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _fill(instance: Any, schema: dict[str, Any]) -> None:
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    """Where a schema declares defaults, without the subschemas that declare none: filling a
+    spec visits only these (a few dozen places) instead of every property of the schema."""
+
+    # (property, its default or _NO_DEFAULT, defaults further down or None), schema order
+    properties: tuple[tuple[str, Any, _Defaults | None], ...]
+    names: frozenset[str]  # every declared property: additionalProperties covers the others
+    additional: _Defaults | None
+    items: _Defaults | None
+
+
+def _defaults_of(schema: dict[str, Any]) -> _Defaults | None:
+    props: dict[str, Any] = schema.get("properties", {})
+    found = []
+    for name, sub in props.items():
+        inner = _defaults_of(sub)
+        if "default" in sub or inner is not None:
+            found.append((name, sub.get("default", _NO_DEFAULT), inner))
+    extra = schema.get("additionalProperties")
+    additional = _defaults_of(extra) if isinstance(extra, dict) else None
+    items = _defaults_of(schema["items"]) if isinstance(schema.get("items"), dict) else None
+    if not found and additional is None and items is None:
+        return None
+    return _Defaults(tuple(found), frozenset(props), additional, items)
+
+
+@cache
+def _defaults(name: str) -> _Defaults | None:
+    return _defaults_of(inlined_schema(name))
+
+
+def _fill(instance: Any, plan: _Defaults) -> None:
     if isinstance(instance, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        for name, sub in props.items():
+        for name, default, inner in plan.properties:
             if name not in instance:
-                if "default" not in sub:
+                if default is _NO_DEFAULT:
                     continue
-                default = sub["default"]
                 # Only containers need a copy; each spec must own its lists and mappings.
                 instance[name] = (
-                    copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+                    copy_data(default) if isinstance(default, (dict, list)) else default
                 )
-            _fill(instance[name], sub)
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
+            if inner is not None:
+                _fill(instance[name], inner)
+        extra = plan.additional
+        if extra is not None:
             for name, value in instance.items():
-                if name not in props:
+                if name not in plan.names:
                     _fill(value, extra)
-    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+    elif isinstance(instance, list) and plan.items is not None:
         for item in instance:
-            _fill(item, schema["items"])
+            _fill(item, plan.items)
 
 
 def apply_defaults(
@@ -220,7 +255,9 @@ def apply_defaults(
     itself); values of the wrong type are left alone for the schema errors to report.
     """
     out = data if in_place else copy.deepcopy(data)
-    _fill(out, inlined_schema(name))
+    plan = _defaults(name)
+    if plan is not None:
+        _fill(out, plan)
     return out
 
 
