@@ -164,13 +164,29 @@ def _read(path: Path) -> str | None:
         return "\ufffd"  # not text, so certainly not ours: reported as foreign
 
 
+def _files_below(directory: Path) -> list[Path]:
+    # Every file at any depth, as Path.rglob("*") + is_file() would find them (symlinked
+    # folders are not entered), with one scandir per folder and no stat per plain file.
+    found: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            found += _files_below(Path(entry.path))
+        elif entry.is_file():
+            found.append(Path(entry.path))
+    return found
+
+
 def _existing_generated_candidates(root: Path) -> list[Path]:
     # Only where tfgen writes: argo/*.yaml and everything below argo/experiments/.
     argo = root / gitops.ARGO_DIR
     found = [p for p in argo.glob("*.yaml") if p.is_file()]
     experiments = root / gitops.EXPERIMENTS_DIR
     if experiments.is_dir():
-        found += [p for p in experiments.rglob("*") if p.is_file()]
+        found += _files_below(experiments)
     return sorted(found)
 
 
@@ -299,14 +315,27 @@ def _remove_empty_parents(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def _source_experiment(experiment: Any, root: Path) -> SourceExperiment:
-    # validate.Experiment: `source` is the spec file, `data` the completed document.
-    path = Path(experiment.source)
-    try:
-        source = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        source = path.as_posix()
-    return SourceExperiment(source=source, data=experiment.data)
+def _source_experiments(experiments: Iterable[Any], root: Path) -> list[SourceExperiment]:
+    # validate.Experiment: `source` is the spec file, `data` the completed document. The
+    # source is named relative to the resolved repository root; a file that is not a symlink
+    # resolves to its resolved folder plus its name, so each folder is resolved once.
+    base = root.resolve()
+    folders: dict[Path, Path] = {}
+    out = []
+    for experiment in experiments:
+        path = Path(experiment.source)
+        if path.is_symlink():
+            resolved = path.resolve()
+        else:
+            if path.parent not in folders:
+                folders[path.parent] = path.parent.resolve()
+            resolved = folders[path.parent] / path.name
+        try:
+            source = resolved.relative_to(base).as_posix()
+        except ValueError:
+            source = path.as_posix()
+        out.append(SourceExperiment(source=source, data=experiment.data))
+    return out
 
 
 def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[Problem]]:
@@ -316,10 +345,13 @@ def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, li
     that does not validate, so a half-valid tree never reaches Argo CD.
     """
     from .config import load_config
-    from .validate import SPEC_SUFFIXES, validate_repo
+    from .validate import is_spec_name, validate_repo
 
     config = load_config([], cwd=root)
-    specs = [p for p in sorted(config.experiments_dir.glob("*")) if p.suffix in SPEC_SUFFIXES]
+    try:
+        specs = [n for n in os.listdir(config.experiments_dir) if is_spec_name(n)]
+    except OSError:  # no experiments/ folder
+        specs = []
     if not specs:
         # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
         # and every per-experiment file becomes an orphan.
@@ -329,5 +361,5 @@ def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, li
         return None, list(result.problems)
     assert result.config is not None  # validate_repo always loads one
     repo_root = result.config.root
-    experiments = [_source_experiment(e, repo_root) for e in result.experiments]
+    experiments = _source_experiments(result.experiments, repo_root)
     return plan_render(repo_root, experiments, result.config.argocd), []

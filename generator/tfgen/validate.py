@@ -97,10 +97,10 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def _suffix(name: str) -> str:
-    # Path(name).suffix without building a Path: ".yaml" alone is a name, not a suffix.
+def is_spec_name(name: str) -> bool:
+    """A *.yaml/*.yml file name (as Path(name).suffix sees it: ".yaml" alone has no suffix)."""
     dot = name.rfind(".")
-    return name[dot:] if 0 < dot < len(name) - 1 else ""
+    return 0 < dot < len(name) - 1 and name[dot:] in SPEC_SUFFIXES
 
 
 def spec_files(directory: Path) -> list[Path]:
@@ -115,7 +115,7 @@ def spec_files(directory: Path) -> list[Path]:
         chosen = sorted(
             (entry.name, entry)
             for entry in entries
-            if _suffix(entry.name) in SPEC_SUFFIXES and entry.is_file()
+            if is_spec_name(entry.name) and entry.is_file()
         )
     for name, entry in chosen:
         found.append(Path(entry.path).resolve() if entry.is_symlink() else base / name)
