@@ -157,10 +157,12 @@ def wanted_files(
 
 def _read(path: Path) -> str | None:
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:  # bytes then decode: no newline translation, and
+            raw = handle.read()  # cheaper than a text-mode file object
     except FileNotFoundError:
         return None
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         return "\ufffd"  # not text, so certainly not ours: reported as foreign
 
