@@ -160,9 +160,10 @@ def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Pro
         document = load_file(path, display=shown)
     except LoadError as exc:
         return None, [Problem(exc.path, exc.line, exc.col, "", exc.reason, exc.hint)]
-    merged = merge_defaults(config.defaults, document.data)
+    # The loaded data is used only here: the merge takes it over instead of copying it, and
+    # the defaults are then filled in without another copy.
+    merged = merge_defaults(config.defaults, document.data, own_spec=True)
     problems = schema_problems(document, merged, config=config.document)
-    # merge_defaults built a fresh tree, so the defaults can be filled in without another copy.
     complete = apply_defaults(merged, in_place=True)
     checked = Checked(source=path, data=complete, locator=Locator(document, config.document))
     problems += file_problems(checked, config.namespaces)
@@ -182,7 +183,8 @@ def _context(files: Sequence[Path], config: RepoConfig, others: Sequence[Path]) 
             document = load_file(path, display=display_path(path))
         except LoadError:
             continue  # its own validation reports it
-        data = apply_defaults(merge_defaults(config.defaults, document.data), in_place=True)
+        merged = merge_defaults(config.defaults, document.data, own_spec=True)
+        data = apply_defaults(merged, in_place=True)
         context.append(Checked(source=path, data=data, locator=Locator(document, config.document)))
     return context
 
