@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +36,38 @@ def mnist_spec(**metadata: Any) -> dict[str, Any]:
     data = copy.deepcopy(data)
     data["metadata"].update(metadata)
     return data
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_repo_parts(dest: Path, parts: tuple[str, ...] = (
+    "charts", "schemas", "argo", "experiments", "tfgen.yaml",
+)) -> Path:
+    """Copy the real repository's chart, schemas, argo/, specs and config into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in parts:
+        source = REPO_ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, dest / part, ignore=shutil.ignore_patterns(".tfgen-cache"))
+        elif source.is_file():
+            shutil.copy2(source, dest / part)
+    return dest
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` with a fixed identity; returns stdout."""
+    result = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com",
+         "-c", "commit.gpgsign=false", *args],
+        capture_output=True, text=True, check=True,
+    )
+    return result.stdout
+
+
+def git_init(repo: Path) -> Path:
+    """A Git repository of everything under `repo`, one commit on branch main."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    return repo

@@ -251,3 +251,98 @@ def run_local(
     color = "green" if result.exit_code == 0 else "red"
     click.secho(f"tfgen: {result.reason}; data in {result.data_dir}", fg=color, err=True)
     sys.exit(result.exit_code)
+
+# --- check and diff: the pull-request gate ----------------------------------------------------
+
+
+class _Progress:
+    """A progress bar on stderr for long runs, only when stderr is a terminal (CI logs and
+    pipes stay clean)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.shown = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total < 20:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=f"{stage} ", file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@main.command("check")
+@click.option("--base", metavar="REF", help="Git revision the change is based on "
+              "(e.g. origin/main): refuse changes a live run cannot take.")
+@click.option("--changed", "changed_only", is_flag=True,
+              help="Only render experiments touched since --base (a chart, schema, argo/ or "
+                   "tfgen.yaml change means all).")
+@click.option("--validator", type=click.Choice(["auto", "builtin", "kubeconform", "both"]),
+              default="auto", show_default=True,
+              help="Validator of rendered objects: auto = builtin, plus kubeconform when it is "
+                   "on PATH; kubeconform/both require it.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]),
+              default="text", show_default=True, help="How problems are printed.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Repository root (default: the nearest directory with tfgen.yaml).")
+@handle_errors
+def check_command(base: str | None, changed_only: bool, validator: str, fmt: str,
+                  no_cache: bool, root: Path | None) -> None:
+    """Run the whole pull-request gate offline.
+
+    Validates every spec, checks the committed generated files, renders every Application
+    with helm exactly as Argo CD would, validates every rendered object strictly against the
+    Kubernetes schemas of tfgen.yaml's kubernetesVersion and schemas/, and applies the TFJob,
+    data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
+    """
+    from .check import CheckOptions, run_check
+    from .report import format_problems
+
+    if changed_only and not base:
+        raise click.UsageError("--changed needs --base REF (changes are counted since REF)")
+    progress = _Progress(sys.stderr.isatty())
+    try:
+        result = run_check(root or Path.cwd(), CheckOptions(base=base, changed_only=changed_only,
+                                              validator=validator, use_cache=not no_cache),
+                           progress=progress)
+    finally:
+        progress.close()
+    if fmt == "json" or result.problems:
+        click.echo(format_problems(result.problems, fmt))
+    click.echo(result.summary(), err=True)
+    sys.exit(1 if result.problems else 0)
+
+
+@main.command("diff")
+@click.option("--base", metavar="REF", required=True,
+              help="Git revision to compare with (e.g. origin/main).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+              show_default=True, help="text for a terminal, markdown for a pull-request comment.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Repository root (default: the nearest directory with tfgen.yaml).")
+@handle_errors
+def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None:
+    """Show the rendered objects that change since REF, one unified diff per object.
+
+    Experiments touched since REF are rendered at REF and now with helm; each added, removed
+    or changed object is shown. Exit 0 (also when objects differ), 1 if a side fails to
+    render, 2 usage or missing tool.
+    """
+    from .diff import format_diff, run_diff
+    from .report import format_problems
+
+    result = run_diff(root or Path.cwd(), base, use_cache=not no_cache)
+    click.echo(format_diff(result, fmt))
+    if result.problems:
+        click.echo(format_problems(result.problems, "text"), err=True)
+        sys.exit(1)

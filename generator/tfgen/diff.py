@@ -1,0 +1,181 @@
+"""`tfgen diff --base REF`: what a pull request changes in the cluster, object by object.
+
+The experiments touched since REF are rendered twice with the real helm, as Argo CD would
+render them before and after the merge (the base tree exported by gitbase.py, both sides
+through the cached batch renderer), and their objects are paired by kind, namespace and name.
+Each added, removed or changed object becomes one unified diff of helm's own YAML. Text output
+is for terminals; Markdown output is one pull-request comment, opening with a marker line so a
+workflow can find and update the comment it posted before, and cut to fit GitHub's comment
+size limit with a note saying what was left out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import gitbase, gitops
+from .batch import BatchRenderer, RenderResult
+from .cache import CACHE_DIRNAME, Cache
+from .check import affected_experiments, jobs_for
+from .config import load_config
+from .errors import InputError
+from .manifests import parse_manifest
+from .report import Problem
+
+FORMATS = ("text", "markdown")
+COMMENT_MARKER = "<!-- tfgen-diff -->"
+# GitHub refuses comments over 65,536 characters; leave room for the header and notes.
+MAX_MARKDOWN_CHARS = 60_000
+MAX_OBJECT_LINES = 300
+_DOC_SPLIT = re.compile(r"^---[ \t]*\n", re.MULTILINE)
+
+
+@dataclass
+class ObjectDiff:
+    """One object that differs between the base and now."""
+
+    experiment: str
+    kind: str
+    namespace: str
+    name: str
+    status: str  # added | removed | changed
+    diff: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass
+class DiffResult:
+    base: str
+    experiments: list[str] = field(default_factory=list)  # those whose objects differ
+    diffs: list[ObjectDiff] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _documents(manifest: str) -> dict[tuple[str, str, str], str]:
+    """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`)."""
+    out: dict[tuple[str, str, str], str] = {}
+    for chunk in _DOC_SPLIT.split(manifest):
+        if not chunk.strip():
+            continue
+        objects = parse_manifest(chunk)
+        if not objects:
+            continue
+        obj = objects[0]
+        body = "".join(line + "\n" for line in chunk.splitlines()
+                       if not line.startswith("# Source: "))
+        out[(obj.kind, obj.namespace, obj.name)] = body
+    return out
+
+
+def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]:
+    """Per-object unified diffs between two rendered manifests of one experiment."""
+    old, new = _documents(before), _documents(after)
+    out = []
+    for key in sorted(set(old) | set(new)):
+        kind, namespace, name = key
+        label = f"{kind}/{namespace + '/' if namespace else ''}{name}"
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        status = "added" if a is None else "removed" if b is None else "changed"
+        text = "".join(difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+            f"a/{label}" if a is not None else "/dev/null",
+            f"b/{label}" if b is not None else "/dev/null",
+        ))
+        out.append(ObjectDiff(experiment, kind, namespace, name, status, text))
+    return out
+
+
+def _render(renderer: BatchRenderer, apps: Sequence[Any], kube: str) -> dict[str, RenderResult]:
+    return {r.job.name: r for r in renderer.render(jobs_for(apps, kube))}
+
+
+def run_diff(
+    root: Path, base: str, *, use_cache: bool = True, helm: str | None = None
+) -> DiffResult:
+    """Render the experiments touched since `base` on both sides and diff their objects."""
+    config = load_config(cwd=root)
+    root = config.root
+    cache = Cache(root / CACHE_DIRNAME if use_cache else None)
+    renderer = BatchRenderer(helm=helm, cache=cache)
+    scope = affected_experiments(gitbase.changed_paths(root, base))
+    result = DiffResult(base=base)
+    now_apps = [a for a in gitops.resolve_applications(root).applications
+                if scope is None or a.name in scope]
+    with gitbase.tree_at(root, base) as tree:
+        base_apps = [a for a in gitops.resolve_applications(tree).applications
+                     if scope is None or a.name in scope]
+        before = _render(renderer, base_apps, config.kubernetes_version)
+    after = _render(renderer, now_apps, config.kubernetes_version)
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        for side, rendered in (("base", old), ("now", new)):
+            if rendered is not None and rendered.error:
+                result.problems.append(Problem(
+                    f"{gitops.EXPERIMENTS_DIR}/{name}", pointer=f"helm template ({side})",
+                    message=" ".join(rendered.error.split())))
+        if (old and old.error) or (new and new.error):
+            continue
+        diffs = diff_manifests(name, old.manifest if old else "", new.manifest if new else "")
+        if diffs:
+            result.experiments.append(name)
+            result.diffs += diffs
+    return result
+
+
+def _clip(text: str, max_lines: int) -> str:
+    lines = text.splitlines(keepends=True)
+    if len(lines) <= max_lines:
+        return text
+    return "".join(lines[:max_lines]) + f"... {len(lines) - max_lines} more diff lines\n"
+
+
+def _counts(result: DiffResult) -> str:
+    by = {s: sum(1 for d in result.diffs if d.status == s) for s in ("added", "changed",
+                                                                     "removed")}
+    n = len(result.experiments)
+    return (f"{n} experiment{'s' if n != 1 else ''} changed: {by['added']} object(s) added, "
+            f"{by['changed']} changed, {by['removed']} removed")
+
+
+def format_diff(result: DiffResult, fmt: str, *, max_chars: int = MAX_MARKDOWN_CHARS,
+                max_object_lines: int = MAX_OBJECT_LINES) -> str:
+    """The diff for people (`text`) or for a pull-request comment (`markdown`)."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt}: one of {', '.join(FORMATS)}")
+    if fmt == "text":
+        if not result.diffs:
+            return f"no rendered object changes against {result.base}"
+        parts = [_counts(result)]
+        for d in result.diffs:
+            parts.append(f"=== {d.experiment}: {d.ref} {d.status}\n"
+                         + _clip(d.diff, max_object_lines).rstrip("\n"))
+        return "\n".join(parts)
+    head = [COMMENT_MARKER, f"### tfgen diff against `{result.base}`", ""]
+    if not result.diffs:
+        head.append("No rendered object changes.")
+        return "\n".join(head) + "\n"
+    head += [_counts(result) + ".", ""]
+    out = "\n".join(head) + "\n"
+    shown = 0
+    for d in result.diffs:
+        block = (f"<details><summary><code>{d.experiment}</code>: {d.ref} "
+                 f"<b>{d.status}</b></summary>\n\n````diff\n"
+                 f"{_clip(d.diff, max_object_lines).rstrip()}\n````\n</details>\n")
+        if len(out) + len(block) > max_chars:
+            break
+        out += block
+        shown += 1
+    if shown < len(result.diffs):
+        out += (f"\n_{len(result.diffs) - shown} more object diff(s) not shown (comment size "
+                f"limit); run `tfgen diff --base {result.base}` locally._\n")
+    return out

@@ -1,0 +1,81 @@
+"""Reading the repository as it was at a Git revision (the pull request's base).
+
+`tfgen check --base REF` and `tfgen diff --base REF` compare the working tree with REF. The tree
+at REF is exported with `git archive REF | tar -x` into a temporary folder, so the same code
+reads both sides from plain files and nothing touches the user's checkout, index or stash.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import EnvironmentProblem
+
+
+def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
+    git = shutil.which("git")
+    if git is None:
+        raise EnvironmentProblem("git not found on PATH (install git; --base needs it)")
+    return subprocess.run(
+        [git, "-C", str(repo), *args], capture_output=True, check=False, text=not binary
+    )
+
+
+def repo_root(path: Path) -> Path:
+    """Top folder of the Git work tree containing `path`."""
+    result = _git(path, "rev-parse", "--show-toplevel")
+    if result.returncode != 0:
+        raise EnvironmentProblem(f"{path} is not inside a Git work tree (--base needs one)")
+    return Path(result.stdout.strip())
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """Commit id of a revision, or an InputError naming it."""
+    if ref.startswith("-"):
+        raise EnvironmentProblem(f"--base {ref}: not a revision (it looks like an option)")
+    result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if result.returncode != 0:
+        # exit 2: the machine lacks the revision (not fetched), nothing in the repo is wrong
+        raise EnvironmentProblem(
+            f"--base {ref}: no such commit in {repo} (fetch it first, e.g. "
+            f"`git fetch origin {ref.removeprefix('origin/')}`)"
+        )
+    return result.stdout.strip()
+
+
+def export_tree(repo: Path, ref: str, dest: Path) -> Path:
+    """Write the files of `ref` into `dest` (`git archive | tar -x`); returns `dest`."""
+    commit = resolve(repo, ref)
+    result = _git(repo, "archive", "--format=tar", commit, binary=True)
+    if result.returncode != 0:
+        raise EnvironmentProblem(f"git archive {ref} failed: {result.stderr.decode().strip()}")
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
+        archive.extractall(dest, filter="data")
+    return dest
+
+
+@contextmanager
+def tree_at(repo: Path, ref: str) -> Iterator[Path]:
+    """A temporary folder holding the repository at `ref`, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="tfgen-base-") as tmp:
+        yield export_tree(repo, ref, Path(tmp) / "tree")
+
+
+def changed_paths(repo: Path, ref: str) -> set[str]:
+    """Repo-relative paths that differ between `ref` and the work tree (committed or not),
+    plus untracked files: everything a pull request built on `ref` would change."""
+    commit = resolve(repo, ref)
+    # --relative: paths relative to `repo`, which may be a subfolder of the Git work tree
+    diff = _git(repo, "diff", "--name-only", "--relative", "--no-renames", commit, "--")
+    if diff.returncode != 0:
+        raise EnvironmentProblem(f"git diff {ref} failed: {diff.stderr.strip()}")
+    untracked = _git(repo, "ls-files", "--others", "--exclude-standard")
+    return {p for p in (diff.stdout + "\n" + untracked.stdout).split("\n") if p}

@@ -1,0 +1,201 @@
+"""Argo CD wiring: would every generated Application sync, and only what the project allows?
+
+Checked against the committed argo/ files (what Argo CD reads), not against tfgen.yaml: each
+Application the ApplicationSet generates must name an existing AppProject, a source repository
+and destination that project allows, a chart path inside the repository (Argo CD refuses
+absolute paths and paths leaving the repository), a release name Helm accepts; and every kind
+its chart renders must be on the project's whitelists (PersistentVolume is the only
+cluster-scoped kind an experiment may create). Violations here make Argo CD refuse a sync
+that `helm template` alone would happily render.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .manifests import RenderedObject
+from .report import Problem
+
+# Kinds Kubernetes serves cluster-wide: Argo CD checks them against clusterResourceWhitelist.
+CLUSTER_SCOPED = {
+    "APIService", "CSIDriver", "CSINode", "ClusterRole", "ClusterRoleBinding",
+    "CustomResourceDefinition", "IngressClass", "MutatingWebhookConfiguration", "Namespace",
+    "Node", "PersistentVolume", "PriorityClass", "RuntimeClass", "StorageClass",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration", "VolumeAttachment",
+}
+MAX_RELEASE_NAME = 53
+
+
+@dataclass
+class Project:
+    """The parts of an AppProject that decide what its Applications may do."""
+
+    name: str
+    path: str
+    source_repos: list[str]
+    destinations: list[dict[str, Any]]
+    cluster_whitelist: list[dict[str, Any]] | None
+    cluster_blacklist: list[dict[str, Any]]
+    namespace_whitelist: list[dict[str, Any]] | None
+    namespace_blacklist: list[dict[str, Any]]
+
+    @classmethod
+    def from_object(cls, obj: RenderedObject, path: str) -> Project:
+        spec = obj.doc.get("spec") or {}
+
+        def entries(key: str) -> list[dict[str, Any]] | None:
+            value = spec.get(key)
+            return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else None
+
+        return cls(
+            name=obj.name,
+            path=path,
+            source_repos=[str(r) for r in spec.get("sourceRepos") or []],
+            destinations=entries("destinations") or [],
+            # Argo CD: no clusterResourceWhitelist = no cluster-scoped kind at all
+            cluster_whitelist=entries("clusterResourceWhitelist") or [],
+            cluster_blacklist=entries("clusterResourceBlacklist") or [],
+            # ... but no namespaceResourceWhitelist = every namespaced kind
+            namespace_whitelist=entries("namespaceResourceWhitelist"),
+            namespace_blacklist=entries("namespaceResourceBlacklist") or [],
+        )
+
+
+def _glob_allowed(patterns: Iterable[str], value: str) -> bool:
+    """Argo CD's project glob lists: a match of any pattern, unless a `!pattern` matches."""
+    allowed = False
+    for pattern in patterns:
+        if pattern.startswith("!"):
+            if fnmatch.fnmatchcase(value, pattern[1:]):
+                return False
+        elif fnmatch.fnmatchcase(value, pattern):
+            allowed = True
+    return allowed
+
+
+def _kind_listed(entries: Iterable[dict[str, Any]], group: str, kind: str) -> bool:
+    return any(
+        fnmatch.fnmatchcase(group, str(e.get("group", ""))) and
+        fnmatch.fnmatchcase(kind, str(e.get("kind", "")))
+        for e in entries
+    )
+
+
+def kind_allowed(project: Project, group: str, kind: str) -> bool:
+    """Whether Argo CD lets an Application of this project manage a kind."""
+    if kind in CLUSTER_SCOPED:
+        return (_kind_listed(project.cluster_whitelist or [], group, kind)
+                and not _kind_listed(project.cluster_blacklist, group, kind))
+    if project.namespace_whitelist is not None and not _kind_listed(
+        project.namespace_whitelist, group, kind
+    ):
+        return False
+    return not _kind_listed(project.namespace_blacklist, group, kind)
+
+
+def destination_allowed(project: Project, server: str, name: str, namespace: str) -> bool:
+    for dest in project.destinations:
+        server_ok = (_glob_allowed([str(dest["server"])], server) if dest.get("server") and server
+                     else not dest.get("server") or not server)
+        name_ok = (_glob_allowed([str(dest["name"])], name) if dest.get("name") and name
+                   else True)
+        if (server_ok and name_ok and
+                _glob_allowed([str(dest.get("namespace", ""))], namespace)):
+            return True
+    return False
+
+
+def load_projects(argo_objects: Sequence[tuple[str, RenderedObject]]) -> dict[str, Project]:
+    return {
+        obj.name: Project.from_object(obj, path)
+        for path, obj in argo_objects
+        if obj.kind == "AppProject"
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def _chart_path_problem(repo_root: str, source_path: str) -> tuple[str, str] | None:
+    """Argo CD's rule for a source path, checked once per distinct path (all Applications of
+    the ApplicationSet share one)."""
+    if source_path.startswith("/") or ".." in Path(source_path).parts:
+        return (f"chart path {source_path!r} is absolute or leaves the repository (Argo CD "
+                f"refuses it)", "a path relative to the repository root")
+    if not (Path(repo_root) / source_path / "Chart.yaml").is_file():
+        return f"chart path {source_path!r} holds no Chart.yaml", "charts/tfjob-experiment"
+    return None
+
+
+def forget_filesystem() -> None:
+    """Drop what was learnt about files (a new run may see a changed repository)."""
+    _chart_path_problem.cache_clear()
+
+
+def application_problems(
+    repo_root: Path, app: Any, projects: dict[str, Project], where: str
+) -> list[Problem]:
+    """Problems of one resolved Application (`gitops.ResolvedApplication`)."""
+    out: list[Problem] = []
+    spec = (app.manifest or {}).get("spec") or {}
+    destination = spec.get("destination") or {}
+    if not app.name or len(app.release_name) > MAX_RELEASE_NAME:
+        out.append(Problem(where, pointer="$.metadata.name",
+                           message=f"release name {app.release_name!r} is empty or longer "
+                                   f"than {MAX_RELEASE_NAME} characters (Helm refuses it)"))
+    source_path = str(app.source_path)
+    chart_problem = _chart_path_problem(str(repo_root), source_path)
+    if chart_problem:
+        out.append(Problem(where, pointer="$.spec.source.path", message=chart_problem[0],
+                           hint=chart_problem[1]))
+    project = projects.get(app.project)
+    if project is None:
+        out.append(Problem(where, pointer="$.spec.project",
+                           message=f"project {app.project!r} is not defined in argo/",
+                           hint=f"one of {', '.join(sorted(projects)) or '(none)'}"))
+        return out
+    if not _glob_allowed(project.source_repos, app.repo_url):
+        out.append(Problem(where, pointer="$.spec.source.repoURL",
+                           message=f"repository {app.repo_url!r} is not in the sourceRepos of "
+                                   f"project {project.name!r}"))
+    if not destination_allowed(project, str(destination.get("server", "")),
+                               str(destination.get("name", "")), app.namespace):
+        out.append(Problem(where, pointer="$.spec.destination.namespace",
+                           message=f"destination namespace {app.namespace!r} is not allowed by "
+                                   f"project {project.name!r} ({project.path})",
+                           hint="add it to argocd.namespaces in tfgen.yaml, then `tfgen render`"))
+    return out
+
+
+def object_problems(
+    objects: Sequence[RenderedObject], app: Any, project: Project | None, path: str
+) -> list[Problem]:
+    """Every rendered kind on the project's whitelists; namespaced objects in allowed places."""
+    if project is None:
+        return []
+    out: list[Problem] = []
+    spec = (app.manifest or {}).get("spec") or {}
+    destination = spec.get("destination") or {}
+    for obj in objects:
+        group = obj.api_version.rpartition("/")[0]
+        if not kind_allowed(project, group, obj.kind):
+            which = ("clusterResourceWhitelist" if obj.kind in CLUSTER_SCOPED
+                     else "namespaceResourceWhitelist")
+            out.append(Problem(path, pointer=f"{obj.ref} $.kind",
+                               message=f"kind {group or 'core'}/{obj.kind} is not on the "
+                                       f"{which} of project {project.name!r} ({project.path}); "
+                                       f"Argo CD would refuse to sync it",
+                               hint="render only kinds the project allows, or extend the "
+                                    "project template deliberately"))
+        if obj.kind not in CLUSTER_SCOPED and obj.namespace and not destination_allowed(
+            project, str(destination.get("server", "")), str(destination.get("name", "")),
+            obj.namespace,
+        ):
+            out.append(Problem(path, pointer=f"{obj.ref} $.metadata.namespace",
+                               message=f"namespace {obj.namespace!r} is not a destination of "
+                                       f"project {project.name!r}"))
+    return out

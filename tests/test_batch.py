@@ -1,0 +1,134 @@
+"""Batched helm rendering gives exactly the per-experiment output, fails per experiment, caches.
+
+These use a tiny chart written here (values with nulls, a strict values schema, a `required`)
+so the umbrella mechanics are proven independently of the real chart; test_check.py proves
+the same identity on charts/tfjob-experiment.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import build_file_tree
+from tfgen.batch import BatchRenderer, RenderJob, canonical_manifest, coalesce, merge_values
+from tfgen.cache import Cache
+from tfgen.helm import find_helm
+
+CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
+    "values.yaml": "experiment: {name: '', namespace: default}\nreplicas: 1\n"
+                   "extra: {a: 1, b: 2}\n",
+    "values.schema.json": json.dumps({
+        "type": "object", "additionalProperties": False,
+        "properties": {"experiment": {"type": "object"}, "replicas": {"type": "integer"},
+                       "extra": {"type": "object"}},
+    }),
+    "templates/cm.yaml": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+        "  name: {{ required \"experiment.name is required\" .Values.experiment.name }}\n"
+        "  namespace: {{ .Values.experiment.namespace }}\n"
+        "data:\n  replicas: {{ .Values.replicas | quote }}\n"
+        "  extra: {{ toJson .Values.extra | quote }}\n"
+    ),
+    "templates/svc.yaml": (
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Values.experiment.name }}\n"
+        "spec:\n  ports: [{port: 80}]\n"
+    ),
+    "templates/NOTES.txt": "hello\n",
+}
+
+
+def _jobs(tmp_path: Path, chart: Path) -> list[RenderJob]:
+    jobs = []
+    for i in range(5):
+        values = {"experiment": {"name": f"x{i}"}, "replicas": i,
+                  # a null deletes a chart default: Helm 4 ignores parent nulls in subcharts
+                  "extra": {"a": None} if i % 2 else {"c": 3}}
+        path = tmp_path / f"v{i}.yaml"
+        path.write_text(json.dumps(values))
+        jobs.append(RenderJob(f"x{i}", "team-a", chart, (path,), "1.30"))
+    return jobs
+
+
+@pytest.fixture(params=[4, 3], ids=["helm4", "helm3"])
+def helm(request: pytest.FixtureRequest) -> str:
+    return find_helm(request.param)
+
+
+def test_batched_output_is_identical_to_single_runs(tmp_path: Path, helm: str) -> None:
+    chart = build_file_tree(tmp_path / "tiny", CHART)
+    jobs = _jobs(tmp_path, chart)
+    renderer = BatchRenderer(helm=helm, workers=1)
+    batched = renderer.render(jobs)
+    assert renderer.stats.helm_processes == 1
+    for job, result in zip(jobs, batched, strict=True):
+        single = renderer.render_single(job)
+        assert not result.error and not single.error
+        assert result.manifest == single.manifest
+    assert '"{\\"b\\":2}"' in batched[1].manifest  # the null removed key a
+    assert batched[0].manifest.startswith("---\n# Source: tiny/templates/cm.yaml\n")
+
+
+def test_failing_experiment_gets_its_own_error(tmp_path: Path) -> None:
+    chart = build_file_tree(tmp_path / "tiny", CHART)
+    jobs = _jobs(tmp_path, chart)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps({"experiment": {"name": ""}}))
+    jobs.insert(2, RenderJob("bad", "team-a", chart, (bad,), "1.30"))
+    renderer = BatchRenderer(workers=1)
+    results = renderer.render(jobs)
+    # helm names the failing alias: one batch, the failing one alone, the rest together
+    assert renderer.stats.helm_processes == 3
+    assert [bool(r.error) for r in results] == [False, False, True, False, False, False]
+    assert "experiment.name is required" in results[2].error
+    assert "tiny/templates/cm.yaml" in results[2].error  # the per-experiment message
+
+
+def test_cache_makes_unchanged_experiments_free(tmp_path: Path) -> None:
+    chart = build_file_tree(tmp_path / "tiny", CHART)
+    jobs = _jobs(tmp_path, chart)
+    cache = Cache(tmp_path / "cache")
+    first = BatchRenderer(cache=cache, workers=1)
+    expected = first.render(jobs)
+    again = BatchRenderer(cache=cache, workers=1)
+    assert [r.manifest for r in again.render(jobs)] == [r.manifest for r in expected]
+    assert again.stats.helm_processes == 0 and again.stats.cached == len(jobs)
+    # one changed values file: exactly one experiment rendered again
+    jobs[3].values_files[0].write_text(json.dumps({"experiment": {"name": "x3"},
+                                                   "replicas": 33}))
+    third = BatchRenderer(cache=cache, workers=1)
+    results = third.render(jobs)
+    assert third.stats.rendered == 1 and third.stats.cached == len(jobs) - 1
+    assert 'replicas: "33"' in results[3].manifest
+    # a chart change invalidates everything
+    (chart / "templates/svc.yaml").write_text(CHART["templates/svc.yaml"] + "  type: NodePort\n")
+    fourth = BatchRenderer(cache=cache, workers=1)
+    fourth.render(jobs)
+    assert fourth.stats.cached == 0
+
+
+def test_release_bound_chart_is_rendered_one_by_one(tmp_path: Path) -> None:
+    files = dict(CHART)
+    files["templates/svc.yaml"] = CHART["templates/svc.yaml"].replace(
+        "{{ .Values.experiment.name }}", "{{ .Release.Name }}")
+    chart = build_file_tree(tmp_path / "tiny", files)
+    jobs = _jobs(tmp_path, chart)
+    renderer = BatchRenderer(workers=1)
+    results = renderer.render(jobs)
+    assert renderer.stats.helm_processes == len(jobs)
+    assert "name: x4\n" in results[4].manifest
+
+
+def test_values_merge_and_coalesce_follow_helm() -> None:
+    assert merge_values({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"b": 3}, "l": [2]}) == {
+        "a": {"b": 3, "c": 2}, "l": [2]}
+    assert coalesce({"a": {"b": None}, "x": None}, {"a": {"b": 1, "c": 2}, "x": 1, "y": 0}) == {
+        "a": {"c": 2}, "y": 0}
+
+
+def test_canonical_manifest_normalises_document_separators() -> None:
+    helm3 = "---\n# Source: c/templates/a.yaml\nkind: A\n---\n# Source: c/templates/b.yaml\nkind: B"
+    helm4 = helm3.replace("kind: A\n", "kind: A\n\n") + "\n\n"
+    assert canonical_manifest(helm3) == canonical_manifest(helm4)

@@ -1,0 +1,267 @@
+"""`tfgen check` and `tfgen diff` end to end: the real repository passes; broken copies of it
+fail with exit 1 and a message naming the cause; batched rendering equals Argo CD's rendering.
+
+Each scenario copies the real chart, schemas, argo/, specs and tfgen.yaml into tmp_path,
+breaks one thing and runs the real helm through the CLI. Scenarios render three experiments in
+one helm process each, so the module stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, git, git_init
+from tfgen.batch import BatchRenderer, RenderJob
+from tfgen.check import jobs_for
+from tfgen.cli import main
+from tfgen.diff import run_diff
+from tfgen.gitops import resolve_applications
+from tfgen.helm import find_helm
+
+MNIST = "experiments/distributed-mnist.yaml"
+
+
+def render_repo(root: Path) -> None:
+    """Write the generated files of `root` (what `tfgen render` does), through the library."""
+    from tfgen import render
+    from tfgen.validate import validate_repo
+
+    result = validate_repo(cwd=root)
+    assert not result.problems, result.problems
+    experiments = [render.SourceExperiment(source=_rel(root, e.source), data=e.data)
+                   for e in result.experiments]
+    plan = render.plan_render(root, experiments, result.config.data["argocd"])
+    assert not plan.problems, plan.problems
+    render.apply_plan(plan, prune=True)
+
+
+def _rel(root: Path, path: Path) -> str:
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    return absolute.resolve().relative_to(root.resolve()).as_posix()
+
+
+def check(root: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, ["check", "--root", str(root), *args], catch_exceptions=False)
+
+
+def edit_yaml(path: Path, change: Any) -> None:
+    """Load, change (a function of the data) and write back a YAML file, header kept."""
+    text = path.read_text()
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    data = yaml.safe_load(text)
+    change(data)
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = copy_repo_parts(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_real_repository_is_clean() -> None:
+    result = CliRunner().invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "no problems" in result.output
+
+
+def test_pv_name_collision_across_namespaces(repo: Path) -> None:
+    # team-a/x and team/a-x both derive the PersistentVolume name team-a-x-data
+    edit_yaml(repo / "tfgen.yaml",
+              lambda d: d["argocd"].update(namespaces=[*d["argocd"]["namespaces"],
+                                                       "team", "team-a"]))
+    # render each on its own (a full render refuses the pair), as two pull requests would
+    from tfgen import render
+    from tfgen.validate import validate_repo
+
+    spec = (repo / MNIST).read_text()
+    aside = {}
+    for namespace, name in (("team-a", "x"), ("team", "a-x")):
+        text = spec.replace("name: distributed-mnist", f"name: {name}")
+        text = re.sub(r"namespace: \S+", f"namespace: {namespace}", text, count=1)
+        build_file_tree(repo, {f"experiments/{name}.yaml": text})
+        result = validate_repo([repo / f"experiments/{name}.yaml"], cwd=repo)
+        assert not result.problems, result.problems
+        for generated in render.experiment_files(
+            render.SourceExperiment(f"experiments/{name}.yaml", result.experiments[0].data)
+        ):
+            build_file_tree(repo, {generated.path: generated.content})
+        aside[name] = text
+        (repo / f"experiments/{name}.yaml").unlink()
+    build_file_tree(repo, {f"experiments/{name}.yaml": text for name, text in aside.items()})
+    argocd = result.config.data["argocd"]
+    render.apply_plan(render.plan_render(repo, [], argocd))  # argo/project.yaml namespaces
+    out = check(repo)
+    assert out.exit_code == 1
+    assert 'PersistentVolume name "team-a-x-data"' in out.output  # the spec rule
+    assert "PersistentVolume 'team-a-x-data' (cluster-wide) is also rendered by" in out.output
+
+
+def test_logdir_outside_the_mount(repo: Path) -> None:
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
+    out = check(repo)
+    assert out.exit_code == 1
+    assert f"{MNIST}:" in out.output and "$.spec.tensorboard.logDir" in out.output
+    assert "not inside storage.mountPath" in out.output
+
+
+def test_unknown_field_in_a_rendered_object(repo: Path) -> None:
+    pvc = repo / "charts/tfjob-experiment/templates/pvc.yaml"
+    text = pvc.read_text()
+    assert "\nspec:\n" in text
+    pvc.write_text(text.replace("\nspec:\n", "\nspec:\n  bogusField: 1\n", 1))
+    out = check(repo)
+    assert out.exit_code == 1
+    assert re.search(r"PersistentVolumeClaim/distributed-mnist-data \$\.spec: .*'bogusField' "
+                     r"was unexpected", out.output), out.output
+
+
+def test_kind_missing_from_the_project_whitelist(repo: Path) -> None:
+    def drop_tfjob(project: dict[str, Any]) -> None:
+        kept = [k for k in project["spec"]["namespaceResourceWhitelist"]
+                if k["kind"] != "TFJob"]
+        assert len(kept) < len(project["spec"]["namespaceResourceWhitelist"])
+        project["spec"]["namespaceResourceWhitelist"] = kept
+
+    edit_yaml(repo / "argo/project.yaml", drop_tfjob)
+    out = check(repo)
+    assert out.exit_code == 1
+    assert "TFJob/distributed-mnist $.kind: kind kubeflow.org/TFJob is not on the " \
+           "namespaceResourceWhitelist" in out.output
+
+
+def test_values_file_the_applicationset_cannot_resolve(repo: Path) -> None:
+    path = repo / "argo/applicationset.yaml"
+    text = path.read_text()
+    assert "../../argo/experiments/" in text
+    path.write_text(text.replace("../../argo/experiments/", "../../../elsewhere/"))
+    out = check(repo)
+    assert out.exit_code == 1
+    assert "$.spec.source.helm.valueFiles[0]" in out.output
+    assert "resolves outside the repository" in out.output
+
+
+def test_storage_change_against_the_base_commit(repo: Path) -> None:
+    git_init(repo)
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["storage"]["nas"].update(path="/elsewhere"))
+    render_repo(repo)
+    assert check(repo).exit_code == 0  # without a base the change itself is valid
+    out = check(repo, "--base", "HEAD")
+    assert out.exit_code == 1
+    assert "PersistentVolume/default-distributed-mnist-data $.spec.csi.volumeAttributes.path: " \
+           "the volume source changed ('/training' -> '/elsewhere')" in out.output
+    assert "start a new run under a new experiment name" in out.output
+    # --changed renders only the touched experiment and still finds it
+    changed = check(repo, "--base", "HEAD", "--changed")
+    assert changed.exit_code == 1 and "the volume source changed" in changed.output
+    assert "1 of 3 application(s)" in changed.output
+
+
+def test_diff_shows_exactly_a_worker_count_change(repo: Path) -> None:
+    git_init(repo)
+
+    def more_workers(spec: dict[str, Any]) -> None:
+        spec["spec"]["roles"]["worker"]["replicas"] += 1
+
+    edit_yaml(repo / MNIST, more_workers)
+    render_repo(repo)
+    git(repo, "commit", "-qam", "one more worker")
+    result = run_diff(repo, "HEAD~1")
+    assert [(d.experiment, d.ref, d.status) for d in result.diffs] == [
+        ("distributed-mnist", "TFJob/distributed-mnist", "changed")]
+    changed = [line for line in result.diffs[0].diff.splitlines()
+               if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert len(changed) == 2 and all("replicas:" in line for line in changed), changed
+    out = CliRunner().invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
+                                    "--format", "markdown"], catch_exceptions=False)
+    assert out.exit_code == 0
+    assert out.output.startswith("<!-- tfgen-diff -->")
+    assert "TFJob/distributed-mnist <b>changed</b>" in out.output
+
+
+def test_json_format_and_missing_helm(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
+    out = check(repo, "--format", "json", "--no-cache")
+    assert out.exit_code == 1
+    problems = json.loads(out.stdout)
+    assert {"path", "line", "col", "pointer", "message", "hint"} <= set(problems[0])
+    monkeypatch.setenv("TFGEN_HELM", str(repo / "no-such-helm"))
+    out = check(repo, "--no-cache")
+    assert out.exit_code == 2
+    assert "make setup" in out.output
+
+
+@pytest.mark.parametrize("major", [4, 3])
+def test_batched_rendering_equals_per_experiment_rendering(major: int) -> None:
+    """The real chart, every bundled experiment and every ci/ scenario: one umbrella render
+    gives byte-identical objects to one `helm template` per experiment."""
+    apps = resolve_applications(REPO_ROOT).applications
+    jobs = jobs_for(apps, "1.30")
+    chart = REPO_ROOT / "charts/tfjob-experiment"
+    for values in sorted((chart / "ci").glob("*.yaml")):
+        data = yaml.safe_load(values.read_text()) or {}
+        namespace = (data.get("experiment") or {}).get("namespace") or "default"
+        jobs.append(RenderJob(values.stem, namespace, chart, (values,), "1.30"))
+    renderer = BatchRenderer(helm=find_helm(major), workers=1)
+    batched = renderer.render(jobs)
+    assert renderer.stats.helm_processes == 1
+    for job, result in zip(jobs, batched, strict=True):
+        single = renderer.render_single(job)
+        assert not single.error, single.error
+        assert result.manifest == single.manifest, job.name
+
+
+def test_generated_files_out_of_date_and_left_over(repo: Path) -> None:
+    def more_workers(spec: dict[str, Any]) -> None:
+        spec["spec"]["roles"]["worker"]["replicas"] += 1
+
+    edit_yaml(repo / MNIST, more_workers)  # and no `tfgen render`
+    (repo / "experiments/cpu-linear.yaml").unlink()
+    out = check(repo)
+    assert out.exit_code == 1
+    assert "argo/experiments/distributed-mnist/values.yaml: generated file is out of date " \
+           "(run `tfgen render` and commit the result)" in out.output
+    assert "argo/experiments/cpu-linear/app.yaml: generated file is left over" in out.output
+
+
+def test_changed_without_base_is_a_usage_error(repo: Path) -> None:
+    out = check(repo, "--changed")
+    assert out.exit_code == 2 and "--changed needs --base" in out.output
+
+
+def test_chart_path_the_applicationset_cannot_resolve(repo: Path) -> None:
+    path = repo / "argo/applicationset.yaml"
+    text = path.read_text()
+    assert 'path: "charts/tfjob-experiment"' in text
+    path.write_text(text.replace('path: "charts/tfjob-experiment"',
+                                 'path: "charts/tfjob-experimnt"'))
+    out = check(repo)
+    assert out.exit_code == 1
+    assert "$.spec.source.path: chart path 'charts/tfjob-experimnt' holds no Chart.yaml" \
+        in out.output
+
+
+def test_changed_scope() -> None:
+    from tfgen.check import affected_experiments
+
+    assert affected_experiments(["experiments/a.yaml", "argo/experiments/b/values.yaml",
+                                 "README.md"]) == {"a", "b"}
+    for everything in ("charts/tfjob-experiment/templates/pv.yaml", "schemas/x.json",
+                       "tfgen.yaml", "argo/applicationset.yaml"):
+        assert affected_experiments(["experiments/a.yaml", everything]) is None
+
+
+def test_github_annotations(repo: Path) -> None:
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
+    out = check(repo, "--format", "github")
+    assert out.exit_code == 1
+    assert re.search(rf"^::error file={re.escape(MNIST)},line=\d+,col=\d+::", out.stdout,
+                     re.MULTILINE), out.stdout

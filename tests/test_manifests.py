@@ -1,0 +1,134 @@
+"""Strict validation of rendered objects: unknown fields, types, kinds, project schemas."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from tfgen.errors import EnvironmentProblem, InputError
+from tfgen.manifests import (
+    ManifestValidator,
+    json_pointer,
+    kind_suffix,
+    parse_manifest,
+    project_schemas,
+)
+
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "mnist-tensorboard", "namespace": "default"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "tb"}},
+        "template": {
+            "metadata": {"labels": {"app": "tb"}},
+            "spec": {"containers": [{"name": "tensorboard", "image": "tensorflow/tensorflow"}]},
+        },
+    },
+}
+
+TFJOB_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "kubeflow.org/v1"},
+        "kind": {"const": "TFJob"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "additionalProperties": False,
+                 "properties": {"tfReplicaSpecs": {"type": "object"}}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def validator(tmp_path_factory: pytest.TempPathFactory) -> ManifestValidator:
+    schemas = tmp_path_factory.mktemp("schemas")
+    (schemas / "tfjob-v1.schema.json").write_text(json.dumps(TFJOB_SCHEMA))
+    return ManifestValidator("1.30", schemas)
+
+
+def test_valid_object_has_no_errors(validator: ManifestValidator) -> None:
+    assert validator.errors(DEPLOYMENT) == []
+
+
+def test_unknown_field_is_reported_with_pointer(validator: ManifestValidator) -> None:
+    bad = copy.deepcopy(DEPLOYMENT)
+    bad["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    errors = validator.errors(bad)
+    assert len(errors) == 1
+    pointer, message = errors[0]
+    assert pointer == "$.spec.template.spec.containers[0]"
+    assert "imagePullPolicyy" in message
+
+
+def test_wrong_type_is_reported(validator: ManifestValidator) -> None:
+    bad = copy.deepcopy(DEPLOYMENT)
+    bad["spec"]["replicas"] = "two"
+    assert [p for p, _ in validator.errors(bad)] == ["$.spec.replicas"]
+
+
+def test_problem_names_object_and_file(validator: ManifestValidator) -> None:
+    bad = copy.deepcopy(DEPLOYMENT)
+    bad["spec"]["bogus"] = 1
+    [obj] = parse_manifest(json.dumps(bad))
+    [problem] = validator.problems(obj, "experiments/mnist.yaml")
+    assert problem.path == "experiments/mnist.yaml"
+    assert problem.pointer == "Deployment/mnist-tensorboard $.spec"
+    assert "bogus" in problem.message and problem.hint
+
+
+def test_unknown_kind_is_an_error(validator: ManifestValidator) -> None:
+    errors = validator.errors({"apiVersion": "v1", "kind": "Secretz", "metadata": {"name": "x"}})
+    assert errors and "no schema for v1 Secretz" in errors[0][1]
+
+
+def test_project_schema_is_found_by_declared_kind(validator: ManifestValidator) -> None:
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "m"},
+           "spec": {"tfReplicaSpecs": {}, "ttl": 1}}
+    assert [p for p, _ in validator.errors(job)] == ["$.spec"]
+    assert ("kubeflow.org/v1", "TFJob") in project_schemas(validator.schema_dir)
+
+
+def test_unsupported_kubernetes_version_is_an_environment_problem(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="ships 1.25"):
+        ManifestValidator("1.12", tmp_path).errors(DEPLOYMENT)
+    with pytest.raises(InputError):
+        ManifestValidator("latest", tmp_path).errors(DEPLOYMENT)
+
+
+def test_parse_manifest_keeps_source_and_drops_empty_documents() -> None:
+    text = ("---\n# Source: c/templates/a.yaml\napiVersion: v1\nkind: Service\nmetadata:\n"
+            "  name: a\n---\n# Source: c/templates/empty.yaml\n---\n")
+    [obj] = parse_manifest(text)
+    assert obj.source == "c/templates/a.yaml"
+    assert obj.ref == "Service/a"
+
+
+def test_pointer_and_suffix_helpers() -> None:
+    assert json_pointer(["spec", "containers", 0, "env"]) == "$.spec.containers[0].env"
+    assert json_pointer(["metadata", "annotations", "a/b"]) == '$.metadata.annotations["a/b"]'
+    assert kind_suffix("v1") == "-v1"
+    assert kind_suffix("apps/v1") == "-apps-v1"
+    assert kind_suffix("kubeflow.org/v1") == "-kubeflow-v1"
+
+
+def test_yaml_1_1_scalars_read_as_kubernetes_reads_them() -> None:
+    # Kubernetes decodes YAML 1.1 (yes = true, 0755 = 493, 1e3 = a string); the fast YAML 1.2
+    # parser is only used where both agree
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: yes\n  b: 0755\n" \
+           "  c: 1e3\n  d: 'yes'\n  e: 6006\n"
+    [obj] = parse_manifest(text)
+    assert obj.doc["data"] == {"a": True, "b": 493, "c": "1e3", "d": "yes", "e": 6006}
+
+
+def test_duplicate_keys_are_refused() -> None:
+    with pytest.raises(InputError, match="not valid YAML"):
+        parse_manifest("# Source: c/templates/a.yaml\nkind: A\nkind: B\n")
+
+
+def test_duplicate_keys_are_refused_in_yaml_1_1_documents_too() -> None:
+    with pytest.raises(InputError, match="duplicate mapping key"):
+        parse_manifest("kind: A\nmetadata: {name: a}\ndata:\n  x: yes\n  x: no\n")

@@ -1,0 +1,126 @@
+"""Rules on rendered objects: TFJob, data safety, live-run immutability, Argo CD whitelists."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tfgen.manifests import RenderedObject
+from tfgen.policy import (
+    data_safety_problems,
+    immutability_problems,
+    tfjob_problems,
+)
+from tfgen.wiring import Project, kind_allowed
+
+KEEP = {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
+
+
+def pod(image: str = "tf:1", name: str = "tensorflow", **extra: Any) -> dict[str, Any]:
+    return {"template": {"spec": {"containers": [{"name": name, "image": image, **extra}]}},
+            "replicas": 1}
+
+
+def tfjob(**replicas: dict[str, Any]) -> RenderedObject:
+    return RenderedObject({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+                           "metadata": {"name": "mnist", "namespace": "default",
+                                        "annotations": {"argocd.argoproj.io/sync-wave": "0"}},
+                           "spec": {"tfReplicaSpecs": replicas,
+                                    "runPolicy": {"cleanPodPolicy": "Running"}}})
+
+
+def storage(reclaim: str = "Retain", server: str = "nas-1") -> list[RenderedObject]:
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume",
+          "metadata": {"name": "default-mnist-data",
+                       "annotations": {**KEEP, "argocd.argoproj.io/sync-wave": "-2"}},
+          "spec": {"persistentVolumeReclaimPolicy": reclaim, "capacity": {"storage": "1Gi"},
+                   "csi": {"driver": "nasplugin.csi.alibabacloud.com",
+                           "volumeHandle": "default-mnist-data",
+                           "volumeAttributes": {"server": server, "path": "/"}}}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": "mnist-data", "namespace": "default",
+                        "annotations": {**KEEP, "argocd.argoproj.io/sync-wave": "-1"}},
+           "spec": {"storageClassName": "tfgen-nas", "volumeName": "default-mnist-data",
+                    "resources": {"requests": {"storage": "1Gi"}}}}
+    return [RenderedObject(pv), RenderedObject(pvc)]
+
+
+def messages(problems: list[Any]) -> str:
+    return "\n".join(p.text() for p in problems)
+
+
+def test_good_tfjob_passes() -> None:
+    assert tfjob_problems(tfjob(Master=pod(), Worker=pod()), "s.yaml") == []
+
+
+def test_tfjob_rules() -> None:
+    job = tfjob(Chief=pod(), Master=pod(), Worker=pod(name="trainer"),
+                PS=pod(env=[{"name": "TF_CONFIG", "value": "{}"}]))
+    job.doc["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60
+    text = messages(tfjob_problems(job, "s.yaml"))
+    assert "both Chief and Master" in text
+    assert "TFJob/mnist $.spec.tfReplicaSpecs.Worker.template.spec.containers: no container " \
+           "named 'tensorflow'" in text
+    assert "$.spec.tfReplicaSpecs.PS.template.spec.containers[0].env[0]: TF_CONFIG" in text
+    assert "ttlSecondsAfterFinished deletes the finished TFJob" in text
+
+
+def test_storage_safe_by_default() -> None:
+    assert data_safety_problems([*storage(), tfjob(Worker=pod())], "s.yaml") == []
+
+
+def test_storage_unsafe() -> None:
+    pv, pvc = storage(reclaim="Delete")
+    del pvc.doc["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+    writer = RenderedObject({"apiVersion": "batch/v1", "kind": "Job",
+                             "metadata": {"name": "cleanup", "annotations": {
+                                 "helm.sh/hook": "post-delete",
+                                 "argocd.argoproj.io/sync-wave": "-1"}},
+                             "spec": {"template": {"spec": {
+                                 "volumes": [{"name": "d", "persistentVolumeClaim": {
+                                     "claimName": "mnist-data"}}],
+                                 "containers": [{"name": "c", "image": "x", "volumeMounts": [
+                                     {"name": "d", "mountPath": "/d"}]}]}}}})
+    text = messages(data_safety_problems([pv, pvc, writer], "s.yaml"))
+    assert "PersistentVolume/default-mnist-data $.spec.persistentVolumeReclaimPolicy" in text
+    assert "PersistentVolumeClaim/mnist-data" in text and "missing Prune=false" in text
+    assert "hooks are not allowed" in text
+    assert "mounts the experiment's volume writable" in text
+    assert "sync wave -1 is not after the storage" in text
+
+
+def test_pv_without_pvc() -> None:
+    pv, _ = storage()
+    assert "without its PersistentVolumeClaim" in messages(data_safety_problems([pv], "s"))
+
+
+def test_live_changes_need_a_new_run() -> None:
+    before = [*storage(), tfjob(Master=pod(), Worker=pod())]
+    after_objs = [*storage(server="nas-2"), tfjob(Master=pod(), Worker=pod())]
+    after_objs[2].doc["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 4
+    after_objs[2].doc["spec"]["runPolicy"]["suspend"] = True  # allowed: re-read live
+    text = messages(immutability_problems(before, after_objs, "s.yaml"))
+    assert ("PersistentVolume/default-mnist-data $.spec.csi.volumeAttributes.server: the volume "
+            "source changed ('nas-1' -> 'nas-2')") in text
+    assert "Worker replicas changed 1 -> 4" in text
+    assert "new run under a new experiment name" in text
+    assert "suspend" not in text
+    # the TensorBoard and capacity may change freely
+    grown = copy.deepcopy(before)
+    grown[0].doc["spec"]["capacity"]["storage"] = "2Gi"
+    grown[1].doc["spec"]["resources"]["requests"]["storage"] = "2Gi"
+    assert immutability_problems(before, grown, "s.yaml") == []
+
+
+def test_project_whitelists() -> None:
+    project = Project("p", "argo/project.yaml", ["*"], [],
+                      cluster_whitelist=[{"group": "", "kind": "PersistentVolume"}],
+                      cluster_blacklist=[],
+                      namespace_whitelist=[{"group": "kubeflow.org", "kind": "TFJob"},
+                                           {"group": "", "kind": "*"}],
+                      namespace_blacklist=[{"group": "", "kind": "Secret"}])
+    assert kind_allowed(project, "", "PersistentVolume")
+    assert not kind_allowed(project, "storage.k8s.io", "StorageClass")
+    assert kind_allowed(project, "kubeflow.org", "TFJob")
+    assert not kind_allowed(project, "apps", "Deployment")
+    assert not kind_allowed(project, "", "Secret")
