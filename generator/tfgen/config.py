@@ -93,27 +93,48 @@ EXCLUSIVE: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 
 
+def copy_data(value: Any) -> Any:
+    """A deep copy of loaded YAML data (mappings, lists, scalars); much cheaper than
+    `copy.deepcopy`, which it falls back to for anything else."""
+    if isinstance(value, dict):
+        return {key: copy_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_data(item) for item in value]
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return copy.deepcopy(value)
+
+
 def merge_defaults(
-    defaults: Mapping[str, Any], spec: Mapping[str, Any], _at: tuple[str, ...] = ()
+    defaults: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    _at: tuple[str, ...] = (),
+    *,
+    own_spec: bool = False,
 ) -> dict[str, Any]:
     """Deep merge: `spec` wins; mappings merge key by key; lists and scalars are replaced.
 
     Keys keep the spec's order, defaults-only keys follow. See EXCLUSIVE for alternatives.
+    The result shares nothing with `defaults`, nor with `spec` unless `own_spec`: then the
+    spec's lists and mappings are taken over as they are (for a caller that just loaded the
+    spec and hands it over).
     """
     out: dict[str, Any] = {}
     for key, value in spec.items():
         base = defaults.get(key)
         if isinstance(value, Mapping) and isinstance(base, Mapping):
-            out[key] = merge_defaults(base, value, (*_at, key))
+            out[key] = merge_defaults(base, value, (*_at, key), own_spec=own_spec)
+        elif own_spec or not isinstance(value, (dict, list)):
+            out[key] = value
         else:
-            out[key] = copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+            out[key] = copy_data(value)
     skip: set[str] = set()
     group = EXCLUSIVE.get(_at, ())
     if any(k in spec for k in group):
         skip = set(group)
     for key, value in defaults.items():
         if key not in out and key not in skip:
-            out[key] = copy.deepcopy(value)
+            out[key] = copy_data(value)
     return out
 
 

@@ -74,27 +74,51 @@ def _scalar(value: Any) -> str:
 
 
 def _emit(value: Any, indent: str, out: list[str]) -> None:
-    # Block style only; empty collections inline as {} / []. Sequences are indented under
-    # their key, like kubectl and most hand-written Kubernetes YAML.
     if isinstance(value, dict):
-        for key, item in value.items():
-            label = f"{indent}{_scalar_str(str(key))}:"
-            if isinstance(item, (dict, list)) and item:
-                out.append(label)
-                _emit(item, indent + "  ", out)
-            else:
-                out.append(f"{label} {_inline(item)}")
+        _emit_mapping(value, indent, indent, out)
     elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, (dict, list)) and item:
-                nested: list[str] = []
-                _emit(item, indent + "  ", nested)
-                out.append(f"{indent}- {nested[0][len(indent) + 2:]}")
-                out.extend(nested[1:])
-            else:
-                out.append(f"{indent}- {_inline(item)}")
+        _emit_sequence(value, indent, indent, out)
     else:
         out.append(indent + _scalar(value))
+
+
+# Block style only; empty collections inline as {} / []. Sequences are indented under their
+# key, like kubectl and most hand-written Kubernetes YAML. `first` is what the first line
+# starts with instead of `indent`: the "- " of a list item that is itself a collection.
+
+
+def _emit_mapping(value: dict[Any, Any], indent: str, first: str, out: list[str]) -> None:
+    lead = first
+    inner = indent + "  "
+    for key, item in value.items():
+        label = f"{lead}{_scalar_str(key if type(key) is str else str(key))}:"
+        lead = indent
+        if isinstance(item, str):
+            out.append(f"{label} {_scalar_str(item)}")
+        elif isinstance(item, dict) and item:
+            out.append(label)
+            _emit_mapping(item, inner, inner, out)
+        elif isinstance(item, list) and item:
+            out.append(label)
+            _emit_sequence(item, inner, inner, out)
+        else:
+            out.append(f"{label} {_inline(item)}")
+
+
+def _emit_sequence(value: list[Any], indent: str, first: str, out: list[str]) -> None:
+    lead = first
+    inner = indent + "  "
+    for item in value:
+        marker = lead + "- "
+        lead = indent
+        if isinstance(item, str):
+            out.append(marker + _scalar_str(item))
+        elif isinstance(item, dict) and item:
+            _emit_mapping(item, inner, marker, out)
+        elif isinstance(item, list) and item:
+            _emit_sequence(item, inner, marker, out)
+        else:
+            out.append(marker + _inline(item))
 
 
 def _inline(value: Any) -> str:

@@ -13,11 +13,24 @@ with bounded memory, because aliases are expanded lazily by us and counted). Eve
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml.constructor
+import yaml.resolver
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import InputError
@@ -31,6 +44,7 @@ PointerParts = tuple[Key, ...]
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -61,14 +75,56 @@ def pointer_text(parts: PointerParts) -> str:
     return out
 
 
-@dataclass
 class Document:
-    """Loaded data plus the position of every node, keyed by the tuple path to it."""
+    """Loaded data plus the position of every node, keyed by the tuple path to it.
 
-    path: str
-    data: dict[str, Any]
-    values: dict[PointerParts, tuple[int, int]] = field(default_factory=dict)
-    keys: dict[PointerParts, tuple[int, int]] = field(default_factory=dict)
+    Positions are needed only to report a problem, and most documents have none: a document
+    loaded from text keeps the text and records the positions on first use (a second parse,
+    node by node), so a valid spec is parsed once, without them.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        data: dict[str, Any],
+        values: dict[PointerParts, tuple[int, int]] | None = None,
+        keys: dict[PointerParts, tuple[int, int]] | None = None,
+        *,
+        text: str | None = None,
+    ) -> None:
+        self.path = path
+        self.data = data
+        self._values = values
+        self._keys = keys
+        self._text = text
+
+    def __repr__(self) -> str:
+        return f"Document(path={self.path!r})"
+
+    @property
+    def values(self) -> dict[PointerParts, tuple[int, int]]:
+        """Line and column (1-based) of every value: mapping values, list items, the root."""
+        if self._values is None:
+            self._record_positions()
+        assert self._values is not None
+        return self._values
+
+    @property
+    def keys(self) -> dict[PointerParts, tuple[int, int]]:
+        """Line and column (1-based) of every mapping key, by the pointer to its value."""
+        if self._keys is None:
+            self._record_positions()
+        assert self._keys is not None
+        return self._keys
+
+    def _record_positions(self) -> None:
+        self._values, self._keys = {}, {}
+        if self._text is not None:
+            try:
+                walked = _load_nodes(self._text, self.path)
+            except LoadError:  # pragma: no cover - the text loaded once already
+                return
+            self._values, self._keys = walked.values, walked.keys
 
     def locate(self, parts: PointerParts, *, key: bool = False) -> tuple[int, int]:
         """Line and column for a pointer; the nearest existing ancestor when it does not exist.
@@ -78,13 +134,14 @@ class Document:
         """
         wanted = tuple(parts)
         parts = wanted
-        while parts not in self.values and parts:
+        values = self.values
+        while parts not in values and parts:
             parts = parts[:-1]
-        if parts not in self.values:
+        if parts not in values:
             return (1, 1)
         if parts == wanted and not key:
-            return self.values[parts]
-        return self.keys.get(parts, self.values[parts])
+            return values[parts]
+        return self.keys.get(parts, values[parts])
 
 
 @dataclass
@@ -157,12 +214,15 @@ class _Walker:
     def scalar(self, node: ScalarNode) -> Any:
         if node.tag == _STR_TAG:
             return node.value  # most scalars; the constructor would return the same string
+        if node.tag == _TIMESTAMP_TAG:
+            # YAML 1.1 turns 2024-01-01 into a date; a spec has no dates, keep the text (without
+            # building the date: 2024-13-45 looks like one but is no valid date).
+            return node.value
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise self.fail(node, _first_line(exc)) from None
-        if isinstance(value, (datetime.date, datetime.datetime)):
-            # YAML 1.1 turns 2024-01-01 into a date; a spec has no dates, keep the text.
+        if isinstance(value, (datetime.date, datetime.datetime)):  # an explicit !!timestamp
             return node.value
         if isinstance(value, bytes):
             raise self.fail(node, "binary (!!binary) values are not supported")
@@ -276,6 +336,14 @@ def _check_text(path: str, raw: bytes) -> str:
 
 def load_text(text: str, path: str) -> Document:
     """Parse one YAML document (already decoded) into a Document; see module docstring."""
+    data = _load_plain(text)
+    if data is not None:
+        return Document(path=path, data=data, text=text)
+    return _load_nodes(text, path)
+
+
+def _load_nodes(text: str, path: str) -> Document:
+    """The careful load: compose nodes, walk them, record positions, explain every refusal."""
     loader = _BaseLoader(text)
     try:
         try:
@@ -349,3 +417,119 @@ def load_file(path: Path | str, display: str | None = None) -> Document:
 def load_bytes(raw: bytes, path: str) -> Document:
     """Like `load_file` for content already in memory."""
     return load_text(_check_text(path, raw), path)
+
+
+# --- the fast path ---------------------------------------------------------------------------
+#
+# Almost every spec is plain YAML: one document, a mapping at the top, no anchors, aliases,
+# tags, merge keys or duplicate keys. Such a document is built straight from the parser's
+# events, without nodes and without positions (those are recorded later if a problem needs
+# them). Anything else, including any error, makes `_load_plain` return None and the careful
+# node walk above decides, so refusals and their messages are always the walk's.
+
+
+class _NotPlain(Exception):
+    """The document needs the careful load."""
+
+
+_PLAIN_SCALARS: dict[str, Any] = {}  # plain scalar text -> value; specs repeat the same words
+_PLAIN_CACHE_LIMIT = 50_000
+_RESOLVER = yaml.resolver.Resolver()
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+def _plain_scalar(text: str) -> Any:
+    """The value of an untagged plain scalar, exactly as `_Walker.scalar` would build it."""
+    try:
+        return _PLAIN_SCALARS[text]
+    except KeyError:
+        pass
+    tag = _RESOLVER.resolve(ScalarNode, text, (True, False))
+    if tag in (_STR_TAG, _TIMESTAMP_TAG):  # a spec has no dates: keep the text
+        value: Any = text
+    elif tag == _MERGE_TAG:
+        raise _NotPlain
+    else:
+        try:
+            value = _CONSTRUCTOR.construct_object(ScalarNode(tag, text), deep=True)
+        except Exception:
+            raise _NotPlain from None
+        finally:
+            _CONSTRUCTOR.constructed_objects.clear()
+        if isinstance(value, (bytes, datetime.date)):  # pragma: no cover - needs a tag
+            raise _NotPlain
+    if len(_PLAIN_SCALARS) >= _PLAIN_CACHE_LIMIT:
+        _PLAIN_SCALARS.clear()
+    _PLAIN_SCALARS[text] = value
+    return value
+
+
+def _load_plain(text: str) -> dict[str, Any] | None:
+    """The data of a plain document (see above), or None when it needs the careful load."""
+    loader = _BaseLoader(text)
+    try:
+        return _build_plain(loader.get_event)
+    except (_NotPlain, yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+
+
+def _build_plain(next_event: Any) -> dict[str, Any]:
+    if type(next_event()) is not StreamStartEvent or type(next_event()) is not DocumentStartEvent:
+        raise _NotPlain
+    event = next_event()
+    if type(event) is not MappingStartEvent or event.anchor is not None or event.tag is not None:
+        raise _NotPlain
+    root: dict[str, Any] = {}
+    # One frame per open collection: (container, pending key or None, is it a mapping).
+    stack: list[tuple[Any, str | None, bool]] = []
+    current: Any = root
+    key: str | None = None
+    in_mapping = True
+    events = 1
+    while True:
+        event = next_event()
+        kind = type(event)
+        events += 1
+        if kind is ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise _NotPlain
+            value = _plain_scalar(event.value) if event.implicit[0] else event.value
+            if not in_mapping:
+                current.append(value)
+            elif key is None:
+                if value is None or isinstance(value, (bool, float)):
+                    value = event.value  # as `_Walker.mapping`: such keys keep their text
+                key = value if type(value) is str else str(value)
+                if key in current:
+                    raise _NotPlain  # a duplicate key: the careful load says where
+            else:
+                current[key] = value
+                key = None
+        elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise _NotPlain
+            if in_mapping and key is None:
+                raise _NotPlain  # a mapping or list used as a key
+            new: Any = {} if kind is MappingStartEvent else []
+            if in_mapping:
+                current[key] = new
+            else:
+                current.append(new)
+            stack.append((current, key, in_mapping))
+            if len(stack) >= MAX_DEPTH:
+                raise _NotPlain
+            current, key, in_mapping = new, None, kind is MappingStartEvent
+        elif kind is MappingEndEvent or kind is SequenceEndEvent:
+            if not stack:
+                break
+            current, _, in_mapping = stack.pop()
+            key = None
+        else:
+            raise _NotPlain  # an alias
+        if events > MAX_NODES:
+            raise _NotPlain
+    if type(next_event()) is not DocumentEndEvent or type(next_event()) is not StreamEndEvent:
+        raise _NotPlain  # more than one document
+    return root

@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,12 +157,30 @@ def wanted_files(
 
 def _read(path: Path) -> str | None:
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:  # bytes then decode: no newline translation, and
+            raw = handle.read()  # cheaper than a text-mode file object
     except FileNotFoundError:
         return None
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         return "\ufffd"  # not text, so certainly not ours: reported as foreign
+
+
+def _files_below(directory: Path) -> list[Path]:
+    # Every file at any depth, as Path.rglob("*") + is_file() would find them (symlinked
+    # folders are not entered), with one scandir per folder and no stat per plain file.
+    found: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            found += _files_below(Path(entry.path))
+        elif entry.is_file():
+            found.append(Path(entry.path))
+    return found
 
 
 def _existing_generated_candidates(root: Path) -> list[Path]:
@@ -170,7 +189,7 @@ def _existing_generated_candidates(root: Path) -> list[Path]:
     found = [p for p in argo.glob("*.yaml") if p.is_file()]
     experiments = root / gitops.EXPERIMENTS_DIR
     if experiments.is_dir():
-        found += [p for p in experiments.rglob("*") if p.is_file()]
+        found += _files_below(experiments)
     return sorted(found)
 
 
@@ -215,18 +234,19 @@ def plan_render(
     return RenderPlan(root=root, changes=changes, problems=problems)
 
 
-def _stage(target: Path, content: str) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
+# Staging threads: writing a file is waiting on the file system (create, write, fsync), and
+# fsyncs issued together share the journal commits that sequential ones each wait for.
+WRITERS = 8
+
+
+def _stage(target: Path, content: str, temps: dict[Path, Path]) -> None:
+    """Write `content` to a new temporary file next to `target` and fsync it."""
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tfgen-tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return Path(temp)
+    temps[target] = Path(temp)  # recorded first, so it is removed whatever happens next
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -240,6 +260,29 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _stage_all(
+    jobs: list[tuple[str, Path, str]], temps: dict[Path, Path]
+) -> tuple[str, OSError] | None:
+    """Stage every (path, target, content) in parallel; the first failure in plan order."""
+    if not jobs:
+        return None
+    pool = ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)))
+    interrupted = True  # by Ctrl-C, say: then the jobs not yet started are dropped
+    try:
+        futures = [pool.submit(_stage, target, content, temps) for _, target, content in jobs]
+        wait(futures)
+        interrupted = False
+    finally:
+        pool.shutdown(wait=True, cancel_futures=interrupted)
+    for (rel, _, _), future in zip(jobs, futures, strict=True):
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, OSError):
+            return rel, error
+        if error is not None:
+            raise error
+    return None
+
+
 def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
     """Write the plan: creates and updates atomically, orphans removed only with `prune`.
 
@@ -248,27 +291,34 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
     renames leaves each file either wholly old or wholly new.
     """
     to_write = [c for c in plan.changes if c.action in (CREATE, UPDATE)]
-    staged: list[tuple[Path, Path, str]] = []
+    jobs = [(c.path, plan.root / c.path, c.new or "") for c in to_write]
+    temps: dict[Path, Path] = {}
     written: list[str] = []
+    folders: dict[Path, str] = {}  # each target folder, with the first path written into it
     current = ""
     try:
-        for change in to_write:
-            current = change.path
-            target = plan.root / change.path
-            staged.append((_stage(target, change.new or ""), target, change.path))
-        for temp, target, rel in staged:
+        for rel, target, _ in jobs:
+            if target.parent not in folders:
+                current = rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                folders[target.parent] = rel
+        failed = _stage_all(jobs, temps)
+        if failed:
+            current = failed[0]
+            raise failed[1]
+        for rel, target, _ in jobs:
             current = rel
-            os.replace(temp, target)
+            os.replace(temps[target], target)
             written.append(rel)
-        for directory in sorted({target.parent for _, target, _ in staged}):
-            _fsync_dir(directory)
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+            list(pool.map(_fsync_dir, sorted(folders)))
     except OSError as exc:
         raise TfgenError(
             f"cannot write {current}: {exc.strerror or exc}; {len(written)} of "
             f"{len(to_write)} files written, each one complete (run `tfgen render` again)"
         ) from exc
     finally:
-        for temp, _, _ in staged:
+        for temp in temps.values():
             temp.unlink(missing_ok=True)
     removed: list[str] = []
     kept: list[str] = []
@@ -299,14 +349,27 @@ def _remove_empty_parents(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def _source_experiment(experiment: Any, root: Path) -> SourceExperiment:
-    # validate.Experiment: `source` is the spec file, `data` the completed document.
-    path = Path(experiment.source)
-    try:
-        source = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        source = path.as_posix()
-    return SourceExperiment(source=source, data=experiment.data)
+def _source_experiments(experiments: Iterable[Any], root: Path) -> list[SourceExperiment]:
+    # validate.Experiment: `source` is the spec file, `data` the completed document. The
+    # source is named relative to the resolved repository root; a file that is not a symlink
+    # resolves to its resolved folder plus its name, so each folder is resolved once.
+    base = root.resolve()
+    folders: dict[Path, Path] = {}
+    out = []
+    for experiment in experiments:
+        path = Path(experiment.source)
+        if path.is_symlink():
+            resolved = path.resolve()
+        else:
+            if path.parent not in folders:
+                folders[path.parent] = path.parent.resolve()
+            resolved = folders[path.parent] / path.name
+        try:
+            source = resolved.relative_to(base).as_posix()
+        except ValueError:
+            source = path.as_posix()
+        out.append(SourceExperiment(source=source, data=experiment.data))
+    return out
 
 
 def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[Problem]]:
@@ -316,10 +379,13 @@ def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, li
     that does not validate, so a half-valid tree never reaches Argo CD.
     """
     from .config import load_config
-    from .validate import SPEC_SUFFIXES, validate_repo
+    from .validate import is_spec_name, validate_repo
 
     config = load_config([], cwd=root)
-    specs = [p for p in sorted(config.experiments_dir.glob("*")) if p.suffix in SPEC_SUFFIXES]
+    try:
+        specs = [n for n in os.listdir(config.experiments_dir) if is_spec_name(n)]
+    except OSError:  # no experiments/ folder
+        specs = []
     if not specs:
         # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
         # and every per-experiment file becomes an orphan.
@@ -329,5 +395,5 @@ def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, li
         return None, list(result.problems)
     assert result.config is not None  # validate_repo always loads one
     repo_root = result.config.root
-    experiments = [_source_experiment(e, repo_root) for e in result.experiments]
+    experiments = _source_experiments(result.experiments, repo_root)
     return plan_render(repo_root, experiments, result.config.argocd), []

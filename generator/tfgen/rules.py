@@ -86,7 +86,23 @@ def _find_key(data: Any, key: str, parts: PointerParts = ()) -> Iterable[Pointer
             yield from _find_key(item, key, (*parts, index))
 
 
+def _has_key(data: Any, key: str) -> bool:
+    # A quick look before the walk that builds pointers: the key is almost never there.
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if key in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def _check_ttl(data: dict[str, Any], out: _Collector) -> None:
+    if not _has_key(data, TTL_KEY):
+        return
     for parts in _find_key(data, TTL_KEY):
         out.add(parts, TTL_MESSAGE, TTL_HINT)
 

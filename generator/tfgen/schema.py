@@ -5,7 +5,10 @@ process. Every schema error of a document is collected (never only the first) an
 `Problem` at the line and column of the offending node, with a JSON pointer and a plain message:
 unknown keys get a did-you-mean, enums list the allowed values, patterns are explained by the
 rule they encode, type errors say what was expected (and to quote numbers that must be text).
-`apply_defaults` fills in every `default` the schema declares.
+Most documents are valid, so each is first checked by the compiled `jsonschema_rs` validator (a
+few microseconds); only a document it rejects goes through the Python `jsonschema` validator,
+whose errors carry what the messages need. `apply_defaults` fills in every `default` the schema
+declares.
 """
 
 from __future__ import annotations
@@ -14,15 +17,19 @@ import copy
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+import jsonschema_rs
 
-from .config import load_schema
+from .config import copy_data, load_schema
 from .loader import Document, Locator, PointerParts, pointer_text
 from .report import Problem
+
+if TYPE_CHECKING:  # the Python validator is imported only when a document has errors
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 EXPERIMENT_SCHEMA = "experiment.schema.json"
 
@@ -89,9 +96,9 @@ RULE_OWNED_KEYS = frozenset({"ttlSecondsAfterFinished"})
 @cache
 def inlined_schema(name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
     """schemas/<name> with every local `$ref` replaced by its target (the schemas are not
-    recursive). Validating against it skips reference lookups, the largest cost per file."""
+    recursive). Validating against it skips reference lookups, the largest cost per file.
+    The schema itself is checked against its meta-schema when `fast_validator` compiles it."""
     schema = load_schema(name)
-    Draft202012Validator.check_schema(schema)
 
     def inline(node: Any) -> Any:
         if isinstance(node, dict):
@@ -125,13 +132,36 @@ def _lean(node: Any, *, names: bool = False) -> Any:
 
 
 @cache
+def fast_validator(name: str = EXPERIMENT_SCHEMA) -> jsonschema_rs.Validator:
+    """schemas/<name> compiled by jsonschema_rs, once per process: the yes/no check every
+    document gets first. Compiling validates the schema against the 2020-12 meta-schema (a
+    broken schema raises here, before any spec is judged by it)."""
+    return jsonschema_rs.Draft202012Validator(load_schema(name))
+
+
+def is_valid(data: Any, name: str = EXPERIMENT_SCHEMA) -> bool:
+    """True when `data` certainly satisfies schemas/<name>.
+
+    False means "ask the Python validator": jsonschema_rs is stricter in corners (a `$` in a
+    pattern does not match before a trailing newline, NaN is no number, text must encode as
+    UTF-8), and there the Python validator's verdict is the one reported.
+    """
+    try:
+        return bool(fast_validator(name).is_valid(data))
+    except Exception:  # values JSON cannot hold (lone surrogates, ...): let Python judge
+        return False
+
+
+@cache
 def validator(name: str = EXPERIMENT_SCHEMA) -> Draft202012Validator:
-    """The compiled validator of schemas/<name>; built once per process.
+    """The Python validator of schemas/<name>, for documents `is_valid` rejects; built once.
 
     It validates against the inlined schema without annotations: jsonschema visits every
     keyword of every subschema, and descriptions/examples make up most of them. Messages look
     the annotations up in the full schema (`_annotated`).
     """
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_lean(inlined_schema(name)))
 
 
@@ -159,27 +189,61 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _fill(instance: Any, schema: dict[str, Any]) -> None:
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    """Where a schema declares defaults, without the subschemas that declare none: filling a
+    spec visits only these (a few dozen places) instead of every property of the schema."""
+
+    # (property, its default or _NO_DEFAULT, defaults further down or None), schema order
+    properties: tuple[tuple[str, Any, _Defaults | None], ...]
+    names: frozenset[str]  # every declared property: additionalProperties covers the others
+    additional: _Defaults | None
+    items: _Defaults | None
+
+
+def _defaults_of(schema: dict[str, Any]) -> _Defaults | None:
+    props: dict[str, Any] = schema.get("properties", {})
+    found = []
+    for name, sub in props.items():
+        inner = _defaults_of(sub)
+        if "default" in sub or inner is not None:
+            found.append((name, sub.get("default", _NO_DEFAULT), inner))
+    extra = schema.get("additionalProperties")
+    additional = _defaults_of(extra) if isinstance(extra, dict) else None
+    items = _defaults_of(schema["items"]) if isinstance(schema.get("items"), dict) else None
+    if not found and additional is None and items is None:
+        return None
+    return _Defaults(tuple(found), frozenset(props), additional, items)
+
+
+@cache
+def _defaults(name: str) -> _Defaults | None:
+    return _defaults_of(inlined_schema(name))
+
+
+def _fill(instance: Any, plan: _Defaults) -> None:
     if isinstance(instance, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        for name, sub in props.items():
+        for name, default, inner in plan.properties:
             if name not in instance:
-                if "default" not in sub:
+                if default is _NO_DEFAULT:
                     continue
-                default = sub["default"]
                 # Only containers need a copy; each spec must own its lists and mappings.
                 instance[name] = (
-                    copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+                    copy_data(default) if isinstance(default, (dict, list)) else default
                 )
-            _fill(instance[name], sub)
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
+            if inner is not None:
+                _fill(instance[name], inner)
+        extra = plan.additional
+        if extra is not None:
             for name, value in instance.items():
-                if name not in props:
+                if name not in plan.names:
                     _fill(value, extra)
-    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+    elif isinstance(instance, list) and plan.items is not None:
         for item in instance:
-            _fill(item, schema["items"])
+            _fill(item, plan.items)
 
 
 def apply_defaults(
@@ -191,7 +255,9 @@ def apply_defaults(
     itself); values of the wrong type are left alone for the schema errors to report.
     """
     out = data if in_place else copy.deepcopy(data)
-    _fill(out, inlined_schema(name))
+    plan = _defaults(name)
+    if plan is not None:
+        _fill(out, plan)
     return out
 
 
@@ -386,6 +452,8 @@ class _Translator:
                 both = " and ".join(f'"{c}"' for c in present)
                 self.add(parts, f"has {both}; use exactly one of them", key=True)
         elif kind in ("oneOf", "anyOf") and err.context:
+            from jsonschema.exceptions import best_match
+
             self.error(best_match(err.context))
         else:
             self.add(parts, err.message)
@@ -421,6 +489,8 @@ def schema_problems(
     `config`, when given, is the tfgen.yaml document the defaults came from, so that an error
     in a merged default is reported where it was written.
     """
+    if is_valid(data, name):
+        return []
     translator = _Translator(Locator(document, config), name)
     for err in validator(name).iter_errors(data):
         translator.error(err)

@@ -97,6 +97,31 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def is_spec_name(name: str) -> bool:
+    """A *.yaml/*.yml file name (as Path(name).suffix sees it: ".yaml" alone has no suffix)."""
+    dot = name.rfind(".")
+    return 0 < dot < len(name) - 1 and name[dot:] in SPEC_SUFFIXES
+
+
+def spec_files(directory: Path) -> list[Path]:
+    """The *.yaml/*.yml files directly in `directory`, resolved, sorted by name.
+
+    One directory listing and one `resolve` for the directory: an entry that is not a
+    symlink resolves to the resolved directory plus its name.
+    """
+    base = directory.resolve()
+    found: list[Path] = []
+    with os.scandir(directory) as entries:
+        chosen = sorted(
+            (entry.name, entry)
+            for entry in entries
+            if is_spec_name(entry.name) and entry.is_file()
+        )
+    for name, entry in chosen:
+        found.append(Path(entry.path).resolve() if entry.is_symlink() else base / name)
+    return found
+
+
 def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
     """Spec files from paths: files as given, directories' *.yaml/*.yml (sorted, not recursive)."""
     files: list[Path] = []
@@ -104,19 +129,28 @@ def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+            found = spec_files(path)
             if not found:
                 problems.append(
                     Problem(display_path(path), message="no *.yaml experiment files here")
                 )
             files += found
         elif path.exists():
-            files.append(path)
+            files.append(path.resolve())
         else:
             problems.append(Problem(display_path(path), message="no such file or directory"))
     cwd = Path.cwd().resolve()
-    unique = list(dict.fromkeys(f.resolve() for f in files))
-    return [Path(os.path.relpath(f, cwd)) if f.is_relative_to(cwd) else f for f in unique], problems
+    # Shown relative to the working directory when inside it; worked out once per folder.
+    folders: dict[Path, Path | None] = {}
+    shown: list[Path] = []
+    for file in dict.fromkeys(files):
+        folder = file.parent
+        if folder not in folders:
+            inside = folder == cwd or folder.is_relative_to(cwd)
+            folders[folder] = Path(os.path.relpath(folder, cwd)) if inside else None
+        relative = folders[folder]
+        shown.append(file if relative is None else relative / file.name)
+    return shown, problems
 
 
 def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Problem]]:
@@ -126,9 +160,10 @@ def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Pro
         document = load_file(path, display=shown)
     except LoadError as exc:
         return None, [Problem(exc.path, exc.line, exc.col, "", exc.reason, exc.hint)]
-    merged = merge_defaults(config.defaults, document.data)
+    # The loaded data is used only here: the merge takes it over instead of copying it, and
+    # the defaults are then filled in without another copy.
+    merged = merge_defaults(config.defaults, document.data, own_spec=True)
     problems = schema_problems(document, merged, config=config.document)
-    # merge_defaults built a fresh tree, so the defaults can be filled in without another copy.
     complete = apply_defaults(merged, in_place=True)
     checked = Checked(source=path, data=complete, locator=Locator(document, config.document))
     problems += file_problems(checked, config.namespaces)
@@ -137,6 +172,8 @@ def check_file(path: Path, config: RepoConfig) -> tuple[Checked | None, list[Pro
 
 def _context(files: Sequence[Path], config: RepoConfig, others: Sequence[Path]) -> list[Checked]:
     """The repository's other experiments, loaded only so cross-file rules can see them."""
+    if not others:
+        return []
     given = {f.resolve() for f in files}
     context: list[Checked] = []
     for path in others:
@@ -146,7 +183,8 @@ def _context(files: Sequence[Path], config: RepoConfig, others: Sequence[Path]) 
             document = load_file(path, display=display_path(path))
         except LoadError:
             continue  # its own validation reports it
-        data = apply_defaults(merge_defaults(config.defaults, document.data), in_place=True)
+        merged = merge_defaults(config.defaults, document.data, own_spec=True)
+        data = apply_defaults(merged, in_place=True)
         context.append(Checked(source=path, data=data, locator=Locator(document, config.document)))
     return context
 
