@@ -26,7 +26,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check generator tests scripts
+	$(BIN)/ruff check generator tests scripts bench
 	$(BIN)/mypy
 
 clean:

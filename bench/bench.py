@@ -68,7 +68,7 @@ def spec(index: int, rng: random.Random) -> str:
         tensorboard += (f"    ingress: {{enabled: true, host: tb.example.com, className: nginx,"
                         f" pathPrefix: /tb/{name}}}\n")
     env = "" if rng.random() < 0.5 else (
-        "  env:\n    - {name: BATCH_SIZE, value: \"%d\"}\n" % rng.choice([64, 128, 256]))
+        f"  env:\n    - {{name: BATCH_SIZE, value: \"{rng.choice([64, 128, 256])}\"}}\n")
     return (
         "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
         "apiVersion: tfgen.io/v1\nkind: Experiment\n"
@@ -144,8 +144,10 @@ def main() -> None:
     root.mkdir()
     try:
         build(root, args.n, args.seed)
-        kube = subprocess.run([sys.executable, "-c", "import yaml,sys;print(yaml.safe_load("
-                               "open(sys.argv[1]))['kubernetesVersion'])", str(root / "tfgen.yaml")],
+        read_version = (
+            "import yaml,sys;print(yaml.safe_load(open(sys.argv[1]))['kubernetesVersion'])"
+        )
+        kube = subprocess.run([sys.executable, "-c", read_version, str(root / "tfgen.yaml")],
                               capture_output=True, text=True, check=True).stdout.strip()
         rows = []
         wall, rss, _ = run([TFGEN, "render"], root)
