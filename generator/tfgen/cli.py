@@ -179,6 +179,8 @@ def _emit_problems(problems: list[Problem], fmt: str) -> None:
         click.echo(format_problems(problems, "json"))
     else:
         click.echo(format_problems(problems, fmt), err=True)
+
+
 # --- explain / run-local: the pods an experiment becomes, and running them here -------------
 
 
@@ -252,6 +254,7 @@ def run_local(
     click.secho(f"tfgen: {result.reason}; data in {result.data_dir}", fg=color, err=True)
     sys.exit(result.exit_code)
 
+
 # --- check and diff: the pull-request gate ----------------------------------------------------
 
 
@@ -305,7 +308,6 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
     """
     from .check import CheckOptions, run_check
-    from .report import format_problems
 
     if changed_only and not base:
         raise click.UsageError("--changed needs --base REF (changes are counted since REF)")
@@ -339,7 +341,6 @@ def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None
     render, 2 usage or missing tool.
     """
     from .diff import format_diff, run_diff
-    from .report import format_problems
 
     result = run_diff(root or Path.cwd(), base, use_cache=not no_cache)
     click.echo(format_diff(result, fmt))
