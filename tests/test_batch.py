@@ -86,6 +86,23 @@ def test_failing_experiment_gets_its_own_error(tmp_path: Path) -> None:
     assert "tiny/templates/cm.yaml" in results[2].error  # the per-experiment message
 
 
+def test_values_the_schema_refuses_get_helms_own_verdict(tmp_path: Path) -> None:
+    # Batches skip helm's values-schema check (tfgen checked every alias first), so an
+    # experiment the schema refuses must be rendered alone by a plain `helm template`.
+    chart = build_file_tree(tmp_path / "tiny", CHART)
+    jobs = _jobs(tmp_path, chart)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps({"experiment": {"name": "bad"}, "replicas": "three"}))
+    jobs.insert(1, RenderJob("bad", "team-a", chart, (bad,), "1.30"))
+    renderer = BatchRenderer(workers=1)
+    results = renderer.render(jobs)
+    assert renderer.stats.helm_processes == 2  # the refused one alone, the rest together
+    assert [bool(r.error) for r in results] == [False, True, False, False, False, False]
+    assert "replicas" in results[1].error and "schema" in results[1].error
+    for job, result in zip(jobs[2:], results[2:], strict=True):
+        assert result.manifest == renderer.render_single(job).manifest
+
+
 def test_cache_makes_unchanged_experiments_free(tmp_path: Path) -> None:
     chart = build_file_tree(tmp_path / "tiny", CHART)
     jobs = _jobs(tmp_path, chart)
