@@ -224,6 +224,17 @@ def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[P
 _PV_MUTABLE = {"capacity", "accessModes", "mountOptions", "storageClassName",
                "persistentVolumeReclaimPolicy", "claimRef", "nodeAffinity"}
 _PVC_MUTABLE = {"resources", "volumeAttributesClassName"}
+# kind -> (spec keys a live object takes, what to say about a change to any other)
+_STORAGE_IMMUTABLE = {
+    "PersistentVolume": (
+        _PV_MUTABLE,
+        "the volume source changed ({change}); a PV's source (server, path, driver) is immutable",
+    ),
+    "PersistentVolumeClaim": (
+        _PVC_MUTABLE,
+        "changed ({change}); a bound claim's spec is immutable except its size",
+    ),
+}
 # runPolicy fields the operator reads continuously; everything else is read once at start.
 _RUN_POLICY_LIVE = {"suspend", "activeDeadlineSeconds", "backoffLimit", "cleanPodPolicy"}
 
@@ -287,20 +298,13 @@ def immutability_problems(
                                 NEW_RUN_HINT))
             continue
         old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
-        if obj.kind == "PersistentVolume":
-            for key in _changed_keys(old_spec, new_spec, _PV_MUTABLE):
+        if obj.kind in _STORAGE_IMMUTABLE:
+            mutable, message = _STORAGE_IMMUTABLE[obj.kind]
+            for key in _changed_keys(old_spec, new_spec, mutable):
                 for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
                                                    new_spec.get(key, _ABSENT), f"$.spec.{key}"):
-                    out.append(_problem(path, obj, where,
-                                        f"the volume source changed ({change}); a PV's source "
-                                        f"(server, path, driver) is immutable", NEW_RUN_HINT))
-        elif obj.kind == "PersistentVolumeClaim":
-            for key in _changed_keys(old_spec, new_spec, _PVC_MUTABLE):
-                for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
-                                                   new_spec.get(key, _ABSENT), f"$.spec.{key}"):
-                    out.append(_problem(path, obj, where,
-                                        f"changed ({change}); a bound claim's spec is immutable "
-                                        f"except its size", NEW_RUN_HINT))
+                    out.append(_problem(path, obj, where, message.format(change=change),
+                                        NEW_RUN_HINT))
         elif (obj.api_version, obj.kind) == TFJOB:
             out += _tfjob_changes(old_spec, new_spec, obj, path)
     return out
