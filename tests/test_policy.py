@@ -110,6 +110,12 @@ def test_live_changes_need_a_new_run() -> None:
     grown[0].doc["spec"]["capacity"]["storage"] = "2Gi"
     grown[1].doc["spec"]["resources"]["requests"]["storage"] = "2Gi"
     assert immutability_problems(before, grown, "s.yaml") == []
+    # a bound claim takes a new size, nothing else
+    reclassed = copy.deepcopy(before)
+    reclassed[1].doc["spec"]["storageClassName"] = "fast"
+    assert ("PersistentVolumeClaim/mnist-data $.spec.storageClassName: changed ('tfgen-nas' -> "
+            "'fast'); a bound claim's spec is immutable except its size") in messages(
+        immutability_problems(before, reclassed, "s.yaml"))
 
 
 def test_project_whitelists() -> None:
