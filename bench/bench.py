@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary repository")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "generator"))
-    from tfgen.helm import find_helm
+    from tfgen.gate.helm import find_helm
 
     helm = find_helm()
     tmp = Path(tempfile.mkdtemp(prefix="tfgen-bench-"))

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from tfgen import gitops, helm
+from tfgen.gate import helm
+from tfgen.render import argo as gitops
 
 REPO = Path(__file__).resolve().parents[1]
 

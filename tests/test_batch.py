@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from helpers import build_file_tree
-from tfgen.batch import BatchRenderer, RenderJob, canonical_manifest, coalesce, merge_values
-from tfgen.cache import Cache
-from tfgen.helm import find_helm
+from tfgen.gate.batch import BatchRenderer, RenderJob, canonical_manifest, coalesce, merge_values
+from tfgen.gate.cache import Cache
+from tfgen.gate.helm import find_helm
 
 CHART = {
     "Chart.yaml": "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from referencing import Registry, Resource
 from tfgen.errors import HelmError
-from tfgen.helm import find_helm, template
+from tfgen.gate.helm import find_helm, template
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"

@@ -17,20 +17,20 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, git, git_init
-from tfgen.batch import BatchRenderer, RenderJob
-from tfgen.check import jobs_for
 from tfgen.cli import main
-from tfgen.diff import run_diff
-from tfgen.gitops import resolve_applications
-from tfgen.helm import find_helm
+from tfgen.gate.batch import BatchRenderer, RenderJob
+from tfgen.gate.check import jobs_for
+from tfgen.gate.diff import run_diff
+from tfgen.gate.helm import find_helm
+from tfgen.render.argo import resolve_applications
 
 MNIST = "experiments/distributed-mnist.yaml"
 
 
 def render_repo(root: Path) -> None:
     """Write the generated files of `root` (what `tfgen render` does), through the library."""
-    from tfgen import render
-    from tfgen.validate import validate_repo
+    from tfgen.render import plan as render
+    from tfgen.spec.validate import validate_repo
 
     result = validate_repo(cwd=root)
     assert not result.problems, result.problems
@@ -79,8 +79,8 @@ def test_pv_name_collision_across_namespaces(repo: Path) -> None:
               lambda d: d["argocd"].update(namespaces=[*d["argocd"]["namespaces"],
                                                        "team", "team-a"]))
     # render each on its own (a full render refuses the pair), as two pull requests would
-    from tfgen import render
-    from tfgen.validate import validate_repo
+    from tfgen.render import plan as render
+    from tfgen.spec.validate import validate_repo
 
     spec = (repo / MNIST).read_text()
     aside = {}
@@ -250,7 +250,7 @@ def test_chart_path_the_applicationset_cannot_resolve(repo: Path) -> None:
 
 
 def test_changed_scope() -> None:
-    from tfgen.check import affected_experiments
+    from tfgen.gate.check import affected_experiments
 
     assert affected_experiments(["experiments/a.yaml", "argo/experiments/b/values.yaml",
                                  "README.md"]) == {"a", "b"}

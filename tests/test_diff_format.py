@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfgen.diff import COMMENT_MARKER, DiffResult, diff_manifests, format_diff
+from tfgen.gate.diff import COMMENT_MARKER, DiffResult, diff_manifests, format_diff
 
 BEFORE = """---
 # Source: c/templates/tfjob.yaml

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from tfgen import runlocal, tfconfig
+from tfgen.run import runlocal, tfconfig
 
 MAIN = Path(__file__).resolve().parents[1] / "examples" / "mnist" / "main.py"
 

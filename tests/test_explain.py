@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tfgen import explain
 from tfgen.cli import main
 from tfgen.errors import InputError
+from tfgen.run import explain
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKTHROUGH = ROOT / "experiments" / "distributed-mnist.yaml"

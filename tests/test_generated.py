@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 from helpers import mnist_spec
-from tfgen.generated import dump_yaml, header, is_generated
-from tfgen.values import build_values
+from tfgen.render.generated import dump_yaml, header, is_generated
+from tfgen.render.values import build_values
 
 TRICKY = [
     "", " ", "yes", "no", "on", "off", "y", "N", "true", "False", "null", "~", "NULL",

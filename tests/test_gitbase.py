@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import build_file_tree, git, git_init
 from tfgen.errors import EnvironmentProblem
-from tfgen.gitbase import changed_paths, export_tree, tree_at
+from tfgen.gate.base import changed_paths, export_tree, tree_at
 
 
 @pytest.fixture

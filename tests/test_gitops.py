@@ -12,8 +12,8 @@ import lupa
 import pytest
 import yaml
 from helpers import ARGOCD, build_file_tree, mnist_spec
-from tfgen import gitops
-from tfgen.render import SourceExperiment, apply_plan, plan_render
+from tfgen.render import argo as gitops
+from tfgen.render.plan import SourceExperiment, apply_plan, plan_render
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 SCHEMA_OF = {
@@ -163,7 +163,7 @@ def test_refresh_paths_relative_and_rooted() -> None:
 
 # --- the Lua health check --------------------------------------------------------------------
 
-LUA_FILE = Path(gitops.__file__).parent / "templates" / "tfjob-health.lua"
+LUA_FILE = Path(gitops.__file__).parents[1] / "templates" / "tfjob-health.lua"
 
 
 def test_patch_embeds_the_standalone_lua(repo: Path) -> None:

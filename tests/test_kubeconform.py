@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 from tfgen.cli import main
 from tfgen.errors import EnvironmentProblem
-from tfgen.kubeconform import (
+from tfgen.gate.kubeconform import (
     find_kubeconform,
     layout_dirname,
     require_kubeconform,
     schema_location,
     write_schema_layout,
 )
-from tfgen.manifests import ManifestValidator
+from tfgen.gate.manifests import ManifestValidator
 
 KINDS = [("v1", "PersistentVolume"), ("apps/v1", "Deployment"), ("v1", "Service"),
          ("networking.k8s.io/v1", "Ingress"), ("kubeflow.org/v1", "TFJob")]

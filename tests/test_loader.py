@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tfgen.loader import LoadError, _load_nodes, _load_plain, load_bytes, load_text
+from tfgen.spec.loader import LoadError, _load_nodes, _load_plain, load_bytes, load_text
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = sorted(

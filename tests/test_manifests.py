@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tfgen.errors import EnvironmentProblem, InputError
-from tfgen.manifests import (
+from tfgen.gate.manifests import (
     ManifestValidator,
     json_pointer,
     kind_suffix,

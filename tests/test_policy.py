@@ -5,13 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tfgen.manifests import RenderedObject
-from tfgen.policy import (
+from tfgen.gate.manifests import RenderedObject
+from tfgen.gate.policy import (
     data_safety_problems,
     immutability_problems,
     tfjob_problems,
 )
-from tfgen.wiring import Project, kind_allowed
+from tfgen.gate.wiring import Project, kind_allowed
 
 KEEP = {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
 

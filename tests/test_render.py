@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from helpers import ARGOCD, build_file_tree, mnist_spec
-from tfgen import render
 from tfgen.errors import TfgenError
-from tfgen.generated import HEADER_MARK
-from tfgen.render import SourceExperiment, apply_plan, plan_render
+from tfgen.render import plan as render
+from tfgen.render.generated import HEADER_MARK
+from tfgen.render.plan import SourceExperiment, apply_plan, plan_render
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 SOURCE = "experiments/distributed-mnist.yaml"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from helpers import ARGOCD, mnist_spec
-from tfgen import render
 from tfgen.errors import TfgenError
-from tfgen.render import SourceExperiment, apply_plan, plan_render
+from tfgen.render import plan as render
+from tfgen.render.plan import SourceExperiment, apply_plan, plan_render
 
 
 def experiments(count: int, **metadata: str) -> list[SourceExperiment]:

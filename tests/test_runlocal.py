@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfgen import runlocal, tfconfig
 from tfgen.errors import EnvironmentProblem, InputError
+from tfgen.run import runlocal, tfconfig
 
 REPLICA = Path(__file__).parent / "fixtures" / "runlocal" / "replica.py"
 

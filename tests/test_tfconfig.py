@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from tfgen import tfconfig
 from tfgen.errors import InputError
+from tfgen.run import tfconfig
 
 
 def replica(replicas: int | None, *, port: int | None = None, gpus: int = 0) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import mnist_spec
-from tfgen.values import build_values, env_var, resources
+from tfgen.render.values import build_values, env_var, resources
 
 CONTRACT_TOP_KEYS = [
     "experiment", "image", "imagePullPolicy", "imagePullSecrets", "command", "args",

@@ -19,8 +19,8 @@ import click
 
 from . import __version__
 from .errors import TfgenError
-from .report import FORMATS, Problem, format_problems
-from .validate import validate_repo
+from .problems import FORMATS, Problem, format_problems
+from .spec.validate import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,7 +125,7 @@ def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
 
     Exit codes: 0 up to date / written, 1 problems or drift (--check), 2 usage.
     """
-    from .render import apply_plan, plan_for_repository
+    from .render.plan import apply_plan, plan_for_repository
 
     plan, problems = plan_for_repository(root)
     if problems and plan is None:
@@ -203,7 +203,7 @@ def explain(spec: str, fmt: str) -> None:
     training operator (v1.9) does: pod and Service names, addresses, GPUs, and the exact
     TF_CONFIG it injects.
     """
-    from .explain import explain_spec, format_explanation
+    from .run.explain import explain_spec, format_explanation
 
     click.echo(format_explanation(explain_spec(spec), fmt))
 
@@ -238,7 +238,7 @@ def run_local(
     cleanPodPolicy Running does; a failing replica ends the run. Exit status: the chief's,
     124 on timeout, 130 on Ctrl-C.
     """
-    from .runlocal import run_local as run
+    from .run.runlocal import run_local as run
 
     result = run(
         spec,
@@ -307,7 +307,7 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     Kubernetes schemas of tfgen.yaml's kubernetesVersion and schemas/, and applies the TFJob,
     data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
     """
-    from .check import CheckOptions, run_check
+    from .gate.check import CheckOptions, run_check
 
     if changed_only and not base:
         raise click.UsageError("--changed needs --base REF (changes are counted since REF)")
@@ -340,7 +340,7 @@ def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None
     or changed object is shown. Exit 0 (also when objects differ), 1 if a side fails to
     render, 2 usage or missing tool.
     """
-    from .diff import format_diff, run_diff
+    from .gate.diff import format_diff, run_diff
 
     result = run_diff(root or Path.cwd(), base, use_cache=not no_cache)
     click.echo(format_diff(result, fmt))

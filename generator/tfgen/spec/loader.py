@@ -33,7 +33,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from .errors import InputError
+from ..errors import InputError
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred

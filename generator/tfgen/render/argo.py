@@ -27,8 +27,8 @@ from typing import Any
 import jinja2
 import yaml
 
+from ..problems import Problem
 from .generated import GeneratedFile, dump_yaml
-from .report import Problem
 
 ARGO_DIR = "argo"
 EXPERIMENTS_DIR = "argo/experiments"

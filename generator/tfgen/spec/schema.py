@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
+from ..problems import Problem
 from .config import copy_data, load_schema
 from .loader import Document, Locator, PointerParts, pointer_text
-from .report import Problem
 
 if TYPE_CHECKING:  # the Python validator is imported only when a document has errors
     from jsonschema import Draft202012Validator

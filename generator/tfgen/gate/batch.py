@@ -36,9 +36,9 @@ from typing import Any
 import jsonschema_rs
 import yaml
 
+from ..errors import EnvironmentProblem, HelmError, InputError
 from . import helm as helm_mod
 from .cache import Cache, digest, tool_version, tree_digest
-from .errors import EnvironmentProblem, HelmError, InputError
 
 UMBRELLA = "tfgen-batch"
 MIN_CHUNK = 25

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 # The operator's constants (pkg/apis/kubeflow.org/v1/tensorflow_types.go).
 CONTAINER_NAME = "tensorflow"

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import EnvironmentProblem
+from ..errors import EnvironmentProblem
 from .manifests import ManifestValidator, RenderedObject, kind_suffix
 
 INSTALL_HINT = (

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import EnvironmentProblem, InputError
 from . import tfconfig
-from .errors import EnvironmentProblem, InputError
 
 EXIT_TIMEOUT = 124  # what coreutils `timeout` returns
 STOP_GRACE_SECONDS = 5.0  # SIGTERM, then SIGKILL, like a pod's termination grace period

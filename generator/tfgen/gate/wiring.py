@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..problems import Problem
 from .manifests import RenderedObject
-from .report import Problem
 
 # Kinds Kubernetes serves cluster-wide: Argo CD checks them against clusterResourceWhitelist.
 CLUSTER_SCOPED = {

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import EnvironmentProblem
+from ..errors import EnvironmentProblem
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:

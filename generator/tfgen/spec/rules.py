@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..problems import Problem
 from .loader import Locator, PointerParts, pointer_text
-from .report import Problem
 
 TTL_KEY = "ttlSecondsAfterFinished"
 TTL_MESSAGE = (

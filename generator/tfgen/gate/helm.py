@@ -14,9 +14,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import EnvironmentProblem, HelmError
+from ..errors import EnvironmentProblem, HelmError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 INSTALL_HINT = "run `make setup` (or `python scripts/install_helm.py`) to install helm into .tools/"
 
 

@@ -17,12 +17,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
+from ..problems import Problem
 from .loader import Document, LoadError, load_file
-from .report import Problem
 
 CONFIG_NAME = "tfgen.yaml"
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "schemas"
 
 
 @dataclass

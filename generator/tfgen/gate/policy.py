@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..problems import Problem
 from .manifests import RenderedObject
-from .report import Problem
 
 TFJOB = ("kubeflow.org/v1", "TFJob")
 REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")

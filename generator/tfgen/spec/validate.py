@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..problems import Problem
 from .config import RepoConfig, load_config, merge_defaults
 from .loader import LoadError, Locator, load_file
-from .report import Problem
 from .rules import Checked, file_problems, repo_problems
 from .schema import apply_defaults, schema_problems
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import gitops
-from .errors import TfgenError
+from ..errors import TfgenError
+from ..problems import Problem
+from . import argo as gitops
 from .generated import GeneratedFile, dump_yaml, is_generated
-from .report import Problem
 from .values import build_values
 
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]{0,49}[a-z0-9])?$")
@@ -378,8 +378,8 @@ def plan_for_repository(root: Path | None = None) -> tuple[RenderPlan | None, li
     Returns (None, problems) when any spec is invalid: nothing is rendered from a repository
     that does not validate, so a half-valid tree never reaches Argo CD.
     """
-    from .config import load_config
-    from .validate import is_spec_name, validate_repo
+    from ..spec.config import load_config
+    from ..spec.validate import is_spec_name, validate_repo
 
     config = load_config([], cwd=root)
     try:

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import gitbase, gitops
+from ..errors import InputError
+from ..problems import Problem
+from ..render import argo as gitops
+from ..spec.config import load_config
+from . import base as gitbase
 from .batch import BatchRenderer, RenderResult
 from .cache import CACHE_DIRNAME, Cache
 from .check import affected_experiments, jobs_for
-from .config import load_config
-from .errors import InputError
 from .manifests import parse_manifest
-from .report import Problem
 
 FORMATS = ("text", "markdown")
 COMMENT_MARKER = "<!-- tfgen-diff -->"

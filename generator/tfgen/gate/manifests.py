@@ -23,8 +23,8 @@ from typing import Any
 import jsonschema_rs
 import yaml
 
-from .errors import EnvironmentProblem, InputError
-from .report import Problem
+from ..errors import EnvironmentProblem, InputError
+from ..problems import Problem
 
 try:  # the C loader is ~10x faster; fall back where PyYAML was built without libyaml
     _BaseLoader: Any = yaml.CSafeLoader

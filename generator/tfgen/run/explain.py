@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
-from . import helm, tfconfig
-from .errors import InputError
-from .report import format_problems
+from ..errors import InputError
+from ..gate import helm
+from ..problems import format_problems
+from . import tfconfig
 
 FORMATS = ("text", "json", "mermaid")
 CHART = Path("charts") / "tfjob-experiment"
@@ -146,7 +147,7 @@ def explain_spec(spec: Path | str) -> Explanation:
     Raises InputError listing every problem when the file does not validate.
     """
     # Imported here: these modules load schemas and are only needed on this path.
-    from .validate import validate_repo
+    from ..spec.validate import validate_repo
 
     path = Path(spec)
     if not path.is_file():
@@ -160,7 +161,7 @@ def explain_spec(spec: Path | str) -> Explanation:
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")
-    from .values import build_values
+    from ..render.values import build_values
 
     experiment = result.experiments[0]
     config = result.config

@@ -24,17 +24,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import __version__, gitbase, gitops, policy, wiring
+from .. import __version__
+from ..errors import InputError, TfgenError
+from ..problems import Problem
+from ..render import argo as gitops
+from ..spec.config import RepoConfig, load_config
+from . import base as gitbase
+from . import policy, wiring
 from .batch import BatchRenderer, RenderJob, RenderResult
 from .cache import CACHE_DIRNAME, Cache, digest, tree_digest
-from .config import RepoConfig, load_config
-from .errors import InputError, TfgenError
 from .manifests import ManifestValidator, RenderedObject, parse_manifest
-from .report import Problem
 
 VALIDATORS = ("auto", "builtin", "kubeconform", "both")
 API_VERSIONS = ("kubeflow.org/v1",)
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # Paths whose change affects every experiment (for --changed).
 GLOBAL_INPUTS = ("charts/", "schemas/", "tfgen.yaml")
 
@@ -140,7 +143,7 @@ def validate_specs(
 ) -> SpecStage:
     """Every spec file, each one's verdict cached by its content (and config, code); the rules
     across files run over the cached data, re-loading only files involved in a clash."""
-    from . import rules, validate
+    from ..spec import rules, validate
 
     names = sorted(rel for rel in files if rel.count("/") == 1 and
                    rel.startswith("experiments/") and rel.endswith(validate.SPEC_SUFFIXES))
@@ -211,8 +214,8 @@ def drift_problems(
     files from `render.wanted_files` once per spec content (cached), compared by hash; files
     tfgen would not write are orphans (with its header) or foreign (without).
     """
-    from . import render
-    from .generated import is_generated
+    from ..render import plan as render
+    from ..render.generated import is_generated
 
     cache = cache or Cache(None)
     argocd = config.data.get("argocd") or {}
