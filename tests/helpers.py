@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+
+from tfgen.spec import Experiment
+from tfgen.spec.defaults import apply_defaults
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -30,12 +32,25 @@ def build_file_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def mnist_spec(**metadata: Any) -> dict[str, Any]:
-    """The walkthrough's distributed-mnist as a validated spec (defaults applied)."""
-    data = json.loads((FIXTURES / "render" / "distributed-mnist.json").read_text())
-    data = copy.deepcopy(data)
+def mnist_written(**metadata: Any) -> dict[str, Any]:
+    """The walkthrough's distributed-mnist as written (tfgen.yaml defaults merged in), with
+    `metadata` overrides; no schema default applied yet."""
+    data: dict[str, Any] = json.loads((FIXTURES / "render" / "distributed-mnist.json").read_text())
     data["metadata"].update(metadata)
     return data
+
+
+def mnist_spec(**metadata: Any) -> dict[str, Any]:
+    """The walkthrough's distributed-mnist as the spec stage completes it: every schema default
+    applied, as render and the gate receive it."""
+    return apply_defaults(mnist_written(**metadata))
+
+
+def experiment(data: dict[str, Any], rel: str | None = None) -> Experiment:
+    """An Experiment of already completed data (e.g. `mnist_spec()`), as if read from
+    `rel` (default: experiments/<name>.yaml)."""
+    rel = rel or f"experiments/{data['metadata']['name']}.yaml"
+    return Experiment(source=Path(rel), shown=rel, rel=rel, data=data)
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

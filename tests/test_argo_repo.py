@@ -9,21 +9,21 @@ from typing import Any
 
 import pytest
 import yaml
-from tfgen.gate import helm
-from tfgen.render import argo as gitops
+from tfgen.gate import applications, helm
+from tfgen.repo import layout
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def resolution() -> gitops.Resolution:
-    return gitops.resolve_applications(REPO)
+def resolution() -> applications.Resolution:
+    return applications.resolve_applications(REPO)
 
 
 @pytest.fixture(scope="module")
-def rendered(resolution: gitops.Resolution) -> dict[str, list[dict[str, Any]]]:
-    if not (REPO / gitops.CHART_PATH / "Chart.yaml").is_file():
-        pytest.skip(f"{gitops.CHART_PATH} is not in this checkout")
+def rendered(resolution: applications.Resolution) -> dict[str, list[dict[str, Any]]]:
+    if not (REPO / layout.CHART_PATH / "Chart.yaml").is_file():
+        pytest.skip(f"{layout.CHART_PATH} is not in this checkout")
     out = {}
     for app in resolution.applications:
         text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
@@ -32,19 +32,19 @@ def rendered(resolution: gitops.Resolution) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def test_every_spec_becomes_one_application(resolution: gitops.Resolution) -> None:
+def test_every_spec_becomes_one_application(resolution: applications.Resolution) -> None:
     assert resolution.problems == []
     specs = sorted(p.stem for p in (REPO / "experiments").glob("*.yaml"))
     assert specs, "the repository ships example experiments"
     assert sorted(a.name for a in resolution.applications) == specs
     for app in resolution.applications:
         assert app.release_name == app.name and app.project == "tfgen-experiments"
-        assert app.manifest_generate_paths == [gitops.CHART_PATH,
-                                               f"{gitops.EXPERIMENTS_DIR}/{app.name}"]
+        assert app.manifest_generate_paths == [layout.CHART_PATH,
+                                               f"{layout.GENERATED_DIR}/{app.name}"]
         assert all(REPO in p.parents for p in app.value_files)
 
 
-def test_tfjob_matches_the_spec(resolution: gitops.Resolution,
+def test_tfjob_matches_the_spec(resolution: applications.Resolution,
                                rendered: dict[str, list[dict[str, Any]]]) -> None:
     for app in resolution.applications:
         spec = yaml.safe_load((REPO / "experiments" / f"{app.name}.yaml").read_text())
@@ -66,12 +66,12 @@ def test_tfjob_matches_the_spec(resolution: gitops.Resolution,
             assert int(limits.get(resource, 0)) == gpus, (app.name, key)
 
 
-def test_generated_argo_files_are_tfgen_labelled(resolution: gitops.Resolution) -> None:
+def test_generated_argo_files_are_tfgen_labelled(resolution: applications.Resolution) -> None:
     for app in resolution.applications:
         assert app.manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
 
 
-def test_helm3_renders_the_same(resolution: gitops.Resolution,
+def test_helm3_renders_the_same(resolution: applications.Resolution,
                                 rendered: dict[str, list[dict[str, Any]]]) -> None:
     # Argo CD 3.3/3.4 bundle Helm 3, 3.5 bundles Helm 4: both must give the cluster the same.
     helm3 = helm.find_helm(3)

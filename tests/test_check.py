@@ -18,32 +18,21 @@ import yaml
 from click.testing import CliRunner, Result
 from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, git, git_init
 from tfgen.cli import main
-from tfgen.gate.batch import BatchRenderer, RenderJob
-from tfgen.gate.check import jobs_for
+from tfgen.gate.applications import resolve_applications
+from tfgen.gate.batch import BatchRenderer, RenderJob, jobs_for
 from tfgen.gate.diff import run_diff
 from tfgen.gate.helm import find_helm
-from tfgen.render.argo import resolve_applications
 
 MNIST = "experiments/distributed-mnist.yaml"
 
 
 def render_repo(root: Path) -> None:
     """Write the generated files of `root` (what `tfgen render` does), through the library."""
-    from tfgen.render import plan as render
-    from tfgen.spec.validate import validate_repo
+    from tfgen.render import apply_plan, plan_repository
 
-    result = validate_repo(cwd=root)
-    assert not result.problems, result.problems
-    experiments = [render.SourceExperiment(source=_rel(root, e.source), data=e.data)
-                   for e in result.experiments]
-    plan = render.plan_render(root, experiments, result.config.data["argocd"])
-    assert not plan.problems, plan.problems
-    render.apply_plan(plan, prune=True)
-
-
-def _rel(root: Path, path: Path) -> str:
-    absolute = path if path.is_absolute() else Path.cwd() / path
-    return absolute.resolve().relative_to(root.resolve()).as_posix()
+    plan, problems = plan_repository(root)
+    assert plan is not None and not problems and not plan.problems, problems
+    apply_plan(plan, prune=True)
 
 
 def check(root: Path, *args: str) -> Result:
@@ -79,8 +68,8 @@ def test_pv_name_collision_across_namespaces(repo: Path) -> None:
               lambda d: d["argocd"].update(namespaces=[*d["argocd"]["namespaces"],
                                                        "team", "team-a"]))
     # render each on its own (a full render refuses the pair), as two pull requests would
-    from tfgen.render import plan as render
-    from tfgen.spec.validate import validate_repo
+    from tfgen.render import apply_plan, plan, plan_render
+    from tfgen.spec import validate_repo
 
     spec = (repo / MNIST).read_text()
     aside = {}
@@ -90,15 +79,13 @@ def test_pv_name_collision_across_namespaces(repo: Path) -> None:
         build_file_tree(repo, {f"experiments/{name}.yaml": text})
         result = validate_repo([repo / f"experiments/{name}.yaml"], cwd=repo)
         assert not result.problems, result.problems
-        for generated in render.experiment_files(
-            render.SourceExperiment(f"experiments/{name}.yaml", result.experiments[0].data)
-        ):
+        for generated in plan.experiment_files(result.experiments[0]):
             build_file_tree(repo, {generated.path: generated.content})
         aside[name] = text
         (repo / f"experiments/{name}.yaml").unlink()
     build_file_tree(repo, {f"experiments/{name}.yaml": text for name, text in aside.items()})
     argocd = result.config.data["argocd"]
-    render.apply_plan(render.plan_render(repo, [], argocd))  # argo/project.yaml namespaces
+    apply_plan(plan_render(repo, [], argocd))  # argo/project.yaml namespaces
     out = check(repo)
     assert out.exit_code == 1
     assert 'PersistentVolume name "team-a-x-data"' in out.output  # the spec rule
@@ -249,14 +236,21 @@ def test_chart_path_the_applicationset_cannot_resolve(repo: Path) -> None:
         in out.output
 
 
-def test_changed_scope() -> None:
-    from tfgen.gate.check import affected_experiments
+def test_changed_scope(repo: Path) -> None:
+    from tfgen.gate.base import changed_experiments
 
-    assert affected_experiments(["experiments/a.yaml", "argo/experiments/b/values.yaml",
-                                 "README.md"]) == {"a", "b"}
-    for everything in ("charts/tfjob-experiment/templates/pv.yaml", "schemas/x.json",
-                       "tfgen.yaml", "argo/applicationset.yaml"):
-        assert affected_experiments(["experiments/a.yaml", everything]) is None
+    git_init(repo)
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["roles"]["worker"].update(replicas=5))
+    (repo / "argo/experiments/cpu-linear/values.yaml").write_text("# changed\n")
+    (repo / "README.md").write_text("not an input\n")
+    assert changed_experiments(repo, "HEAD") == {"distributed-mnist", "cpu-linear"}
+    for everything in ("charts/tfjob-experiment/templates/pv.yaml", "tfgen.yaml",
+                       "argo/applicationset.yaml"):
+        (repo / everything).write_text((repo / everything).read_text() + "\n")
+        assert changed_experiments(repo, "HEAD") is None, everything
+        git(repo, "checkout", "--", everything)
+    build_file_tree(repo, {"schemas/new.schema.json": "{}"})
+    assert changed_experiments(repo, "HEAD") is None
 
 
 def test_github_annotations(repo: Path) -> None:

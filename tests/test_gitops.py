@@ -11,9 +11,10 @@ import jsonschema
 import lupa
 import pytest
 import yaml
-from helpers import ARGOCD, build_file_tree, mnist_spec
-from tfgen.render import argo as gitops
-from tfgen.render.plan import SourceExperiment, apply_plan, plan_render
+from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
+from tfgen.gate import applications
+from tfgen.render import apply_plan, plan_render
+from tfgen.repo import layout, resources
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 SCHEMA_OF = {
@@ -34,9 +35,8 @@ def schema_errors(document: dict[str, Any]) -> list[str]:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("repo")
     experiments = [
-        SourceExperiment("experiments/distributed-mnist.yaml", mnist_spec()),
-        SourceExperiment("experiments/team-run.yaml",
-                         mnist_spec(name="team-run", namespace="ml-team")),
+        experiment(mnist_spec()),
+        experiment(mnist_spec(name="team-run", namespace="ml-team")),
     ]
     apply_plan(plan_render(root, experiments, ARGOCD))
     return root
@@ -101,14 +101,14 @@ def test_bootstrap_syncs_only_project_and_applicationset(repo: Path) -> None:
 
 
 def test_resolved_applications(repo: Path) -> None:
-    resolution = gitops.resolve_applications(repo)
+    resolution = applications.resolve_applications(repo)
     assert resolution.problems == []
     apps = {a.name: a for a in resolution.applications}
     assert sorted(apps) == ["distributed-mnist", "team-run"]
     app = apps["team-run"]
     assert (app.namespace, app.project, app.release_name) == ("ml-team", ARGOCD["project"],
                                                               "team-run")
-    assert app.source_path == gitops.CHART_PATH
+    assert app.source_path == layout.CHART_PATH
     assert app.value_files == [repo / "argo/experiments/team-run/values.yaml"]
     assert app.manifest_generate_paths == ["charts/tfjob-experiment",
                                            "argo/experiments/team-run"]
@@ -121,10 +121,9 @@ def test_resolved_applications(repo: Path) -> None:
 
 
 def test_missing_key_is_an_error_like_missingkey_error(tmp_path: Path) -> None:
-    apply_plan(plan_render(tmp_path, [SourceExperiment("experiments/distributed-mnist.yaml",
-                                                       mnist_spec())], ARGOCD))
+    apply_plan(plan_render(tmp_path, [experiment(mnist_spec())], ARGOCD))
     build_file_tree(tmp_path, {"argo/experiments/broken/app.yaml": "name: broken\n"})
-    resolution = gitops.resolve_applications(tmp_path)
+    resolution = applications.resolve_applications(tmp_path)
     assert [a.name for a in resolution.applications] == ["distributed-mnist"]
     [problem] = resolution.problems
     assert problem.path == "argo/experiments/broken/app.yaml"
@@ -132,12 +131,12 @@ def test_missing_key_is_an_error_like_missingkey_error(tmp_path: Path) -> None:
 
 
 def test_substitute_rejects_what_it_does_not_understand() -> None:
-    assert gitops.substitute({"a": "x-{{ .name }}-{{.path.basename}}"},
+    assert applications.substitute({"a": "x-{{ .name }}-{{.path.basename}}"},
                              {"name": "n", "path": {"basename": "b"}}) == {"a": "x-n-b"}
-    with pytest.raises(gitops.TemplateError, match="unsupported"):
-        gitops.substitute("{{ default .name \"x\" }}", {"name": "n"})
-    with pytest.raises(gitops.TemplateError, match="no entry for key 'owner'"):
-        gitops.substitute("{{.owner}}", {"name": "n"})
+    with pytest.raises(applications.TemplateError, match="unsupported"):
+        applications.substitute("{{ default .name \"x\" }}", {"name": "n"})
+    with pytest.raises(applications.TemplateError, match="no entry for key 'owner'"):
+        applications.substitute("{{.owner}}", {"name": "n"})
 
 
 @pytest.mark.parametrize(("value_file", "ok"), [
@@ -149,21 +148,21 @@ def test_value_files_must_stay_in_the_repository(tmp_path: Path, value_file: str
                                                  ok: bool) -> None:
     chart = tmp_path / "charts/tfjob-experiment"
     if ok:
-        assert gitops.resolve_value_file(tmp_path, chart, value_file) == \
+        assert applications.resolve_value_file(tmp_path, chart, value_file) == \
             tmp_path.resolve() / "argo/experiments/x/values.yaml"
     else:
         with pytest.raises(ValueError, match="outside the repository"):
-            gitops.resolve_value_file(tmp_path, chart, value_file)
+            applications.resolve_value_file(tmp_path, chart, value_file)
 
 
 def test_refresh_paths_relative_and_rooted() -> None:
-    assert gitops.refresh_paths(".;../shared; /argo/x", "apps/one") == [
+    assert applications.refresh_paths(".;../shared; /argo/x", "apps/one") == [
         "apps/one", "apps/shared", "argo/x"]
 
 
 # --- the Lua health check --------------------------------------------------------------------
 
-LUA_FILE = Path(gitops.__file__).parents[1] / "templates" / "tfjob-health.lua"
+LUA_FILE = resources.templates_dir() / resources.HEALTH_LUA
 
 
 def test_patch_embeds_the_standalone_lua(repo: Path) -> None:

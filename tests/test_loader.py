@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tfgen.spec.loader import LoadError, _load_nodes, _load_plain, load_bytes, load_text
+from tfgen.spec.loader import LoadError, _load_plain, load_bytes, load_text
+from tfgen.spec.nodes import load_nodes as _load_nodes
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = sorted(

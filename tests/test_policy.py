@@ -5,12 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tfgen.gate.immutability import immutability_problems
 from tfgen.gate.manifests import RenderedObject
-from tfgen.gate.policy import (
-    data_safety_problems,
-    immutability_problems,
-    tfjob_problems,
-)
+from tfgen.gate.policy import data_safety_problems, tfjob_problems
 from tfgen.gate.wiring import Project, kind_allowed
 
 KEEP = {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}

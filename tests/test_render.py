@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import ARGOCD, build_file_tree, mnist_spec
+from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
 from tfgen.errors import TfgenError
-from tfgen.render import plan as render
+from tfgen.render import RenderPlan, apply_plan, plan_render, write
 from tfgen.render.generated import HEADER_MARK
-from tfgen.render.plan import SourceExperiment, apply_plan, plan_render
+from tfgen.spec import Experiment
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 SOURCE = "experiments/distributed-mnist.yaml"
@@ -20,12 +20,11 @@ VALUES = "argo/experiments/distributed-mnist/values.yaml"
 APP = "argo/experiments/distributed-mnist/app.yaml"
 
 
-def mnist(**metadata: str) -> SourceExperiment:
-    name = metadata.get("name", "distributed-mnist")
-    return SourceExperiment(f"experiments/{name}.yaml", mnist_spec(**metadata))
+def mnist(**metadata: str) -> Experiment:
+    return experiment(mnist_spec(**metadata))
 
 
-def rendered(root: Path, *experiments: SourceExperiment, prune: bool = False) -> render.RenderPlan:
+def rendered(root: Path, *experiments: Experiment, prune: bool = False) -> RenderPlan:
     plan = plan_render(root, list(experiments) or [mnist()], ARGOCD)
     apply_plan(plan, prune=prune)
     return plan
@@ -152,7 +151,7 @@ def test_failure_between_writes_leaves_each_file_old_or_new(
             raise OSError(28, "No space left on device", str(dst))
         real_replace(src, dst)
 
-    monkeypatch.setattr(render.os, "replace", flaky_replace)
+    monkeypatch.setattr(write.os, "replace", flaky_replace)
     with pytest.raises(TfgenError, match="No space left on device"):
         apply_plan(new_plan)
     after = snapshot(tmp_path)
@@ -164,18 +163,8 @@ def test_failure_between_writes_leaves_each_file_old_or_new(
     assert list(states.values()).count("new") == 1  # the first rename happened, no other
 
 
-def test_duplicate_names_and_disallowed_namespaces_are_problems(tmp_path: Path) -> None:
-    twin = SourceExperiment("experiments/twin.yaml", mnist_spec())
-    elsewhere = mnist(name="elsewhere", namespace="kube-system")
-    plan = plan_render(tmp_path, [mnist(), twin, elsewhere], ARGOCD)
-    messages = sorted((p.path, p.pointer) for p in plan.problems)
-    assert messages == [("experiments/elsewhere.yaml", "$.metadata.namespace"),
-                        ("experiments/twin.yaml", "$.metadata.name")]
-    assert "argo/experiments/elsewhere/values.yaml" not in {c.path for c in plan.changes}
-
-
 def test_names_cannot_escape_the_experiments_folder(tmp_path: Path) -> None:
-    evil = SourceExperiment("experiments/evil.yaml", mnist_spec(name="../../etc"))
+    evil = experiment(mnist_spec(name="../../etc"), "experiments/evil.yaml")
     plan = plan_render(tmp_path, [evil], ARGOCD)
     assert [p.pointer for p in plan.problems] == ["$.metadata.name"]
     assert all(c.path.startswith("argo/") and ".." not in c.path for c in plan.changes)

@@ -8,18 +8,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import ARGOCD, mnist_spec
+from helpers import ARGOCD, experiment, mnist_spec
 from tfgen.errors import TfgenError
-from tfgen.render import plan as render
-from tfgen.render.plan import SourceExperiment, apply_plan, plan_render
+from tfgen.render import apply_plan, plan_render
+from tfgen.render import write as render
+from tfgen.spec import Experiment
 
 
-def experiments(count: int, **metadata: str) -> list[SourceExperiment]:
+def experiments(count: int, **metadata: str) -> list[Experiment]:
     names = [f"run-{i:02d}" for i in range(count)]
-    return [
-        SourceExperiment(f"experiments/{name}.yaml", mnist_spec(name=name, **metadata))
-        for name in names
-    ]
+    return [experiment(mnist_spec(name=name, **metadata)) for name in names]
 
 
 def files(root: Path) -> dict[str, bytes]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from helpers import mnist_spec
+from helpers import mnist_spec, mnist_written
 from tfgen.render.values import build_values, env_var, resources
+from tfgen.spec.defaults import apply_defaults
 
 CONTRACT_TOP_KEYS = [
     "experiment", "image", "imagePullPolicy", "imagePullSecrets", "command", "args",
@@ -62,9 +63,9 @@ def test_env_to_kubernetes_envvar() -> None:
 
 
 def test_everything_explicit_with_defaults() -> None:
-    spec = mnist_spec()
-    del spec["spec"]["runPolicy"]
-    values = build_values(spec)
+    written = mnist_written()
+    del written["spec"]["runPolicy"]
+    values = build_values(apply_defaults(written))
     assert values["runPolicy"] == {
         "cleanPodPolicy": "Running", "activeDeadlineSeconds": None, "backoffLimit": None,
         "suspend": False, "schedulingPolicy": {},

@@ -20,7 +20,7 @@ import click
 from . import __version__
 from .errors import TfgenError
 from .problems import FORMATS, Problem, format_problems
-from .spec.validate import validate_repo
+from .spec import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,9 +125,9 @@ def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
 
     Exit codes: 0 up to date / written, 1 problems or drift (--check), 2 usage.
     """
-    from .render.plan import apply_plan, plan_for_repository
+    from .render import apply_plan, plan_repository
 
-    plan, problems = plan_for_repository(root)
+    plan, problems = plan_repository(root)
     if problems and plan is None:
         _emit_problems(problems, fmt)
         sys.exit(1)

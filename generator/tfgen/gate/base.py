@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import EnvironmentProblem
+from ..repo import layout
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -26,14 +27,6 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
     return subprocess.run(
         [git, "-C", str(repo), *args], capture_output=True, check=False, text=not binary
     )
-
-
-def repo_root(path: Path) -> Path:
-    """Top folder of the Git work tree containing `path`."""
-    result = _git(path, "rev-parse", "--show-toplevel")
-    if result.returncode != 0:
-        raise EnvironmentProblem(f"{path} is not inside a Git work tree (--base needs one)")
-    return Path(result.stdout.strip())
 
 
 def resolve(repo: Path, ref: str) -> str:
@@ -79,3 +72,17 @@ def changed_paths(repo: Path, ref: str) -> set[str]:
         raise EnvironmentProblem(f"git diff {ref} failed: {diff.stderr.strip()}")
     untracked = _git(repo, "ls-files", "--others", "--exclude-standard")
     return {p for p in (diff.stdout + "\n" + untracked.stdout).split("\n") if p}
+
+
+def changed_experiments(repo: Path, ref: str) -> set[str] | None:
+    """Names of the experiments a change since `ref` touches (their spec or generated files);
+    None when it touches what every experiment renders from (chart, schemas, tfgen.yaml, the
+    argo/ wiring)."""
+    scope: set[str] = set()
+    for path in changed_paths(repo, ref):
+        if layout.affects_every_experiment(path):
+            return None
+        name = layout.experiment_of(path)
+        if name:
+            scope.add(name)
+    return scope

@@ -25,11 +25,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,10 @@ import jsonschema_rs
 import yaml
 
 from ..errors import EnvironmentProblem, HelmError, InputError
+from ..repo import chart as chart_facts
 from . import helm as helm_mod
-from .cache import Cache, digest, tool_version, tree_digest
+from .applications import ResolvedApplication
+from .cache import Cache, CacheKeys, tool_digest, tool_version, tree_digest
 
 UMBRELLA = "tfgen-batch"
 MIN_CHUNK = 25
@@ -66,7 +67,16 @@ class RenderJob:
     chart: Path
     values_files: tuple[Path, ...]
     kube_version: str | None = None
-    api_versions: tuple[str, ...] = ("kubeflow.org/v1",)
+    api_versions: tuple[str, ...] = chart_facts.API_VERSIONS
+
+
+def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> list[RenderJob]:
+    """One helm run per Application, with exactly the Application's parameters."""
+    return [
+        RenderJob(name=app.release_name, namespace=app.namespace, chart=app.chart_dir,
+                  values_files=tuple(app.value_files), kube_version=kube_version)
+        for app in applications
+    ]
 
 
 @dataclass
@@ -76,22 +86,21 @@ class RenderResult:
     job: RenderJob
     manifest: str = ""
     error: str = ""
-    cached: bool = False
 
 
 @dataclass
 class BatchStats:
+    """What a renderer did: helm processes started, jobs rendered, jobs found in the cache."""
+
     helm_processes: int = 0
     cached: int = 0
     rendered: int = 0
-    fallbacks: list[str] = field(default_factory=list)
 
 
-def canonical_manifest(text: str, rewrite: tuple[str, str] | None = None) -> str:
+def canonical_manifest(text: str) -> str:
     """helm output normalised to `---\\n# Source: ...\\n<body>\\n` per document.
 
-    Only whitespace between documents is normalised (helm 3 and 4 differ there); `rewrite`
-    replaces a `# Source:` prefix (umbrella path -> chart name).
+    Only whitespace between documents is normalised (helm 3 and 4 differ there).
     """
     out = []
     for chunk in _DOC_SPLIT.split(text):
@@ -100,8 +109,6 @@ def canonical_manifest(text: str, rewrite: tuple[str, str] | None = None) -> str
             if body.strip("-\n \t"):
                 out.append("---\n" + body + "\n")
             continue
-        if rewrite and body.startswith("# Source: " + rewrite[0]):
-            body = "# Source: " + rewrite[1] + body[len("# Source: " + rewrite[0]):]
         out.append("---\n" + body.rstrip() + "\n")
     return "".join(out)
 
@@ -186,19 +193,6 @@ class ChartInfo:
         )
 
 
-def _job_key(job: RenderJob, chart: ChartInfo, helm_version: str) -> str:
-    parts: list[bytes | str] = [
-        "render", helm_version, chart.digest, job.name, job.namespace,
-        job.kube_version or "", ",".join(job.api_versions),
-    ]
-    for path in job.values_files:
-        try:
-            parts.append(path.read_bytes())
-        except OSError:
-            parts.append(f"missing:{path}")
-    return digest(*parts)
-
-
 class BatchRenderer:
     """Renders RenderJobs through the real helm, batched, cached and in parallel."""
 
@@ -207,11 +201,13 @@ class BatchRenderer:
         *,
         helm: str | None = None,
         cache: Cache | None = None,
+        keys: CacheKeys | None = None,
         workers: int | None = None,
         chunk_size: int = 150,
     ) -> None:
         self.helm = helm or helm_mod.find_helm()
         self.cache = cache or Cache(None)
+        self.keys = keys or CacheKeys(tool_digest(), os.getcwd())
         # Two helm processes per core keep the cores busy while one of them reads, writes or
         # collects garbage (measured: 1,000 experiments on 2 cores, 4 workers x 125 per
         # process 5.5 s, 2 workers x 400-500 per process 6.0 s).
@@ -231,7 +227,14 @@ class BatchRenderer:
 
     def key(self, job: RenderJob) -> str:
         """The content hash that names this job's rendered manifest in the cache."""
-        return _job_key(job, self.chart(job.chart), self.helm_version)
+        values: list[bytes | str] = []
+        for path in job.values_files:
+            try:
+                values.append(path.read_bytes())
+            except OSError:
+                values.append(f"missing:{path}")
+        return self.keys.render(self.helm_version, self.chart(job.chart).digest, job.name,
+                                job.namespace, job.kube_version or "", job.api_versions, values)
 
     def cached(self, job: RenderJob) -> str | None:
         """The job's manifest from the cache, if it was rendered before."""
@@ -302,24 +305,14 @@ class BatchRenderer:
             (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
             (umbrella / "values.yaml").write_text(json.dumps(values, default=str),
                                                   encoding="utf-8")
-            cmd = [self.helm, "template", UMBRELLA, str(umbrella), "--namespace",
-                   jobs[0].namespace]
-            if chart.values_validator is not None:
-                cmd.append("--skip-schema-validation")  # every alias passed it already
-            if kube_version:
-                cmd += ["--kube-version", kube_version]
-            for api in api_versions:
-                cmd += ["--api-versions", api]
+            cmd = helm_mod.template_command(
+                self.helm, UMBRELLA, umbrella, jobs[0].namespace, kube_version=kube_version,
+                api_versions=api_versions,
+                # every alias passed the values schema already (see the module docstring)
+                skip_schema_validation=chart.values_validator is not None,
+            )
             self.stats.helm_processes += 1
-            try:
-                result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            except FileNotFoundError as exc:
-                raise EnvironmentProblem(
-                    f"cannot run {self.helm}: {exc.strerror}; {helm_mod.INSTALL_HINT}"
-                ) from exc
-            if result.returncode != 0:
-                raise HelmError(result.stderr.strip())
-            return result.stdout
+            return helm_mod.run(cmd)
 
     def _render_group(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Render jobs sharing chart/kube version/api versions; bisect on failure."""
@@ -366,12 +359,12 @@ class BatchRenderer:
         """Render every job (cache first); results in the order of `jobs`."""
         results: dict[int, RenderResult] = {}
         todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
-        keys = [_job_key(job, self.chart(job.chart), self.helm_version) for job in jobs]
+        keys = [self.key(job) for job in jobs]
         known = self.cache.get_many("render", keys)
         hits = 0
         for index, (job, key) in enumerate(zip(jobs, keys, strict=True)):
             if key in known:
-                results[index] = RenderResult(job, manifest=known[key], cached=True)
+                results[index] = RenderResult(job, manifest=known[key])
                 hits += 1
                 continue
             chart = self.chart(job.chart)
@@ -380,10 +373,6 @@ class BatchRenderer:
         self.stats.cached += hits
         if on_progress and hits:
             on_progress(hits)
-        if not chart_batchable_all(self, todo):
-            self.stats.fallbacks.append(
-                "chart uses .Release.Name/.Release.Namespace/.Chart.Name: rendered one by one"
-            )
         chunks: list[list[tuple[int, str]]] = []
         for members in todo.values():
             # small sets in one process (each process costs ~65 ms to start), large ones spread
@@ -406,6 +395,3 @@ class BatchRenderer:
         self.cache.flush()
         return [results[i] for i in range(len(jobs))]
 
-
-def chart_batchable_all(renderer: BatchRenderer, todo: dict[Any, Any]) -> bool:
-    return all(renderer.chart(group[0]).batchable for group in todo)

@@ -1,10 +1,11 @@
 """A content-addressed cache under `.tfgen-cache/` so unchanged experiments cost nothing.
 
-Entries are keyed by a SHA-256 over everything that decides their content (chart files, values,
-helm version, Kubernetes version, tfgen's own code, ...), never by time or name, so a stale entry
-cannot be hit: a changed input is a different key. Entries live in one SQLite file, written in
-one transaction per run, so concurrent and interrupted runs never leave a half-written entry.
-Deleting the folder is always safe. The folder is git-ignored.
+Entries are keyed by a SHA-256 over everything that decides their content, never by time or
+name, so a stale entry cannot be hit: a changed input is a different key. `CacheKeys` is the one
+place every key is made, each from all of its inputs (tfgen's code and shipped schemas, the
+chart, tfgen.yaml, helm's version, the Kubernetes version, ...). Entries live in one SQLite
+file, written in one transaction per run, so concurrent and interrupted runs never leave a
+half-written entry. Deleting the folder is always safe. The folder is git-ignored.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ import json
 import os
 import sqlite3
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from .. import __version__
+from ..repo import resources
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout).
@@ -58,8 +63,6 @@ class Cache:
 
     def __init__(self, root: Path | None) -> None:
         self.path = root / f"cache-v{FORMAT}.sqlite3" if root is not None else None
-        self.hits = 0
-        self.misses = 0
         self._db: sqlite3.Connection | None = None
         self._pending: dict[tuple[str, str], str] = {}
         self._broken = False
@@ -95,11 +98,7 @@ class Cache:
                              (space, key)).fetchone()
         except sqlite3.Error:
             row = None
-        if row is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return str(row[0])
+        return None if row is None else str(row[0])
 
     def get_many(self, space: str, keys: Iterable[str]) -> dict[str, str]:
         """Entries for many keys in one query (missing keys are absent from the result)."""
@@ -117,8 +116,6 @@ class Cache:
                 except sqlite3.Error:
                     rows = []
                 found.update({str(k): str(v) for k, v in rows})
-        self.hits += len(found)
-        self.misses += len(wanted) - len(found)
         return found
 
     def put(self, space: str, key: str, text: str) -> None:
@@ -163,7 +160,7 @@ def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
     identity (path, size, mtime): asking helm costs tens of milliseconds on every run."""
     try:
         stat = os.stat(binary)
-        identity = digest(binary, str(stat.st_size), str(stat.st_mtime_ns), *args)
+        identity = digest("tool-version", binary, str(stat.st_size), str(stat.st_mtime_ns), *args)
     except OSError:
         identity = ""
     if identity:
@@ -176,3 +173,67 @@ def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
         cache.put("tool-version", identity, version)
         cache.flush()
     return version
+
+
+@cache
+def tool_digest() -> str:
+    """tfgen itself: its version, its code, the schemas it ships, and the versions of the
+    validators it runs. A new tfgen must not reuse an old one's verdicts."""
+    import jsonschema_rs
+    import kubernetes_validate
+
+    package = Path(__file__).resolve().parents[1]
+    return digest(
+        __version__,
+        tree_digest(package),  # symlinked folders (the shipped schemas, chart) are not entered
+        tree_digest(resources.schema_dir()),
+        getattr(jsonschema_rs, "__version__", ""),
+        getattr(kubernetes_validate, "__version__", str(Path(kubernetes_validate.__file__).parent)),
+    )
+
+
+class CacheKeys:
+    """Every key of the gate's cache, each a digest of everything its entry depends on.
+
+    `tool` is `tool_digest()`; `cwd` is part of the keys of entries holding problems, because
+    problems name files relative to the working directory.
+    """
+
+    def __init__(self, tool: str, cwd: str) -> None:
+        self.tool = tool
+        self.cwd = cwd
+
+    def run(self, helm_version: str, options: Mapping[str, Any], base_commit: str,
+            inputs: str) -> str:
+        """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen,
+        helm, the options and the base revision."""
+        return digest("check", self.tool, self.cwd, helm_version,
+                      json.dumps(options, sort_keys=True), base_commit, inputs)
+
+    def spec(self, config: bytes, shown: str, raw: bytes) -> str:
+        """One spec file's verdict: its bytes, tfgen.yaml (its defaults and namespaces) and
+        tfgen (the schema and the rules)."""
+        return digest("spec", self.tool, self.cwd, config, shown, raw)
+
+    def resolution(self, root: Path, files: Sequence[tuple[str, bytes]]) -> str:
+        """The Applications the ApplicationSet generates: what resolving them reads."""
+        parts: list[bytes | str] = ["resolve", self.tool, str(root)]
+        for rel, data in files:
+            parts += [rel, data]
+        return digest(*parts)
+
+    def render(self, helm_version: str, chart_digest: str, release: str, namespace: str,
+               kube_version: str, api_versions: Sequence[str],
+               values: Sequence[bytes | str]) -> str:
+        """One experiment's rendered manifest: everything its `helm template` reads, and
+        tfgen (which splits and normalises helm's output)."""
+        return digest("render", self.tool, helm_version, chart_digest, release, namespace,
+                      kube_version, ",".join(api_versions), *values)
+
+    def objects(self, render_key: str, namespace: str, project: str, *, kube_version: str,
+                schema_check: bool, projects: str) -> str:
+        """The verdict on one experiment's rendered objects: the objects (their render key)
+        and what judges them (tfgen's schemas and rules, the Kubernetes version, the
+        AppProjects in argo/)."""
+        return digest("objects", self.tool, kube_version, str(schema_check), projects,
+                      render_key, namespace, project)

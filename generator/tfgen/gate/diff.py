@@ -1,7 +1,7 @@
 """`tfgen diff --base REF`: what a pull request changes in the cluster, object by object.
 
 The experiments touched since REF are rendered twice with the real helm, as Argo CD would
-render them before and after the merge (the base tree exported by gitbase.py, both sides
+render them before and after the merge (the base tree exported by `base`, both sides
 through the cached batch renderer), and their objects are paired by kind, namespace and name.
 Each added, removed or changed object becomes one unified diff of helm's own YAML. Text output
 is for terminals; Markdown output is one pull-request comment, opening with a marker line so a
@@ -16,16 +16,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError
 from ..problems import Problem
-from ..render import argo as gitops
-from ..spec.config import load_config
-from . import base as gitbase
-from .batch import BatchRenderer, RenderResult
+from ..repo import layout
+from ..spec import load_config
+from . import base
+from .applications import ResolvedApplication, resolve_applications
+from .batch import BatchRenderer, RenderResult, jobs_for
 from .cache import CACHE_DIRNAME, Cache
-from .check import affected_experiments, jobs_for
+from .helm import find_helm
 from .manifests import parse_manifest
 
 FORMATS = ("text", "markdown")
@@ -96,24 +96,26 @@ def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]
     return out
 
 
-def _render(renderer: BatchRenderer, apps: Sequence[Any], kube: str) -> dict[str, RenderResult]:
+def _render(
+    renderer: BatchRenderer, apps: Sequence[ResolvedApplication], kube: str
+) -> dict[str, RenderResult]:
     return {r.job.name: r for r in renderer.render(jobs_for(apps, kube))}
 
 
 def run_diff(
-    root: Path, base: str, *, use_cache: bool = True, helm: str | None = None
+    root: Path, ref: str, *, use_cache: bool = True, helm: str | None = None
 ) -> DiffResult:
-    """Render the experiments touched since `base` on both sides and diff their objects."""
+    """Render the experiments touched since `ref` on both sides and diff their objects."""
     config = load_config(cwd=root)
     root = config.root
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
-    renderer = BatchRenderer(helm=helm, cache=cache)
-    scope = affected_experiments(gitbase.changed_paths(root, base))
-    result = DiffResult(base=base)
-    now_apps = [a for a in gitops.resolve_applications(root).applications
+    renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
+    scope = base.changed_experiments(root, ref)
+    result = DiffResult(base=ref)
+    now_apps = [a for a in resolve_applications(root).applications
                 if scope is None or a.name in scope]
-    with gitbase.tree_at(root, base) as tree:
-        base_apps = [a for a in gitops.resolve_applications(tree).applications
+    with base.tree_at(root, ref) as tree:
+        base_apps = [a for a in resolve_applications(tree).applications
                      if scope is None or a.name in scope]
         before = _render(renderer, base_apps, config.kubernetes_version)
     after = _render(renderer, now_apps, config.kubernetes_version)
@@ -122,7 +124,7 @@ def run_diff(
         for side, rendered in (("base", old), ("now", new)):
             if rendered is not None and rendered.error:
                 result.problems.append(Problem(
-                    f"{gitops.EXPERIMENTS_DIR}/{name}", pointer=f"helm template ({side})",
+                    layout.generated_folder(name), pointer=f"helm template ({side})",
                     message=" ".join(rendered.error.split())))
         if (old and old.error) or (new and new.error):
             continue

@@ -1,9 +1,9 @@
 """Finding and running the real `helm` binary.
 
-The chart is rendered by the same program Argo CD's repo-server runs, never by a re-implementation.
-Lookup order: `$TFGEN_HELM`, the project-local `.tools/helm/v4/helm` that `make setup` installs,
-then `helm` on PATH. Helm 3 (for the both-versions tests) comes from `$TFGEN_HELM3` or
-`.tools/helm/v3/helm`.
+The chart is rendered by the same program Argo CD's repo-server runs, never by a
+re-implementation, and with the same command line everywhere (`template_command`). Lookup order:
+`$TFGEN_HELM` (`$TFGEN_HELM3` for helm 3), the project-local `.tools/helm/v<major>/helm` of the
+repository that `make setup` installs, then `helm` on PATH (helm 4 only).
 """
 
 from __future__ import annotations
@@ -15,17 +15,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import EnvironmentProblem, HelmError
+from ..repo import chart, layout
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+TOOLS_DIR = Path(".tools") / "helm"
 INSTALL_HINT = "run `make setup` (or `python scripts/install_helm.py`) to install helm into .tools/"
 
 
-def find_helm(major: int = 4, root: Path = PROJECT_ROOT) -> str:
-    """Path of a helm binary of the given major version (4 or 3)."""
+def find_helm(major: int = 4, root: Path | None = None) -> str:
+    """Path of a helm binary of the given major version (4 or 3); `root` is the repository
+    whose `.tools/` may hold one (default: the repository around the working directory)."""
     env_var = "TFGEN_HELM" if major == 4 else "TFGEN_HELM3"
     if os.environ.get(env_var):
         return os.environ[env_var]
-    local = root / ".tools" / "helm" / f"v{major}" / "helm"
+    base = root or layout.find_root() or Path.cwd()
+    local = base / TOOLS_DIR / f"v{major}" / "helm"
     if local.exists():
         return str(local)
     on_path = shutil.which("helm")
@@ -34,29 +37,56 @@ def find_helm(major: int = 4, root: Path = PROJECT_ROOT) -> str:
     raise EnvironmentProblem(f"helm {major}.x not found: {INSTALL_HINT}")
 
 
+def template_command(
+    helm: str,
+    release: str,
+    chart_dir: Path,
+    namespace: str,
+    values_files: Sequence[Path] = (),
+    *,
+    kube_version: str | None = None,
+    api_versions: Sequence[str] = chart.API_VERSIONS,
+    skip_schema_validation: bool = False,
+) -> list[str]:
+    """`helm template` as Argo CD runs it for one Application: release, namespace, value files,
+    the cluster's Kubernetes version and APIs."""
+    cmd = [helm, "template", release, str(chart_dir), "--namespace", namespace]
+    for values in values_files:
+        cmd += ["--values", str(values)]
+    if skip_schema_validation:
+        cmd.append("--skip-schema-validation")
+    if kube_version:
+        cmd += ["--kube-version", kube_version]
+    for api in api_versions:
+        cmd += ["--api-versions", api]
+    return cmd
+
+
+def run(cmd: Sequence[str], cwd: Path | None = None) -> str:
+    """Run a helm command; its stdout, HelmError with helm's message when it fails."""
+    try:
+        result = subprocess.run(list(cmd), capture_output=True, text=True, check=False, cwd=cwd)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot run {cmd[0]}: {exc.strerror}; {INSTALL_HINT}") from exc
+    if result.returncode != 0:
+        raise HelmError(result.stderr.strip() or f"helm template failed ({result.returncode})")
+    return result.stdout
+
+
 def template(
-    chart: Path,
+    chart_dir: Path,
     release: str,
     namespace: str,
     values_files: Sequence[Path] = (),
     *,
     kube_version: str | None = None,
-    api_versions: Sequence[str] = ("kubeflow.org/v1",),
+    api_versions: Sequence[str] = chart.API_VERSIONS,
     helm: str | None = None,
     cwd: Path | None = None,
 ) -> str:
-    """`helm template` exactly as Argo CD runs it; returns the rendered multi-document YAML."""
-    cmd = [helm or find_helm(), "template", release, str(chart), "--namespace", namespace]
-    for values in values_files:
-        cmd += ["--values", str(values)]
-    if kube_version:
-        cmd += ["--kube-version", kube_version]
-    for api in api_versions:
-        cmd += ["--api-versions", api]
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem(f"cannot run {cmd[0]}: {exc.strerror}; {INSTALL_HINT}") from exc
-    if result.returncode != 0:
-        raise HelmError(result.stderr.strip() or f"helm template failed ({result.returncode})")
-    return result.stdout
+    """Render one release; returns the rendered multi-document YAML."""
+    cmd = template_command(
+        helm or find_helm(), release, chart_dir, namespace, values_files,
+        kube_version=kube_version, api_versions=api_versions,
+    )
+    return run(cmd, cwd)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -109,6 +109,10 @@ class RenderedObject:
         """Identity of the object in a cluster: apiVersion group, kind, namespace, name."""
         group = self.api_version.rpartition("/")[0]
         return (group, self.kind, self.namespace, self.name)
+
+    def problem(self, path: str, pointer: str, message: str, hint: str = "") -> Problem:
+        """A problem with this object, reported in the file a person should open (`path`)."""
+        return Problem(path=path, pointer=f"{self.ref} {pointer}", message=message, hint=hint)
 
 
 def parse_manifest(text: str) -> list[RenderedObject]:
@@ -336,11 +340,3 @@ def _hint(message: str) -> str:
     if "is a required property" in message:
         return "add the field"
     return ""
-
-
-def iter_documents(path: Path) -> Iterator[RenderedObject]:
-    """Objects of a YAML file written by people or tfgen (argo/*.yaml)."""
-    text = path.read_text(encoding="utf-8")
-    for obj in parse_manifest(text):
-        obj.source = str(path)
-        yield obj

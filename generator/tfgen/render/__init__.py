@@ -1,0 +1,19 @@
+"""The render stage: validated Experiments -> the generated files under argo/.
+
+`plan_repository` validates a repository's specs and plans its render; `plan_render` plans for
+given Experiments against the committed files; `write.apply_plan` writes a plan atomically;
+`drift_problems` says what a plan would change, as `tfgen check` reports it. Behind them:
+chart values (`values`), the generated-file format (`generated`) and the argo/ wiring (`argo`).
+"""
+
+from .plan import RenderPlan, drift_problems, plan_render, plan_repository
+from .write import ApplyResult, apply_plan
+
+__all__ = [
+    "ApplyResult",
+    "RenderPlan",
+    "apply_plan",
+    "drift_problems",
+    "plan_render",
+    "plan_repository",
+]

@@ -17,15 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import InputError
 from ..gate import helm
+from ..gate.manifests import parse_manifest
 from ..problems import format_problems
+from ..render.generated import dump_yaml
+from ..render.values import build_values
+from ..repo import layout, resources
+from ..spec import validate_repo
 from . import tfconfig
 
 FORMATS = ("text", "json", "mermaid")
-CHART = Path("charts") / "tfjob-experiment"
 
 
 @dataclass
@@ -74,8 +76,9 @@ def _first_mount(pods: Sequence[tfconfig.Pod]) -> str:
 
 
 def parse_objects(rendered: str) -> list[dict[str, Any]]:
-    """The objects of a multi-document `helm template` output (empty documents dropped)."""
-    return [doc for doc in yaml.safe_load_all(rendered) if isinstance(doc, dict)]
+    """The objects of a multi-document `helm template` output (empty documents dropped), read
+    as the gate reads them."""
+    return [obj.doc for obj in parse_manifest(rendered)]
 
 
 def explain_objects(
@@ -109,36 +112,26 @@ def explain_values(
     cluster_domain: str = "",
     kube_version: str | None = None,
     source: str = "",
+    helm_binary: str | None = None,
 ) -> Explanation:
     """Render the chart with these values through the real helm and explain the result."""
     experiment = values.get("experiment") or {}
     name, namespace = str(experiment.get("name", "")), str(experiment.get("namespace", ""))
     with tempfile.TemporaryDirectory(prefix="tfgen-explain-") as tmp:
         values_file = Path(tmp) / "values.yaml"
-        values_file.write_text(yaml.safe_dump(dict(values), sort_keys=False), encoding="utf-8")
+        values_file.write_text(dump_yaml(dict(values)), encoding="utf-8")
         rendered = helm.template(
-            chart,
-            name,
-            namespace or "default",
-            [values_file],
-            kube_version=_helm_kube(kube_version),
+            chart, name, namespace, [values_file], kube_version=kube_version, helm=helm_binary
         )
     return explain_objects(
         parse_objects(rendered), cluster_domain=cluster_domain, values=values, source=source
     )
 
 
-def _helm_kube(version: str | None) -> str | None:
-    # helm wants a full version (1.30.0); the repo config says "1.30".
-    if not version:
-        return None
-    return version if version.count(".") >= 2 else version + ".0"
-
-
 def chart_path(root: Path) -> Path:
-    """The chart of the repository at `root`, else the one shipped next to this package."""
-    local = root / CHART
-    return local if local.is_dir() else helm.PROJECT_ROOT / CHART
+    """The chart Argo CD renders for the repository at `root`, else the one tfgen ships."""
+    local = root / layout.CHART_PATH
+    return local if local.is_dir() else resources.chart_dir()
 
 
 def explain_spec(spec: Path | str) -> Explanation:
@@ -146,9 +139,6 @@ def explain_spec(spec: Path | str) -> Explanation:
 
     Raises InputError listing every problem when the file does not validate.
     """
-    # Imported here: these modules load schemas and are only needed on this path.
-    from ..spec.validate import validate_repo
-
     path = Path(spec)
     if not path.is_file():
         raise InputError(f"{spec}: no such file")
@@ -161,8 +151,6 @@ def explain_spec(spec: Path | str) -> Explanation:
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")
-    from ..render.values import build_values
-
     experiment = result.experiments[0]
     config = result.config
     assert config is not None  # validate_repo always loads one
@@ -173,6 +161,7 @@ def explain_spec(spec: Path | str) -> Explanation:
         cluster_domain=config.cluster_domain,
         kube_version=config.kubernetes_version,
         source=str(spec),
+        helm_binary=helm.find_helm(root=config.root),
     )
 
 

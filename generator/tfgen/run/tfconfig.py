@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..repo import chart, naming
 
 # The operator's constants (pkg/apis/kubeflow.org/v1/tensorflow_types.go).
-CONTAINER_NAME = "tensorflow"
 PORT_NAME = "tfjob-port"
 DEFAULT_PORT = 2222
 
 # Replica keys as the operator spells them after defaulting; shown in this order (the cluster
 # spec itself is ordered by Go's sorted map keys, not by this list).
-REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")
+REPLICA_TYPES = tuple(naming.REPLICA_TYPES.values())
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _containers(replica: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _tensorflow_container(replica: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return next((c for c in _containers(replica) if c.get("name") == CONTAINER_NAME), None)
+    return next((c for c in _containers(replica) if c.get("name") == chart.TFJOB_CONTAINER), None)
 
 
 def replica_port(replica: Mapping[str, Any]) -> int:
@@ -144,11 +144,6 @@ def replica_port(replica: Mapping[str, Any]) -> int:
     return DEFAULT_PORT
 
 
-def pod_name(job: str, replica_type: str, index: int) -> str:
-    """GenGeneralName: `<job>-<type lowercased>-<index>`; pod and Service share it."""
-    return f"{job}-{replica_type.lower()}-{index}".replace("/", "-")
-
-
 def service_address(
     job: str, namespace: str, replica_type: str, index: int, port: int, cluster_domain: str = ""
 ) -> str:
@@ -157,7 +152,7 @@ def service_address(
     The operator appends its CUSTOM_CLUSTER_DOMAIN after `.svc`, so the domain is given as
     `cluster.local`, not `svc.cluster.local`.
     """
-    host = f"{pod_name(job, replica_type, index)}.{namespace}.svc"
+    host = f"{naming.pod_name(job, replica_type, index)}.{namespace}.svc"
     domain = cluster_domain.strip(".")
     if domain:
         host += "." + domain
@@ -287,7 +282,7 @@ def pods(
         container = _tensorflow_container(replica)
         if container is None:
             raise InputError(
-                f"TFJob {job!r}: replica {rtype} has no container named {CONTAINER_NAME!r} "
+                f"TFJob {job!r}: replica {rtype} has no container named {chart.TFJOB_CONTAINER!r} "
                 "(the operator only configures that container)"
             )
         port = replica_port(replica)
@@ -295,7 +290,7 @@ def pods(
         for i in range(replica_count(replica)):
             out.append(
                 Pod(
-                    name=pod_name(job, rtype, i),
+                    name=naming.pod_name(job, rtype, i),
                     replica_type=rtype,
                     index=i,
                     address=cluster[rtype.lower()][i],

@@ -1,0 +1,28 @@
+"""The spec stage: what people write (experiments/*.yaml, tfgen.yaml) -> validated Experiments.
+
+`validate_repo` / `validate_paths` are the way in for every command; the modules behind them
+load YAML strictly (`loader`, `nodes`, `document`), check it against the schema (`schema`,
+`messages`), fill in defaults (`defaults`, `config`) and apply the rules a schema cannot express
+(`rules`).
+"""
+
+from .config import RepoConfig, load_config
+from .validate import (
+    Experiment,
+    ValidationResult,
+    Verdict,
+    Verdicts,
+    validate_paths,
+    validate_repo,
+)
+
+__all__ = [
+    "Experiment",
+    "RepoConfig",
+    "ValidationResult",
+    "Verdict",
+    "Verdicts",
+    "load_config",
+    "validate_paths",
+    "validate_repo",
+]

@@ -2,8 +2,9 @@
 
 File rules look at one experiment (after repo defaults and schema defaults are applied): the
 TensorBoard log directory lies strictly inside the mounted volume, the role set makes a working
-TensorFlow cluster, every role has an image, the file is named after the experiment, the
-namespace is one Argo CD may deploy to, and `ttlSecondsAfterFinished` is refused with the
+TensorFlow cluster, every role has an image, the file is named after the experiment, the name
+is not one tfgen reserves, the namespace is one Argo CD may deploy to, labels stay out of the
+prefixes the chart owns, and `ttlSecondsAfterFinished` is refused with the
 reason (Argo CD would recreate the deleted TFJob and train again). Repository rules look across
 files: experiment names and the cluster-scoped PersistentVolume names derived from them must be
 unique. Rules read the data defensively, because they also run on files that have schema errors
@@ -13,14 +14,15 @@ unique. Rules read the data defensively, because they also run on files that hav
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
-from .loader import Locator, PointerParts, pointer_text
+from ..repo import naming
+from .document import Document, Locator, PointerParts, pointer_text
+from .loader import load_bytes
 
 TTL_KEY = "ttlSecondsAfterFinished"
 TTL_MESSAGE = (
@@ -31,20 +33,28 @@ TTL_HINT = (
     "remove it: a finished TFJob stays until its experiment file leaves Git, and "
     "runPolicy.cleanPodPolicy already removes its pods"
 )
-TRAINING_ROLES = ("master", "chief", "worker")
-# The chart sets labels and annotations under these prefixes itself (names, selectors, sync
-# waves, data safety); a user value there would clash with them or weaken them.
-RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass
 class Checked:
-    """One loaded experiment as the rules see it: complete data, where it came from."""
+    """One loaded experiment as the rules see it: complete data, where it came from.
+
+    The locator of a file whose verdict was recalled (not checked in this run) is built from
+    its bytes when a rule across files first needs to point into it.
+    """
 
     source: Path
+    shown: str
     data: dict[str, Any]
-    locator: Locator
+    raw: bytes = b""
+    config: Document | None = None
+    _locator: Locator | None = field(default=None, repr=False)
+
+    @property
+    def locator(self) -> Locator:
+        if self._locator is None:
+            self._locator = Locator(load_bytes(self.raw, self.shown), self.config)
+        return self._locator
 
 
 def _get(data: Any, *keys: str) -> Any:
@@ -108,15 +118,15 @@ def _check_ttl(data: dict[str, Any], out: _Collector) -> None:
 
 
 def _check_reserved_keys(metadata: dict[str, Any], out: _Collector) -> None:
-    for field in ("labels", "annotations"):
-        keys = metadata.get(field)
+    for where in ("labels", "annotations"):
+        keys = metadata.get(where)
         if not isinstance(keys, dict):
             continue
         for key in keys:
-            prefix = next((p for p in RESERVED_PREFIXES if str(key).startswith(p)), None)
+            prefix = next((p for p in naming.RESERVED_PREFIXES if str(key).startswith(p)), None)
             if prefix:
                 out.add(
-                    ("metadata", field, key),
+                    ("metadata", where, key),
                     f'"{key}" is set by tfgen itself ({prefix} is reserved)',
                     "use a key of your own, e.g. team/" + str(key).split("/", 1)[1],
                 )
@@ -139,7 +149,7 @@ def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
             "parameter servers without workers train nothing",
             "add roles.worker: parameter servers only hold variables, workers compute",
         )
-    if "evaluator" in roles and not any(r in roles for r in TRAINING_ROLES):
+    if "evaluator" in roles and not any(r in roles for r in naming.TRAINING_ROLES):
         out.add(
             (*base, "evaluator"),
             "an evaluator needs a training role to evaluate",
@@ -282,12 +292,18 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
     data = checked.data
     _check_ttl(data, out)
     name = _get(data, "metadata", "name")
-    valid_name = isinstance(name, str) and len(name) <= 51 and DNS1035.match(name)
-    if valid_name and checked.source.name != f"{name}.yaml":
+    if naming.is_experiment_name(name) and checked.source.name != f"{name}.yaml":
         out.add(
             ("metadata", "name"),
             f'file is named "{checked.source.name}" but the experiment is "{name}"',
             f"rename the file to {name}.yaml: one file per experiment, named after it",
+            key=False,
+        )
+    if isinstance(name, str) and name in naming.RESERVED_NAMES:
+        out.add(
+            ("metadata", "name"),
+            f'"{name}" is the name of {naming.RESERVED_NAMES[name]}',
+            "choose another experiment name",
             key=False,
         )
     if isinstance(data.get("metadata"), dict):
@@ -311,7 +327,7 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
 
 def _others(items: Sequence[Checked], item: Checked, limit: int = 3) -> str:
     """The other files of a clash, at most `limit` of them named."""
-    paths = [o.locator.document.path for o in items[: limit + 1] if o is not item][:limit]
+    paths = [o.shown for o in items[: limit + 1] if o is not item][:limit]
     rest = len(items) - 1 - len(paths)
     return ", ".join(paths) + (f" and {rest} more" if rest else "")
 
@@ -330,7 +346,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
         if isinstance(namespace, str) and isinstance(
             _get(item.data, "spec", "storage", "nas"), dict
         ):
-            by_pv.setdefault(f"{namespace}-{name}-data", []).append(item)
+            by_pv.setdefault(naming.volume_name(namespace, name), []).append(item)
     for name, items in by_name.items():
         if len(items) < 2:
             continue

@@ -1,0 +1,315 @@
+"""The Applications Argo CD would create from the committed argo/, resolved as it would.
+
+`resolve_applications` reads the committed ApplicationSet and the app.yaml files its git files
+generator matches, and produces the Applications the controller would generate: Go-template
+placeholders substituted with missing keys as errors, value files resolved against the chart
+path under Argo CD's rules, the controller's own namespace and finalizer. The gate renders and
+checks exactly these, so what it passes is what the cluster gets.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from ..problems import Problem
+from ..repo import layout
+
+_PLACEHOLDER = re.compile(
+    r"\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*-?\}\}"
+)
+
+
+class TemplateError(Exception):
+    """A placeholder the resolver cannot substitute (missing key or unsupported syntax)."""
+
+
+@dataclass
+class ResolvedApplication:
+    """One Application as the ApplicationSet controller would generate it."""
+
+    name: str
+    namespace: str
+    project: str
+    repo_url: str
+    target_revision: str
+    source_path: str
+    release_name: str
+    chart_dir: Path
+    value_files: list[Path]
+    manifest_generate_paths: list[str]
+    generator_file: Path
+    manifest: dict[str, Any] = field(repr=False)
+
+
+@dataclass
+class Resolution:
+    """Every Application the committed argo/ would produce, and every problem on the way."""
+
+    applications: list[ResolvedApplication]
+    problems: list[Problem]
+
+
+def substitute(template: Any, params: Mapping[str, Any]) -> Any:
+    """Go-template substitution of `{{.key}}`/`{{.a.b}}` with `missingkey=error` semantics.
+
+    Only the placeholder form the ApplicationSet uses is supported; any other `{{` is an
+    error rather than a silent pass-through, so the resolver never pretends to understand
+    a template it does not.
+    """
+    if isinstance(template, dict):
+        return {substitute(k, params): substitute(v, params) for k, v in template.items()}
+    if isinstance(template, list):
+        return [substitute(v, params) for v in template]
+    if not isinstance(template, str):
+        return template
+
+    def lookup(match: re.Match[str]) -> str:
+        value: Any = params
+        for part in match.group(1).split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                raise TemplateError(f"map has no entry for key {part!r} (in {match.group(0)})")
+            value = value[part]
+        if isinstance(value, (dict, list)):
+            raise TemplateError(f"{match.group(0)} is not a scalar")
+        if isinstance(value, bool):  # Go prints booleans lower-case
+            return str(value).lower()
+        return "" if value is None else str(value)
+
+    result = _PLACEHOLDER.sub(lookup, template)
+    if "{{" in result:
+        raise TemplateError(f"unsupported template syntax in {template!r}")
+    return result
+
+
+def _generator_params(data: Mapping[str, Any], rel_path: str) -> dict[str, Any]:
+    # The git files generator adds `path` (goTemplate form) next to the file's own keys.
+    folder = PurePosixPath(rel_path).parent
+    params = dict(data)
+    params["path"] = {
+        "path": str(folder),
+        "basename": folder.name,
+        "filename": PurePosixPath(rel_path).name,
+        "basenameNormalized": re.sub(r"[^a-z0-9-.]", "-", folder.name.lower()),
+        "filenameNormalized": re.sub(r"[^a-z0-9-.]", "-", PurePosixPath(rel_path).name.lower()),
+        "segments": list(folder.parts),
+    }
+    return params
+
+
+def resolve_value_file(repo_root: Path, chart_dir: Path, value_file: str) -> Path:
+    """Argo CD's rule: relative to the chart path, `/`-rooted = repository root; the resolved
+    file (symlinks followed) must stay inside the repository. ValueError otherwise."""
+    root = repo_root.resolve()
+    base = root / value_file.lstrip("/") if value_file.startswith("/") else chart_dir / value_file
+    resolved = base.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ValueError(f"value file {value_file!r} resolves outside the repository")
+    return resolved
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    """`value` when it is a mapping, else an empty one: the committed files are read as they
+    are, and a wrong shape is the strict schemas' to report (objects.argo_objects), not a
+    reason to stop resolving."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _git_file_globs(appset: Mapping[str, Any]) -> tuple[list[str], list[Problem]]:
+    globs: list[str] = []
+    problems: list[Problem] = []
+    for generator in _list(_map(appset.get("spec")).get("generators")):
+        files = _list(_map(_map(generator).get("git")).get("files"))
+        if not files:
+            problems.append(Problem(layout.APPLICATIONSET_FILE, pointer="$.spec.generators",
+                                    message="only git files generators are supported"))
+            continue
+        globs += [str(_map(entry).get("path")) for entry in files
+                  if _map(entry).get("path") and not _map(entry).get("exclude")]
+    return globs, problems
+
+
+def _glob_match(pattern: str, path: str) -> bool:
+    # Go's filepath.Match: `*` never crosses a `/`; compare segment by segment.
+    pattern_parts, path_parts = pattern.split("/"), path.split("/")
+    return len(pattern_parts) == len(path_parts) and all(
+        fnmatch.fnmatchcase(part, pat) for pat, part in zip(pattern_parts, path_parts, strict=True)
+    )
+
+
+def resolve_applications(repo_root: Path) -> Resolution:
+    """Every Application that argo/applicationset.yaml generates from the committed files."""
+    repo_root = repo_root.resolve()
+    appset_path = repo_root / layout.APPLICATIONSET_FILE
+    display = layout.APPLICATIONSET_FILE
+    try:
+        appset = yaml.safe_load(appset_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Resolution([], [Problem(display, message="missing", hint="run `tfgen render`")])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return Resolution([], [Problem(display, message=f"cannot be read: {exc}")])
+    if not isinstance(appset, Mapping):
+        return Resolution([], [Problem(display, message="is not an ApplicationSet (a mapping)")])
+    spec = _map(appset.get("spec"))
+    problems: list[Problem] = []
+    options = _list(spec.get("goTemplateOptions"))
+    if not spec.get("goTemplate") or "missingkey=error" not in options:
+        problems.append(Problem(display, pointer="$.spec.goTemplate",
+                                message="goTemplate with missingkey=error is required"))
+    globs, glob_problems = _git_file_globs(appset)
+    problems += glob_problems
+    candidates = sorted(
+        p.relative_to(repo_root).as_posix()
+        for p in (repo_root / layout.ARGO_DIR).rglob("*")
+        if p.is_file()
+    )
+    applications = []
+    for rel in candidates:
+        if not any(_glob_match(g, rel) for g in globs):
+            continue
+        try:
+            data = yaml.safe_load((repo_root / rel).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            problems.append(Problem(rel, message=f"cannot be read: {exc}"))
+            continue
+        if not isinstance(data, Mapping):
+            problems.append(Problem(rel, message="must be a mapping of generator parameters"))
+            continue
+        try:
+            app = substitute(dict(_map(spec.get("template"))), _generator_params(data, rel))
+        except TemplateError as exc:
+            problems.append(Problem(rel, message=f"ApplicationSet template: {exc}",
+                                    hint="every key the template uses must be in app.yaml"))
+            continue
+        _as_the_controller_does(app, appset)
+        resolved, app_problems = _resolved(repo_root, app, rel)
+        problems += app_problems
+        if resolved:
+            applications.append(resolved)
+    return Resolution(applications, problems)
+
+
+def _as_the_controller_does(app: dict[str, Any], appset: Mapping[str, Any]) -> None:
+    # The ApplicationSet controller puts Applications in its own namespace and adds the
+    # cascading-delete finalizer unless preserveResourcesOnDeletion is set.
+    metadata = app["metadata"] = dict(_map(app.get("metadata")))
+    metadata.setdefault("namespace", _map(appset.get("metadata")).get("namespace", ""))
+    policy = _map(_map(appset.get("spec")).get("syncPolicy"))
+    if not policy.get("preserveResourcesOnDeletion") and not metadata.get("finalizers"):
+        metadata["finalizers"] = ["resources-finalizer.argocd.argoproj.io"]
+
+
+def _resolved(
+    repo_root: Path, app: dict[str, Any], rel: str
+) -> tuple[ResolvedApplication | None, list[Problem]]:
+    app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **app}
+    spec = _map(app.get("spec"))
+    source = _map(spec.get("source"))
+    helm = _map(source.get("helm"))
+    source_path = str(source.get("path", ""))
+    chart_dir = repo_root / source_path
+    problems = []
+    value_files = []
+    for index, value_file in enumerate(_list(helm.get("valueFiles"))):
+        try:
+            path = resolve_value_file(repo_root, chart_dir, str(value_file))
+        except ValueError as exc:
+            problems.append(Problem(rel, pointer=f"$.spec.source.helm.valueFiles[{index}]",
+                                    message=str(exc)))
+            continue
+        if not path.is_file() and not helm.get("ignoreMissingValueFiles"):
+            problems.append(Problem(rel, pointer=f"$.spec.source.helm.valueFiles[{index}]",
+                                    message=f"value file {value_file!r} does not exist",
+                                    hint="run `tfgen render`"))
+            continue
+        value_files.append(path)
+    if problems:
+        return None, problems
+    metadata = _map(app.get("metadata"))
+    name = str(metadata.get("name", ""))
+    paths = str(_map(metadata.get("annotations")).get(
+        "argocd.argoproj.io/manifest-generate-paths", ""))
+    return ResolvedApplication(
+        name=name,
+        namespace=str(_map(spec.get("destination")).get("namespace", "")),
+        project=str(spec.get("project", "")),
+        repo_url=str(source.get("repoURL", "")),
+        target_revision=str(source.get("targetRevision", "")),
+        source_path=source_path,
+        release_name=str(helm.get("releaseName") or name),
+        chart_dir=chart_dir,
+        value_files=value_files,
+        manifest_generate_paths=refresh_paths(paths, source_path),
+        generator_file=repo_root / rel,
+        manifest=app,
+    ), []
+
+
+def refresh_paths(annotation: str, source_path: str) -> list[str]:
+    """Repository-relative paths of a manifest-generate-paths annotation, as Argo CD reads it:
+    `;`-separated, `/`-rooted = repository root, otherwise relative to the source path."""
+    out = []
+    for item in (part.strip() for part in annotation.split(";")):
+        if not item:
+            continue
+        if item.startswith("/"):
+            out.append(item[1:])
+        else:
+            out.append(str(PurePosixPath(source_path, item)).replace("/./", "/"))
+    return [_normalise(p) for p in out]
+
+
+def _normalise(path: str) -> str:
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == ".." and parts:
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
+
+def resolution_inputs(files: Mapping[str, bytes]) -> list[tuple[str, bytes]]:
+    """What `resolve_applications` reads of a repository's files: argo/, the ApplicationSet
+    and the generator files whole, the values files only as present (never their content), so
+    a change to one experiment's values keeps the resolution."""
+    values = f"/{layout.VALUES_FILE}"
+    return [
+        (rel, b"" if rel.startswith(layout.GENERATED_DIR + "/") and rel.endswith(values)
+         else data)
+        for rel, data in files.items()
+        if rel.startswith(layout.ARGO_DIR + "/")
+    ]
+
+
+def resolution_to_json(resolution: Resolution) -> str:
+    """A resolution as the cache keeps it."""
+    return json.dumps({
+        "applications": [asdict(app) for app in resolution.applications],
+        "problems": [asdict(p) for p in resolution.problems],
+    }, separators=(",", ":"), default=str)
+
+
+def resolution_from_json(text: str) -> Resolution:
+    data = json.loads(text)
+    applications = []
+    for app in data["applications"]:
+        app["chart_dir"] = Path(app["chart_dir"])
+        app["generator_file"] = Path(app["generator_file"])
+        app["value_files"] = [Path(v) for v in app["value_files"]]
+        applications.append(ResolvedApplication(**app))
+    return Resolution(applications, [Problem(**p) for p in data["problems"]])

@@ -1,0 +1,183 @@
+"""Live-run immutability (`tfgen check --base`): what a running experiment cannot take.
+
+A change between the experiment at the base revision (what runs in the cluster) and now that
+Kubernetes would refuse (a PV's volume source, a bound PVC's spec) or that the training
+operator would silently ignore (replica specs, scheduling, namespace) must become a new run
+under a new name. Both sides are rendered by the real helm, through the same batch renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..problems import Problem
+from ..repo import chart
+from . import base
+from .applications import resolve_applications
+from .batch import BatchRenderer, jobs_for
+from .manifests import RenderedObject, parse_manifest
+from .objects import AppObjects
+
+NEW_RUN_HINT = (
+    "a live run cannot take this change: start a new run under a new experiment name "
+    "(copy the spec to experiments/<new-name>.yaml), and delete the old spec when done"
+)
+
+_PV_MUTABLE = {"capacity", "accessModes", "mountOptions", "storageClassName",
+               "persistentVolumeReclaimPolicy", "claimRef", "nodeAffinity"}
+_PVC_MUTABLE = {"resources", "volumeAttributesClassName"}
+# kind -> (spec keys a live object takes, what to say about a change to any other)
+_STORAGE_IMMUTABLE = {
+    chart.VOLUME: (
+        _PV_MUTABLE,
+        "the volume source changed ({change}); a PV's source (server, path, driver) is immutable",
+    ),
+    chart.CLAIM: (
+        _PVC_MUTABLE,
+        "changed ({change}); a bound claim's spec is immutable except its size",
+    ),
+}
+# runPolicy fields the operator reads continuously; everything else is read once at start.
+_RUN_POLICY_LIVE = {"suspend", "activeDeadlineSeconds", "backoffLimit", "cleanPodPolicy"}
+
+
+def _changed_keys(old: dict[str, Any], new: dict[str, Any], mutable: set[str]) -> list[str]:
+    keys = (set(old) | set(new)) - mutable
+    return sorted(k for k in keys if old.get(k) != new.get(k))
+
+
+_ABSENT = object()
+
+
+def _leaf_changes(old: Any, new: Any, pointer: str, limit: int = 5) -> list[tuple[str, str]]:
+    """(pointer, "old -> new") for the innermost fields that differ, so a message names
+    `$.spec.csi.volumeAttributes.path` rather than the whole volume source."""
+    out: list[tuple[str, str]] = []
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key, _ABSENT), new.get(key, _ABSENT)
+            if a != b:
+                out += _leaf_changes(a, b, f"{pointer}.{key}", limit)
+    elif (isinstance(old, list) and isinstance(new, list) and len(old) == len(new)
+          and any(isinstance(x, (dict, list)) for x in old)):
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                out += _leaf_changes(a, b, f"{pointer}[{index}]", limit)
+    else:
+        out.append((pointer, f"{_short(old)} -> {_short(new)}"))
+    return out[:limit]
+
+
+def immutability_problems(
+    base: Sequence[RenderedObject], now: Sequence[RenderedObject], path: str
+) -> list[Problem]:
+    """Changes between the experiment at the base revision and now that a live run cannot take.
+
+    Kubernetes rejects changes to a PV's volume source and to a bound PVC's spec (except its
+    requested size). The training operator reads a TFJob's replica specs and scheduling policy
+    only when the job starts: a change is stored but never acted on, so the run in the cluster
+    would silently differ from Git.
+    """
+    out: list[Problem] = []
+    old_by_kind: dict[str, list[RenderedObject]] = {}
+    for obj in base:
+        old_by_kind.setdefault(obj.kind, []).append(obj)
+    for obj in now:
+        olds = old_by_kind.get(obj.kind) or []
+        if not olds:
+            continue
+        old = next((o for o in olds if o.name == obj.name), None)
+        if obj.kind in (chart.TFJOB[1], chart.VOLUME, chart.CLAIM) and old is None:
+            out.append(obj.problem(path, "$.metadata.name",
+                                f"{obj.kind} was {olds[0].name!r} at the base revision and is "
+                                f"{obj.name!r} now", NEW_RUN_HINT))
+            continue
+        if old is None:
+            continue
+        if obj.namespace != old.namespace and obj.kind != chart.VOLUME:
+            out.append(obj.problem(path, "$.metadata.namespace",
+                                f"namespace changed from {old.namespace!r} to {obj.namespace!r}",
+                                NEW_RUN_HINT))
+            continue
+        old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
+        if obj.kind in _STORAGE_IMMUTABLE:
+            mutable, message = _STORAGE_IMMUTABLE[obj.kind]
+            for key in _changed_keys(old_spec, new_spec, mutable):
+                for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
+                                                   new_spec.get(key, _ABSENT), f"$.spec.{key}"):
+                    out.append(obj.problem(path, where, message.format(change=change),
+                                        NEW_RUN_HINT))
+        elif (obj.api_version, obj.kind) == chart.TFJOB:
+            out += _tfjob_changes(old_spec, new_spec, obj, path)
+    return out
+
+
+def _tfjob_changes(
+    old: dict[str, Any], new: dict[str, Any], obj: RenderedObject, path: str
+) -> list[Problem]:
+    out = []
+    old_r, new_r = old.get("tfReplicaSpecs") or {}, new.get("tfReplicaSpecs") or {}
+    for rtype in sorted(set(old_r) | set(new_r)):
+        before, after = old_r.get(rtype), new_r.get(rtype)
+        where = f"$.spec.tfReplicaSpecs.{rtype}"
+        if before is None or after is None:
+            out.append(obj.problem(path, where,
+                                f"replica type {rtype} {'added' if before is None else 'removed'}"
+                                " in a running TFJob (the operator does not re-read replica "
+                                "specs)", NEW_RUN_HINT))
+            continue
+        if before.get("replicas") != after.get("replicas"):
+            out.append(obj.problem(path, f"{where}.replicas",
+                                f"{rtype} replicas changed {before.get('replicas')} -> "
+                                f"{after.get('replicas')}; TF_CONFIG of running pods keeps the "
+                                f"old cluster", NEW_RUN_HINT))
+        for key in sorted((set(before) | set(after)) - {"replicas"}):
+            if before.get(key) != after.get(key):
+                for pointer, change in _leaf_changes(before.get(key, _ABSENT),
+                                                     after.get(key, _ABSENT), f"{where}.{key}"):
+                    out.append(obj.problem(path, pointer,
+                                        f"{rtype} {key} changed ({change}); running pods are "
+                                        f"not recreated from a changed template", NEW_RUN_HINT))
+    old_p, new_p = old.get("runPolicy") or {}, new.get("runPolicy") or {}
+    for key in _changed_keys(old_p, new_p, _RUN_POLICY_LIVE):
+        out.append(obj.problem(path, f"$.spec.runPolicy.{key}",
+                            f"runPolicy.{key} changed; the operator reads it only when the job "
+                            f"starts", NEW_RUN_HINT))
+    return out
+
+
+def _short(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def base_problems(
+    root: Path, ref: str, rendered: Sequence[AppObjects], kube_version: str,
+    renderer: BatchRenderer,
+) -> list[Problem]:
+    """Live-run immutability of every rendered experiment against itself at `ref`.
+
+    The repository at `ref` is resolved and rendered exactly like the working tree. An
+    experiment that `ref` does not render (new, or `ref` predates tfgen) has nothing live to
+    protect; every other failure is reported, never taken for "nothing to check".
+    """
+    now = {item.app.name: item for item in rendered}
+    with base.tree_at(root, ref) as tree:
+        before_apps = {a.name: a for a in resolve_applications(tree).applications}
+        pairs = [(before_apps[name], now[name]) for name in now if name in before_apps]
+        results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
+    out: list[Problem] = []
+    for (_, current), before in zip(pairs, results, strict=True):
+        if before.error or before.manifest == current.manifest:
+            continue  # an experiment that did not render at the base was not running
+        try:
+            old_objects = parse_manifest(before.manifest)
+        except InputError:
+            continue  # the same: what the base rendered could not have been applied
+        out += immutability_problems(old_objects, current.objects, current.path)
+    return out

@@ -1,0 +1,59 @@
+"""What the gate reads: every input file of a run, read once.
+
+The whole-run cache key, each spec's verdict, the drift of the generated files, the Argo CD
+objects in argo/ and the resolved Applications are all computed from this one snapshot, so one
+run judges one consistent state of the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ..repo import layout
+from .cache import digest
+
+# Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
+# data, and in this repository a change to it is a change of tfgen.
+INPUT_DIRS = (layout.EXPERIMENTS_DIR, layout.ARGO_DIR, "charts", "schemas")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Repository-relative POSIX path -> bytes of every input file."""
+
+    files: dict[str, bytes]
+
+    @cached_property
+    def digest(self) -> str:
+        parts: list[bytes | str] = []
+        for rel, data in self.files.items():
+            parts += [rel, data]
+        return digest(*parts)
+
+    @property
+    def config(self) -> bytes:
+        return self.files.get(layout.CONFIG_NAME, b"")
+
+    def generated(self) -> dict[str, bytes]:
+        """The files where tfgen writes, as `layout.generated_files` reads them from disk."""
+        return {rel: data for rel, data in self.files.items()
+                if layout.is_generated_location(rel)}
+
+
+def snapshot(root: Path) -> Inputs:
+    """Every input file under `root`, in a stable order."""
+    files: dict[str, bytes] = {}
+    config = root / layout.CONFIG_NAME
+    if config.is_file():
+        files[layout.CONFIG_NAME] = config.read_bytes()
+    for top in INPUT_DIRS:
+        for dirpath, dirnames, filenames in os.walk(root / top):
+            dirnames[:] = sorted(d for d in dirnames if d not in (".git", "__pycache__"))
+            rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+            for name in sorted(filenames):
+                with open(os.path.join(dirpath, name), "rb") as handle:
+                    files[f"{rel_dir}/{name}"] = handle.read()
+    return Inputs(files)

@@ -1,0 +1,87 @@
+"""Names: the rules Kubernetes, Helm and the training operator put on them, and every name tfgen
+derives from an experiment's name.
+
+The experiment name is the base of every object name (convention over configuration): the
+TFJob, the Argo CD Application and Helm release, the claim, the TensorBoard, and the pods the
+operator creates. Its length budget follows from the longest name derived from it, so the two
+are defined here together. The Helm chart derives the same names in its `_helpers.tpl` and the
+schemas state the same rule; tests render the chart and read the schemas to prove they agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A DNS-1035 label: what Kubernetes requires of Service names, and so of TFJob names (the
+# operator names one headless Service per pod after the job).
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_LABEL = 63  # DNS labels, label values and Service names
+MAX_RELEASE_NAME = 53  # Helm's limit; the Argo CD Application name is the release name
+
+# Spec role keys and the TFJob replica types the operator accepts for them, in the order
+# people read them (the leader first).
+REPLICA_TYPES = {
+    "chief": "Chief",
+    "master": "Master",
+    "worker": "Worker",
+    "ps": "PS",
+    "evaluator": "Evaluator",
+}
+ROLES = tuple(REPLICA_TYPES)
+LEADER_ROLES = ("master", "chief")  # the same job under two names: at most one of them
+SINGLE_REPLICA_ROLES = ("master", "chief", "evaluator")
+TRAINING_ROLES = ("master", "chief", "worker")
+
+CLAIM_SUFFIX = "-data"
+TENSORBOARD_SUFFIX = "-tensorboard"
+
+
+def pod_name(job: str, replica_type: str, index: int) -> str:
+    """The operator's GenGeneralName: `<job>-<type lowercased>-<index>`; its Service shares it."""
+    return f"{job}-{replica_type.lower()}-{index}".replace("/", "-")
+
+
+# The longest names derived from an experiment name are "<name>-tensorboard" and the
+# evaluator's "<name>-evaluator-0" (the only replica of that role; a worker's index has at most
+# three digits: "-worker-999" is shorter). Both must stay within a DNS label.
+LONGEST_SUFFIX = max(len(TENSORBOARD_SUFFIX), len(pod_name("", "Evaluator", 0)))
+MAX_NAME_LENGTH = MAX_LABEL - LONGEST_SUFFIX
+
+NAME_RULE = (
+    "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and "
+    f"ending with a letter or digit, at most {MAX_NAME_LENGTH} characters so that "
+    f"<name>{TENSORBOARD_SUFFIX} and <name>-evaluator-0 fit Kubernetes' {MAX_LABEL}-character "
+    "limit"
+)
+
+
+def is_experiment_name(name: object) -> bool:
+    """A name every derived object name can be built from."""
+    return (
+        isinstance(name, str) and len(name) <= MAX_NAME_LENGTH and bool(DNS1035.match(name))
+    )
+
+
+def claim_name(name: str) -> str:
+    """The PersistentVolumeClaim tfgen creates for an experiment."""
+    return f"{name}{CLAIM_SUFFIX}"
+
+
+def volume_name(namespace: str, name: str) -> str:
+    """The PersistentVolume: cluster-scoped, so the namespace is part of its name."""
+    return f"{namespace}-{name}{CLAIM_SUFFIX}"
+
+
+def tensorboard_name(name: str) -> str:
+    """The TensorBoard Deployment, Service and Ingress."""
+    return f"{name}{TENSORBOARD_SUFFIX}"
+
+
+# Argo CD objects tfgen creates once per repository; no experiment may take their names.
+APPLICATIONSET_NAME = "tfgen-experiments"
+BOOTSTRAP_NAME = "tfgen-bootstrap"
+RESERVED_NAMES = {BOOTSTRAP_NAME: "the bootstrap Application"}
+
+# Label and annotation prefixes the chart sets itself (names, selectors, sync waves, data
+# safety); a user key there would clash with them or weaken them.
+RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")

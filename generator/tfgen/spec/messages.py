@@ -1,0 +1,300 @@
+"""Schema errors in words a data scientist understands.
+
+Each `jsonschema` error becomes a `Problem` at the line and column of the offending node, with
+a JSON pointer and a plain message: unknown keys get a did-you-mean, enums list the allowed
+values, patterns are explained by the rule they encode, type errors say what was expected (and
+to quote numbers that must be text).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..problems import Problem
+from ..repo import naming
+from .document import Locator, PointerParts, pointer_text
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+
+# Each pattern in the schemas, said in words. tests/test_schema.py checks none is missing.
+PATTERN_WORDS: dict[str, str] = {
+    naming.DNS1035.pattern: naming.NAME_RULE,
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
+        "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with "
+        "a letter or digit"
+    ),
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": (
+        "must be a Kubernetes object name: lowercase letters, digits, '-' and '.', starting and "
+        "ending with a letter or digit"
+    ),
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$": (
+        "must be empty or a Kubernetes object name: lowercase letters, digits, '-' and '.', "
+        "starting and ending with a letter or digit"
+    ),
+    "^/": "must be an absolute path, starting with '/'",
+    "^(/.*)?$": "must be empty or an absolute path, starting with '/'",
+    "^([0-9]+(\\.[0-9]+)?|\\.[0-9]+|[0-9]+m)$": (
+        'must be a CPU quantity: cores such as "4" or "0.5", or millicores such as "500m"'
+    ),
+    "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$": (
+        'must be a size such as "8Gi", "512Mi" or "100Gi" (binary suffixes Ki, Mi, Gi, Ti; '
+        "note: Gi, not GB)"
+    ),
+    "^[-._a-zA-Z][-._a-zA-Z0-9]*$": (
+        "must be an environment variable name: letters, digits, '_', '-' and '.', not starting "
+        "with a digit"
+    ),
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
+        "must be a Kubernetes label/annotation key: an optional DNS prefix and '/', then at most "
+        "63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+    ),
+    "^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$": (
+        "must be a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', starting "
+        "and ending with a letter or digit"
+    ),
+    "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": (
+        "must be a host name: lowercase letters, digits, '-' and '.'"
+    ),
+    "^((\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$": (
+        "must be empty or a host name: lowercase letters, digits, '-' and '.'"
+    ),
+    "^[0-7]{3,4}$": 'must be octal permission bits such as "755"',
+    "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$": (
+        "must be an extended resource name such as nvidia.com/gpu"
+    ),
+    "^1\\.[0-9]{2}$": 'must be a Kubernetes minor version such as "1.30" (quoted)',
+}
+
+# Keys refused by a dedicated rule (rules.py); the generic "unknown key" would hide the reason.
+RULE_OWNED_KEYS = frozenset({"ttlSecondsAfterFinished"})
+
+
+def _annotated(err: ValidationError, schema: dict[str, Any]) -> dict[str, Any]:
+    """The full (annotated) subschema an error's keyword belongs to."""
+    node: Any = schema
+    for part in list(err.absolute_schema_path)[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return err.schema if isinstance(err.schema, dict) else {}
+    return node if isinstance(node, dict) else {}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "empty (no value)"
+    if isinstance(value, bool):
+        return f"the boolean {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f'the text "{value}"'
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+_TYPE_WORDS = {
+    "string": "text (a string)",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "a mapping (key: value)",
+    "array": "a list",
+    "null": "empty",
+}
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _first_sentence(text: str) -> str:
+    # Hints are printed in parentheses already; drop the description's own asides.
+    plain = re.sub(r"\s*\([^)]*\)", "", text)
+    return re.split(r"(?<=[a-z0-9])\. ", plain)[0].strip().rstrip(".")
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    options = sorted(set(choices))
+    lowered = {c.lower(): c for c in options}
+    if word.lower() in lowered:
+        return f'did you mean "{lowered[word.lower()]}"? Case matters'
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+        close = [lowered[c] for c in close]
+    if close:
+        return f'did you mean "{close[0]}"?'
+    return "allowed: " + ", ".join(options)
+
+
+class Translator:
+    """Builds Problems for one document's schema errors."""
+
+    def __init__(self, locator: Locator, schema: dict[str, Any]) -> None:
+        self.locator = locator
+        self.schema = schema  # the inlined schema with its annotations (descriptions)
+        self.problems: dict[tuple[str, str], Problem] = {}
+        # "must be one of 3, 4.0" next to "must be text, not the number 3" is noise: the type
+        # problem says it all, so value checks at a wrongly typed pointer are dropped.
+        self.wrong_type: set[str] = set()
+        self.value_checks: set[tuple[str, str]] = set()
+
+    def add(
+        self,
+        parts: PointerParts,
+        message: str,
+        hint: str = "",
+        *,
+        key: bool = False,
+        kind: str = "",
+    ) -> None:
+        path, line, col, from_config = self.locator.where(parts, key=key, missing=kind == "missing")
+        if from_config:
+            hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
+        pointer = pointer_text(parts)
+        if kind == "type":
+            self.wrong_type.add(pointer)
+        elif kind == "value":
+            self.value_checks.add((pointer, message))
+        self.problems.setdefault(
+            (pointer, message), Problem(path, line, col, pointer, message, hint)
+        )
+
+    def result(self) -> list[Problem]:
+        """The problems, without enum/pattern complaints about a value of the wrong type."""
+        return [
+            problem
+            for key, problem in self.problems.items()
+            if not (key in self.value_checks and key[0] in self.wrong_type)
+        ]
+
+    def error(self, err: ValidationError) -> None:
+        parts: PointerParts = tuple(err.absolute_path)
+        kind = err.validator
+        value: Any = err.validator_value
+        schema = _annotated(err, self.schema)
+        instance: Any = err.instance
+        described = _first_sentence(str(schema.get("description", "")))
+
+        if "propertyNames" in err.absolute_schema_path:
+            words = PATTERN_WORDS.get(str(value), f"must match {value}")
+            self.add(
+                (*parts, str(instance)), f'key "{instance}" is not valid: it {words}', key=True
+            )
+        elif kind == "additionalProperties" and isinstance(instance, dict):
+            allowed = list(schema.get("properties", {}))
+            for name in instance:
+                if name in allowed or name in RULE_OWNED_KEYS:
+                    continue
+                hint = _did_you_mean(name, allowed) if allowed else "this mapping takes no keys"
+                self.add((*parts, name), f'unknown key "{name}"', hint, key=True)
+        elif kind == "required" and isinstance(instance, dict):
+            props = schema.get("properties", {})
+            for name in value:
+                if name not in instance:
+                    sub = props.get(name, {})
+                    hint = _first_sentence(str(sub.get("description", "")))
+                    self.add(
+                        parts, f'missing required key "{name}"', hint, key=True, kind="missing"
+                    )
+        elif kind == "const":
+            want = f'"{value}"' if isinstance(value, str) else _yaml_scalar(value)
+            self.add(parts, f"must be {want}, not {_describe(instance)}", described, kind="value")
+        elif kind == "enum":
+            choices = ", ".join(_yaml_scalar(v) or '""' for v in value)
+            hint = ""
+            if isinstance(instance, str):
+                hint = _did_you_mean(instance, [str(v) for v in value if v])
+                if hint.startswith("allowed"):
+                    hint = ""
+            self.add(
+                parts, f"must be one of {choices}; got {_describe(instance)}", hint, kind="value"
+            )
+        elif kind == "type":
+            self.type_error(parts, value, instance)
+        elif kind == "pattern":
+            words = PATTERN_WORDS.get(str(value), f"must match the pattern {value}")
+            self.add(parts, f'"{instance}" is not valid: it {words}', kind="value")
+        elif kind == "maxLength":
+            if parts == ("metadata", "name"):
+                self.add(
+                    parts,
+                    f'"{instance}" is {len(instance)} characters long; a name {naming.NAME_RULE}',
+                    "choose a shorter name",
+                )
+            else:
+                self.add(parts, f"is {len(instance)} characters long; at most {value} allowed")
+        elif kind == "minLength":
+            self.add(parts, "must not be empty", described)
+        elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            words = {
+                "minimum": "at least",
+                "maximum": "at most",
+                "exclusiveMinimum": "more than",
+                "exclusiveMaximum": "less than",
+            }[kind]
+            self.add(parts, f"must be {words} {value}, not {_yaml_scalar(instance)}", described)
+        elif kind == "minProperties":
+            keys = ", ".join(schema.get("properties", {}))
+            self.add(
+                parts,
+                "must not be empty",
+                f"add at least one of: {keys}",
+                key=True,
+                kind="missing",
+            )
+        elif kind == "minItems":
+            self.add(parts, f"needs at least {value} item{'s' if value != 1 else ''}", key=True)
+        elif kind == "uniqueItems":
+            self.add(parts, "has duplicate items; each may appear only once", key=True)
+        elif kind in ("oneOf", "anyOf") and isinstance(instance, dict) and _only_required(value):
+            options = [branch["required"][0] for branch in value]
+            present = [c for c in options if c in instance]
+            if not present:
+                self.add(
+                    parts,
+                    "needs one of " + ", ".join(f'"{c}"' for c in options),
+                    key=True,
+                    kind="missing",
+                )
+            else:
+                both = " and ".join(f'"{c}"' for c in present)
+                self.add(parts, f"has {both}; use exactly one of them", key=True)
+        elif kind in ("oneOf", "anyOf") and err.context:
+            from jsonschema.exceptions import best_match
+
+            self.error(best_match(err.context))
+        else:
+            self.add(parts, err.message)
+
+    def type_error(self, parts: PointerParts, expected: Any, instance: Any) -> None:
+        kinds = [expected] if isinstance(expected, str) else list(expected)
+        want = " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+        hint = ""
+        if "string" in kinds and isinstance(instance, (int, float, bool)):
+            hint = f'put it in quotes: "{_yaml_scalar(instance)}"'
+        elif instance is None:
+            hint = "the key has no value; fill it in or remove the key"
+        elif "array" in kinds and not isinstance(instance, list):
+            hint = "write a list, e.g. [a, b] or one '- item' per line"
+        self.add(parts, f"must be {want}, not {_describe(instance)}", hint, kind="type")
+
+
+def _only_required(branches: Any) -> bool:
+    return isinstance(branches, list) and all(
+        isinstance(b, dict) and list(b) == ["required"] and len(b["required"]) == 1
+        for b in branches
+    )
+
+

@@ -1,0 +1,229 @@
+"""The careful YAML load: compose nodes, walk them, record positions, explain every refusal.
+
+The walk turns composed nodes into plain data by our own rules: it records the line and column
+of every mapping key, mapping value and sequence item, refuses duplicate keys and binary
+values, keeps date-like text as text, and bounds alias and merge-key expansion (a "billion
+laughs" file stops after a fixed number of nodes, with bounded memory, because aliases are
+expanded lazily by us and counted). Every failure is a `LoadError` carrying the location.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..errors import InputError
+from .document import Document, PointerParts, Positions
+
+MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred
+MAX_DEPTH = 64
+
+STR_TAG = "tag:yaml.org,2002:str"
+MERGE_TAG = "tag:yaml.org,2002:merge"
+TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class LoadError(InputError):
+    """A file that cannot be loaded as one YAML mapping; `line`/`col` are 1-based (0 unknown)."""
+
+    def __init__(self, path: str, reason: str, line: int = 0, col: int = 0, hint: str = "") -> None:
+        where = f"{path}:{line}:{col or 1}" if line else path
+        text = f"{where}: {reason}" + (f" ({hint})" if hint else "")
+        super().__init__(text)
+        self.path = path
+        self.reason = reason
+        self.line = line
+        self.col = col
+        self.hint = hint
+
+
+
+
+class _Walker:
+    """Turns composed nodes into data, recording positions and refusing what we do not accept."""
+
+    def __init__(self, path: str, loader: Any) -> None:
+        self.path = path
+        self.loader = loader
+        self.count = 0
+        self.values: dict[PointerParts, tuple[int, int]] = {}
+        self.keys: dict[PointerParts, tuple[int, int]] = {}
+
+    def fail(self, node: Node, reason: str, hint: str = "") -> LoadError:
+        return LoadError(
+            self.path, reason, node.start_mark.line + 1, node.start_mark.column + 1, hint
+        )
+
+    def walk(self, node: Node, parts: PointerParts, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise self.fail(
+                node,
+                f"too many values after expanding YAML aliases (more than {MAX_NODES})",
+                "a spec needs a few hundred; anchors/aliases that expand exponentially "
+                "(a 'billion laughs' file) are refused",
+            )
+        if depth > MAX_DEPTH:
+            raise self.fail(
+                node,
+                f"nested more than {MAX_DEPTH} levels deep",
+                "recursive aliases or runaway nesting are refused",
+            )
+        self.values[parts] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)
+        if isinstance(node, SequenceNode):
+            return [self.walk(item, (*parts, i), depth + 1) for i, item in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            return self.mapping(node, parts, depth)
+        raise self.fail(node, "unsupported YAML node")  # pragma: no cover - yaml has 3 kinds
+
+    def scalar(self, node: ScalarNode) -> Any:
+        if node.tag == STR_TAG:
+            return node.value  # most scalars; the constructor would return the same string
+        if node.tag == TIMESTAMP_TAG:
+            # YAML 1.1 turns 2024-01-01 into a date; a spec has no dates, keep the text (without
+            # building the date: 2024-13-45 looks like one but is no valid date).
+            return node.value
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise self.fail(node, _first_line(exc)) from None
+        if isinstance(value, (datetime.date, datetime.datetime)):  # an explicit !!timestamp
+            return node.value
+        if isinstance(value, bytes):
+            raise self.fail(node, "binary (!!binary) values are not supported")
+        return value
+
+    def mapping(self, node: MappingNode, parts: PointerParts, depth: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        explicit: dict[str, Node] = {}
+        for key_node, value_node, is_merged in self._merged_pairs(node):
+            if not isinstance(key_node, ScalarNode):
+                raise self.fail(
+                    key_node, "mapping keys must be plain strings, not lists or mappings"
+                )
+            key = self.scalar(key_node)
+            if key is None or isinstance(key, (bool, float)):
+                # `yes:`/`null:` as a key is almost always a mistake; insist on text.
+                key = key_node.value
+            key = str(key)
+            if not is_merged:
+                if key in explicit:
+                    first = explicit[key].start_mark.line + 1
+                    raise self.fail(
+                        key_node,
+                        f'duplicate key "{key}" (first defined on line {first})',
+                        "YAML would silently keep only the last one; remove one of them",
+                    )
+                explicit[key] = key_node
+            child = (*parts, key)
+            self.keys[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            out[key] = self.walk(value_node, child, depth + 1)
+        return out
+
+    def _merged_pairs(self, node: MappingNode) -> list[tuple[Node, Node, bool]]:
+        """(key, value, merged?) pairs, merge keys (`<<: *base`) resolved; own keys win."""
+        if not any(key_node.tag == MERGE_TAG for key_node, _ in node.value):
+            return [(key_node, value_node, False) for key_node, value_node in node.value]
+        merged: list[tuple[Node, Node]] = []
+        own: list[tuple[Node, Node, bool]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == MERGE_TAG:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    if not isinstance(source, MappingNode):
+                        raise self.fail(
+                            source, "a merge key (<<) needs a mapping or a list of mappings"
+                        )
+                    merged.extend((k, v) for k, v, _ in self._merged_pairs(source))
+            else:
+                own.append((key_node, value_node, False))
+        if not merged:
+            return own
+        own_keys = {k.value for k, _, _ in own}
+        seen: set[str] = set()
+        result: list[tuple[Node, Node, bool]] = []
+        for key_node, value_node in merged:
+            if key_node.value in own_keys or key_node.value in seen:
+                continue
+            seen.add(key_node.value)
+            result.append((key_node, value_node, True))
+        return result + own
+
+
+def _first_line(exc: BaseException) -> str:
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    if problem:
+        return f"{context}, {problem}" if context else str(problem)
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def load_nodes(text: str, path: str) -> Document:
+    """The careful load: compose nodes, walk them, record positions, explain every refusal."""
+    loader = BaseLoader(text)
+    try:
+        try:
+            # check_node() first: it consumes the stream-start event (the C parser needs that).
+            node = loader.get_node() if loader.check_node() else None
+            if node is not None and loader.check_node():
+                extra = loader.get_node()
+                mark = extra.start_mark if extra is not None else None
+                raise LoadError(
+                    path,
+                    "file holds more than one YAML document (separated by ---)",
+                    mark.line + 1 if mark else 0,
+                    mark.column + 1 if mark else 0,
+                    "put one experiment per file: experiments/<name>.yaml",
+                )
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            raise LoadError(
+                path,
+                f"invalid YAML: {_first_line(exc)}",
+                mark.line + 1 if mark else 0,
+                mark.column + 1 if mark else 0,
+            ) from None
+        except yaml.YAMLError as exc:
+            raise LoadError(path, f"invalid YAML: {_first_line(exc)}") from None
+        except RecursionError:
+            raise LoadError(path, "YAML nested too deeply to read") from None
+        if node is None:
+            raise LoadError(
+                path,
+                "file is empty",
+                hint="an experiment needs apiVersion, kind, metadata and spec",
+            )
+        if not isinstance(node, MappingNode):
+            kind = "a list" if isinstance(node, SequenceNode) else "a single value"
+            raise LoadError(
+                path,
+                f"the top level must be a mapping of keys to values, not {kind}",
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+                "start with `apiVersion: tfgen.io/v1`",
+            )
+        walker = _Walker(path, loader)
+        try:
+            data = walker.walk(node, (), 0)
+        except RecursionError:
+            raise LoadError(path, "YAML nested too deeply to read") from None
+        return Document(path=path, data=data, values=walker.values, keys=walker.keys)
+    finally:
+        loader.dispose()
+
+
+
+
+def positions(text: str, path: str) -> tuple[Positions, Positions]:
+    """(values, keys) positions of a document that loaded once already."""
+    try:
+        walked = load_nodes(text, path)
+    except LoadError:  # pragma: no cover - the text loaded once already
+        return {}, {}
+    return walked.values, walked.keys
