@@ -138,7 +138,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "generator"))
     from tfgen.gate.helm import find_helm
 
-    helm = find_helm()
+    helm = find_helm(root=REPO)
+    os.environ["TFGEN_HELM"] = helm  # the generated repository has no .tools/ of its own
     tmp = Path(tempfile.mkdtemp(prefix="tfgen-bench-"))
     root = tmp / "repo"
     root.mkdir()
