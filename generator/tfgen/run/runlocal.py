@@ -16,37 +16,31 @@ import os
 import re
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..errors import EnvironmentProblem, InputError
-from . import tfconfig
+from . import processes, tfconfig
+from .processes import EXIT_TIMEOUT, Output
 
-EXIT_TIMEOUT = 124  # what coreutils `timeout` returns
-STOP_GRACE_SECONDS = 5.0  # SIGTERM, then SIGKILL, like a pod's termination grace period
-
-Output = Callable[[str], None]
+__all__ = ["EXIT_TIMEOUT", "RunResult", "plan", "run_local", "run_pods"]
 
 
 @dataclass
 class LocalPod:
-    """One pod as a local process: what to run and where it listens."""
+    """One pod as a local process: what to run, with which environment, where."""
 
     pod: tfconfig.Pod
     argv: list[str]
     env: dict[str, str]
     cwd: str
-    process: subprocess.Popen[bytes] | None = None
 
 
 @dataclass
@@ -60,20 +54,6 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     data_dir: str = ""
     tensorboard_url: str = ""
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now; sockets are held until all are picked (no repeats)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def map_mount_path(text: str, mount_path: str, local_dir: str) -> str:
@@ -144,99 +124,6 @@ def plan(
     return out, notes
 
 
-class _Stop:
-    """A stop request from a signal handler, read by the supervising loop."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.event = threading.Event()
-
-    def __call__(self, signum: int, _frame: Any) -> None:
-        self.signum = signum
-        self.event.set()
-
-
-@contextmanager
-def _signals_to(stop: _Stop) -> Iterator[None]:
-    # Only the main thread may install handlers; elsewhere (tests in threads) the caller's own
-    # handling applies and the finally below still reaps every child.
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-def _pump(stream: IO[bytes], prefix: str, emit: Output, lock: threading.Lock) -> None:
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        with lock:
-            emit(f"{prefix} {line}")
-    stream.close()
-
-
-def _stop_group(process: subprocess.Popen[bytes], sig: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):  # the whole group is already gone
-        os.killpg(process.pid, sig)
-
-
-def stop_all(
-    processes: Sequence[subprocess.Popen[bytes]], grace: float = STOP_GRACE_SECONDS
-) -> None:
-    """SIGTERM every process group, SIGKILL what is left after `grace`, reap every child."""
-    for p in processes:
-        _stop_group(p, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for p in processes:
-        with suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-    for p in processes:
-        # Also for exited leaders: their group may still hold grandchildren.
-        _stop_group(p, signal.SIGKILL)
-        p.wait()
-    # A signal is delivered asynchronously: wait (briefly) until the grandchildren, which we
-    # cannot wait() for, have really ended, so nothing outlives the run.
-    groups = {p.pid for p in processes}
-    deadline = time.monotonic() + GROUP_EXIT_SECONDS
-    while groups & _live_groups() and time.monotonic() < deadline:
-        time.sleep(0.02)
-
-
-GROUP_EXIT_SECONDS = 2.0
-
-
-def _live_groups() -> set[int]:
-    """Process groups with a running (not zombie) member; empty where /proc is missing."""
-    groups = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # ended while we looked
-        if fields[0] != "Z":
-            groups.add(int(fields[2]))
-    return groups
-
-
-def _start(local: LocalPod) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen(
-            local.argv,
-            env=local.env,
-            cwd=local.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group: we can stop it and all it spawns
-        )
-    except OSError as exc:
-        raise InputError(f"{local.pod.name}: cannot run {local.argv[0]!r}: {exc.strerror}") from exc
-
-
 def find_tensorboard() -> str | None:
     """`tensorboard` next to this interpreter (the venv) or on PATH."""
     sibling = Path(sys.executable).with_name("tensorboard")
@@ -264,21 +151,15 @@ def run_pods(
     """
     if not pods:
         raise InputError("the TFJob has no pods to run")
-    ports = free_ports(len(pods))
-    local_addr = {
-        (p.replica_type, p.index): f"127.0.0.1:{port}" for p, port in zip(pods, ports, strict=True)
-    }
-    local_pods = tfconfig.pods(tfjob, address_of=lambda t, i: local_addr[(t, i)])
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     planned, notes = plan(
-        pods, local_pods, mount_path=mount_path, data_dir=data_dir, command=command
+        pods, _on_local_ports(pods, tfjob), mount_path=mount_path, data_dir=data_dir,
+        command=command,
     )
     leader = leader_of(pods)
     width = max(len(p.name) for p in pods)
-    lock = threading.Lock()
-    stop = _Stop()
-    training: list[subprocess.Popen[bytes]] = []
-    tb: subprocess.Popen[bytes] | None = None
+    lock, stop = threading.Lock(), processes.StopRequest()
+    children: list[subprocess.Popen[bytes]] = []
     threads: list[threading.Thread] = []
     result = RunResult(exit_code=1, reason="", leader=leader.name, notes=notes, data_dir=data_dir)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -286,79 +167,62 @@ def run_pods(
         f"tfgen: {len(pods)} pod{'s' if len(pods) != 1 else ''} on 127.0.0.1, "
         f"{mount_path} -> {data_dir}; the run ends with {leader.name}"
     )
-    with _signals_to(stop):
+    with processes.signals_to(stop):
         try:
+            board = None
             if tensorboard_logdir is not None:
-                tb = _start_tensorboard(tensorboard_logdir, result)
-                if tb is not None:
-                    threads.append(_reader(tb, "tensorboard".ljust(width), emit, lock))
+                board = _start_tensorboard(tensorboard_logdir, result)
+                if board is not None:
+                    children.append(board)
+                    threads.append(processes.read_output(board, "tensorboard".ljust(width),
+                                                         emit, lock))
                     emit(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
-            by_name: dict[str, subprocess.Popen[bytes]] = {}
+            by_name = {}
             for local in planned:
-                local.process = _start(local)
-                training.append(local.process)
-                by_name[local.pod.name] = local.process
-            for local in planned:
-                assert local.process is not None
-                threads.append(_reader(local.process, local.pod.name.ljust(width), emit, lock))
-            result.exit_code, result.reason = _supervise(
+                by_name[local.pod.name] = processes.start(local.pod.name, local.argv, local.env,
+                                                          local.cwd)
+                children.append(by_name[local.pod.name])
+            threads += [processes.read_output(child, name.ljust(width), emit, lock)
+                        for name, child in by_name.items()]
+            result.exit_code, result.reason = processes.supervise(
                 by_name, leader.name, stop, deadline, timeout, poll_seconds
             )
             result.exit_codes = {name: p.poll() for name, p in by_name.items()}
-            stop_all(training)
-            if tb is not None and tb.poll() is None and stop.signum is None:
-                # Training is over; the board is what one wants to look at now.
-                emit(
-                    f"tfgen: {result.reason}; TensorBoard stays at {result.tensorboard_url} "
-                    "until Ctrl-C" + (" or the timeout" if deadline is not None else "")
-                )
-                while stop.signum is None and tb.poll() is None:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        break
-                    stop.event.wait(poll_seconds)
+            processes.stop_all(list(by_name.values()))
+            if board is not None:
+                _keep_board_open(board, result, stop, deadline, poll_seconds, emit)
         finally:
-            stop_all(training + ([tb] if tb is not None else []))
-            for t in threads:
-                t.join(timeout=2)
+            processes.stop_all(children)
+            for thread in threads:
+                thread.join(timeout=2)
     return result
 
 
-def _reader(
-    process: subprocess.Popen[bytes], prefix: str, emit: Output, lock: threading.Lock
-) -> threading.Thread:
-    assert process.stdout is not None
-    thread = threading.Thread(target=_pump, args=(process.stdout, prefix, emit, lock), daemon=True)
-    thread.start()
-    return thread
+def _on_local_ports(pods: Sequence[tfconfig.Pod], tfjob: Mapping[str, Any]) -> list[tfconfig.Pod]:
+    """The pods again, their TF_CONFIG addressing free ports on 127.0.0.1."""
+    ports = processes.free_ports(len(pods))
+    local_addr = {
+        (p.replica_type, p.index): f"127.0.0.1:{port}" for p, port in zip(pods, ports, strict=True)
+    }
+    return tfconfig.pods(tfjob, address_of=lambda t, i: local_addr[(t, i)])
 
 
-def _supervise(
-    by_name: Mapping[str, subprocess.Popen[bytes]],
-    leader: str,
-    stop: _Stop,
-    deadline: float | None,
-    timeout: float | None,
-    poll_seconds: float,
-) -> tuple[int, str]:
-    while True:
-        code = by_name[leader].poll()
-        if code is not None:
-            return _status(code), f"{leader} exited with {code}"
-        for name, p in by_name.items():
-            other = p.poll()
-            if other is not None and other != 0:
-                return _status(other), f"{name} failed with {other}; the run fails with it"
-        if stop.signum is not None:
-            name = signal.Signals(stop.signum).name
-            return 128 + stop.signum, f"interrupted by {name}"
+def _keep_board_open(
+    board: subprocess.Popen[bytes], result: RunResult, stop: processes.StopRequest,
+    deadline: float | None, poll_seconds: float, emit: Output,
+) -> None:
+    """Training is over; the board is what one wants to look at now: until Ctrl-C (or the
+    timeout)."""
+    if board.poll() is not None or stop.signum is not None:
+        return
+    emit(
+        f"tfgen: {result.reason}; TensorBoard stays at {result.tensorboard_url} "
+        "until Ctrl-C" + (" or the timeout" if deadline is not None else "")
+    )
+    while stop.signum is None and board.poll() is None:
         if deadline is not None and time.monotonic() >= deadline:
-            return EXIT_TIMEOUT, f"timed out after {timeout:g}s"
+            break
         stop.event.wait(poll_seconds)
-
-
-def _status(code: int) -> int:
-    # A child killed by signal N reports -N; a shell would say 128+N.
-    return 128 - code if code < 0 else code
 
 
 def _start_tensorboard(logdir: str, result: RunResult) -> subprocess.Popen[bytes] | None:
@@ -370,15 +234,10 @@ def _start_tensorboard(logdir: str, result: RunResult) -> subprocess.Popen[bytes
         )
         return None
     Path(logdir).mkdir(parents=True, exist_ok=True)
-    (port,) = free_ports(1)
+    (port,) = processes.free_ports(1)
     result.tensorboard_url = f"http://127.0.0.1:{port}/"
-    local = LocalPod(
-        pod=tfconfig.Pod("tensorboard", "TensorBoard", 0, "", port, 0, (), None),
-        argv=[binary, "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
-        env=dict(os.environ),
-        cwd=os.getcwd(),
-    )
-    return _start(local)
+    argv = [binary, "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)]
+    return processes.start("tensorboard", argv, os.environ, os.getcwd())
 
 
 def split_command(command: str | None) -> list[str] | None:
