@@ -143,56 +143,82 @@ def _claims(pod: dict[str, Any]) -> dict[str, str]:
 
 def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
     """Rules that keep the NAS data of one experiment alive through every sync."""
-    out: list[Problem] = []
     pvs = [o for o in objects if o.kind == chart.VOLUME]
     pvcs = [o for o in objects if o.kind == chart.CLAIM]
+    return (_no_hooks_or_classes(objects, path) + _storage_kept(pvs, pvcs, path)
+            + _storage_first(objects, pvs, pvcs, path) + _only_tfjob_writes(objects, path))
+
+
+def _no_hooks_or_classes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
+    out = []
     for obj in objects:
         for key in HOOK_ANNOTATIONS:
             if key in _annotations(obj):
                 out.append(obj.problem(path, f"$.metadata.annotations[{key!r}]",
-                                    "hooks are not allowed: a hook runs arbitrary work around "
-                                    "every sync (and a PostSync hook waits for training to end)",
-                                    "remove the hook annotation"))
+                                       "hooks are not allowed: a hook runs arbitrary work around "
+                                       "every sync (and a PostSync hook waits for training to "
+                                       "end)", "remove the hook annotation"))
         if obj.kind == "StorageClass":
             out.append(obj.problem(path, "$.kind", "a StorageClass in an experiment could "
-                                "provision (and delete) volumes dynamically",
-                                "NAS volumes are static PVs; remove it"))
+                                   "provision (and delete) volumes dynamically",
+                                   "NAS volumes are static PVs; remove it"))
+    return out
+
+
+def _storage_kept(
+    pvs: list[RenderedObject], pvcs: list[RenderedObject], path: str
+) -> list[Problem]:
+    """PV Retain; PV and PVC both kept by Argo CD; never one without the other."""
+    out = []
     for pv in pvs:
-        spec = pv.doc.get("spec") or {}
-        if spec.get("persistentVolumeReclaimPolicy") != "Retain":
+        policy = (pv.doc.get("spec") or {}).get("persistentVolumeReclaimPolicy")
+        if policy != "Retain":
             out.append(pv.problem(path, "$.spec.persistentVolumeReclaimPolicy",
-                                f"reclaim policy is {spec.get('persistentVolumeReclaimPolicy')!r}"
-                                "; Delete/Recycle would wipe the NAS data with the volume",
-                                "Retain"))
+                                  f"reclaim policy is {policy!r}; Delete/Recycle would wipe the "
+                                  "NAS data with the volume", "Retain"))
     for obj in pvs + pvcs:
         options = [o.strip() for o in str(_annotations(obj).get(SYNC_OPTIONS, "")).split(",")]
         missing = [o for o in KEEP_OPTIONS if o not in options]
         if missing:
             out.append(obj.problem(path, f"$.metadata.annotations[{SYNC_OPTIONS!r}]",
-                                f"missing {', '.join(missing)}: Argo CD could delete this "
-                                f"{obj.kind} (PV and PVC are kept or deleted together)",
-                                "Prune=false,Delete=false on both PV and PVC"))
+                                   f"missing {', '.join(missing)}: Argo CD could delete this "
+                                   f"{obj.kind} (PV and PVC are kept or deleted together)",
+                                   "Prune=false,Delete=false on both PV and PVC"))
     if bool(pvs) != bool(pvcs):
         lone = (pvs or pvcs)[0]
         out.append(lone.problem(path, "$", f"{lone.kind} without its "
-                            f"{chart.CLAIM if pvs else chart.VOLUME}; the "
-                            "static NAS binding needs both", "render both or neither"))
+                                f"{chart.CLAIM if pvs else chart.VOLUME}; the static NAS "
+                                "binding needs both", "render both or neither"))
+    return out
+
+
+def _storage_first(
+    objects: Sequence[RenderedObject], pvs: list[RenderedObject], pvcs: list[RenderedObject],
+    path: str,
+) -> list[Problem]:
+    """Sync waves: PV before PVC before everything that mounts them."""
+    out = []
     storage_waves = [_wave(o) for o in pvs + pvcs]
     for obj in objects:
         if obj.kind in (chart.VOLUME, chart.CLAIM):
             continue
         if storage_waves and _wave(obj) <= max(storage_waves):
             out.append(obj.problem(path, f"$.metadata.annotations[{SYNC_WAVE!r}]",
-                                f"sync wave {_wave(obj)} is not after the storage "
-                                f"(PV/PVC waves {sorted(set(storage_waves))})",
-                                "PV -2, PVC -1, everything else 0"))
+                                   f"sync wave {_wave(obj)} is not after the storage "
+                                   f"(PV/PVC waves {sorted(set(storage_waves))})",
+                                   "PV -2, PVC -1, everything else 0"))
     for pv in pvs:
         for pvc in pvcs:
             if _wave(pv) >= _wave(pvc):
                 out.append(pv.problem(path, f"$.metadata.annotations[{SYNC_WAVE!r}]",
-                                    "the PV must sync in an earlier wave than its PVC",
-                                    "PV -2, PVC -1"))
-    # Only the TFJob trains (writes); anything else mounting the volume must do so read-only.
+                                      "the PV must sync in an earlier wave than its PVC",
+                                      "PV -2, PVC -1"))
+    return out
+
+
+def _only_tfjob_writes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
+    """Only the TFJob trains (writes); anything else mounting the volume does so read-only."""
+    out = []
     for obj in objects:
         if (obj.api_version, obj.kind) == chart.TFJOB or obj.kind not in WORKLOAD_KINDS:
             continue

@@ -169,19 +169,13 @@ def run_pods(
     )
     with processes.signals_to(stop):
         try:
-            board = None
-            if tensorboard_logdir is not None:
-                board = _start_tensorboard(tensorboard_logdir, result)
-                if board is not None:
-                    children.append(board)
-                    threads.append(processes.read_output(board, "tensorboard".ljust(width),
-                                                         emit, lock))
-                    emit(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
-            by_name = {}
-            for local in planned:
-                by_name[local.pod.name] = processes.start(local.pod.name, local.argv, local.env,
-                                                          local.cwd)
-                children.append(by_name[local.pod.name])
+            board = _start_tensorboard(tensorboard_logdir, result) if tensorboard_logdir else None
+            if board is not None:
+                children.append(board)
+                threads.append(processes.read_output(board, "tensorboard".ljust(width), emit,
+                                                     lock))
+                emit(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
+            by_name = {local.pod.name: _start_pod(local, children) for local in planned}
             threads += [processes.read_output(child, name.ljust(width), emit, lock)
                         for name, child in by_name.items()]
             result.exit_code, result.reason = processes.supervise(
@@ -196,6 +190,16 @@ def run_pods(
             for thread in threads:
                 thread.join(timeout=2)
     return result
+
+
+def _start_pod(
+    local: LocalPod, children: list[subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    """Start one pod; `children` learns of it at once, so that cleanup reaps it whatever
+    happens next."""
+    child = processes.start(local.pod.name, local.argv, local.env, local.cwd)
+    children.append(child)
+    return child
 
 
 def _on_local_ports(pods: Sequence[tfconfig.Pod], tfjob: Mapping[str, Any]) -> list[tfconfig.Pod]:

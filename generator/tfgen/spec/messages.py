@@ -180,13 +180,19 @@ class Translator:
         ]
 
     def error(self, err: ValidationError) -> None:
+        """Add the problem(s) one schema error stands for."""
+        if "propertyNames" in err.absolute_schema_path or err.validator in _STRUCTURE:
+            self._structure_error(err)
+        else:
+            self._value_error(err)
+
+    def _structure_error(self, err: ValidationError) -> None:
+        """Keys and items: unknown, missing, alternatives, duplicates."""
         parts: PointerParts = tuple(err.absolute_path)
         kind = err.validator
         value: Any = err.validator_value
         schema = _annotated(err, self.schema)
         instance: Any = err.instance
-        described = _first_sentence(str(schema.get("description", "")))
-
         if "propertyNames" in err.absolute_schema_path:
             words = PATTERN_WORDS.get(str(value), f"must match {value}")
             self.add(
@@ -208,7 +214,47 @@ class Translator:
                     self.add(
                         parts, f'missing required key "{name}"', hint, key=True, kind="missing"
                     )
-        elif kind == "const":
+        elif kind == "minProperties":
+            keys = ", ".join(schema.get("properties", {}))
+            self.add(
+                parts,
+                "must not be empty",
+                f"add at least one of: {keys}",
+                key=True,
+                kind="missing",
+            )
+        elif kind == "minItems":
+            self.add(parts, f"needs at least {value} item{'s' if value != 1 else ''}", key=True)
+        elif kind == "uniqueItems":
+            self.add(parts, "has duplicate items; each may appear only once", key=True)
+        elif kind in ("oneOf", "anyOf") and isinstance(instance, dict) and _only_required(value):
+            options = [branch["required"][0] for branch in value]
+            present = [c for c in options if c in instance]
+            if not present:
+                self.add(
+                    parts,
+                    "needs one of " + ", ".join(f'"{c}"' for c in options),
+                    key=True,
+                    kind="missing",
+                )
+            else:
+                both = " and ".join(f'"{c}"' for c in present)
+                self.add(parts, f"has {both}; use exactly one of them", key=True)
+        elif kind in ("oneOf", "anyOf") and err.context:
+            from jsonschema.exceptions import best_match
+
+            self.error(best_match(err.context))
+        else:
+            self.add(parts, err.message)
+
+    def _value_error(self, err: ValidationError) -> None:
+        """A value of the wrong type, outside its choices, pattern or bounds."""
+        parts: PointerParts = tuple(err.absolute_path)
+        kind = err.validator
+        value: Any = err.validator_value
+        instance: Any = err.instance
+        described = _first_sentence(str(_annotated(err, self.schema).get("description", "")))
+        if kind == "const":
             want = f'"{value}"' if isinstance(value, str) else _yaml_scalar(value)
             self.add(parts, f"must be {want}, not {_describe(instance)}", described, kind="value")
         elif kind == "enum":
@@ -245,36 +291,6 @@ class Translator:
                 "exclusiveMaximum": "less than",
             }[kind]
             self.add(parts, f"must be {words} {value}, not {_yaml_scalar(instance)}", described)
-        elif kind == "minProperties":
-            keys = ", ".join(schema.get("properties", {}))
-            self.add(
-                parts,
-                "must not be empty",
-                f"add at least one of: {keys}",
-                key=True,
-                kind="missing",
-            )
-        elif kind == "minItems":
-            self.add(parts, f"needs at least {value} item{'s' if value != 1 else ''}", key=True)
-        elif kind == "uniqueItems":
-            self.add(parts, "has duplicate items; each may appear only once", key=True)
-        elif kind in ("oneOf", "anyOf") and isinstance(instance, dict) and _only_required(value):
-            options = [branch["required"][0] for branch in value]
-            present = [c for c in options if c in instance]
-            if not present:
-                self.add(
-                    parts,
-                    "needs one of " + ", ".join(f'"{c}"' for c in options),
-                    key=True,
-                    kind="missing",
-                )
-            else:
-                both = " and ".join(f'"{c}"' for c in present)
-                self.add(parts, f"has {both}; use exactly one of them", key=True)
-        elif kind in ("oneOf", "anyOf") and err.context:
-            from jsonschema.exceptions import best_match
-
-            self.error(best_match(err.context))
         else:
             self.add(parts, err.message)
 
@@ -289,6 +305,13 @@ class Translator:
         elif "array" in kinds and not isinstance(instance, list):
             hint = "write a list, e.g. [a, b] or one '- item' per line"
         self.add(parts, f"must be {want}, not {_describe(instance)}", hint, kind="type")
+
+
+# Keywords about a mapping's keys or a list's items (the rest are about one value).
+_STRUCTURE = frozenset(
+    {"additionalProperties", "required", "minProperties", "minItems", "uniqueItems", "oneOf",
+     "anyOf"}
+)
 
 
 def _only_required(branches: Any) -> bool:
