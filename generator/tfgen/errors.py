@@ -22,10 +22,6 @@ class InputError(TfgenError):
     """A file the user wrote cannot be read or does not make sense."""
 
 
-class ProblemsFound(TfgenError):
-    """Validation found problems; they are reported by the caller, this only carries the count."""
-
-
 class EnvironmentProblem(TfgenError):
     """Something tfgen needs from the machine is missing (helm, git, ...): exit code 2."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..repo import naming
 from ..repo.resources import EXPERIMENT_SCHEMA
 from .schema import inlined_schema
 
@@ -33,7 +34,7 @@ def copy_data(value: Any) -> Any:
 # (a repo-wide NAS default must not collide with a spec's existingClaim).
 EXCLUSIVE: dict[tuple[str, ...], tuple[str, ...]] = {
     ("spec", "storage"): ("nas", "existingClaim"),
-    ("spec", "roles"): ("master", "chief"),
+    ("spec", "roles"): naming.LEADER_ROLES,
 }
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..problems import Problem
+
 Key = str | int
 PointerParts = tuple[Key, ...]
 Positions = dict[PointerParts, tuple[int, int]]
@@ -118,5 +120,15 @@ class Locator:
         if in_config in self.config.values:
             return (self.config.path, *self.config.locate(in_config, key=key), True)
         return (self.document.path, *self.document.locate(parts, key=key), False)
+
+    def problem(
+        self, parts: PointerParts, message: str, hint: str = "", *, key: bool = False,
+        missing: bool = False,
+    ) -> Problem:
+        """A problem at a pointer into the merged spec, in the file where the fix belongs."""
+        path, line, col, from_config = self.where(parts, key=key, missing=missing)
+        if from_config:
+            hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
+        return Problem(path, line, col, pointer_text(parts), message, hint)
 
 

@@ -159,17 +159,15 @@ class Translator:
         key: bool = False,
         kind: str = "",
     ) -> None:
-        path, line, col, from_config = self.locator.where(parts, key=key, missing=kind == "missing")
-        if from_config:
-            hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
         pointer = pointer_text(parts)
         if kind == "type":
             self.wrong_type.add(pointer)
         elif kind == "value":
             self.value_checks.add((pointer, message))
-        self.problems.setdefault(
-            (pointer, message), Problem(path, line, col, pointer, message, hint)
-        )
+        if (pointer, message) not in self.problems:
+            self.problems[(pointer, message)] = self.locator.problem(
+                parts, message, hint, key=key, missing=kind == "missing"
+            )
 
     def result(self) -> list[Problem]:
         """The problems, without enum/pattern complaints about a value of the wrong type."""

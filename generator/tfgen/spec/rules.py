@@ -79,10 +79,7 @@ class _Collector:
         key: bool = True,
         missing: bool = False,
     ) -> None:
-        path, line, col, from_config = self.locator.where(parts, key=key, missing=missing)
-        if from_config:
-            hint = "; ".join(x for x in (hint, "this value comes from tfgen.yaml defaults") if x)
-        self.problems.append(Problem(path, line, col, pointer_text(parts), message, hint))
+        self.problems.append(self.locator.problem(parts, message, hint, key=key, missing=missing))
 
 
 def _find_key(data: Any, key: str, parts: PointerParts = ()) -> Iterable[PointerParts]:
@@ -137,10 +134,11 @@ def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
     if not isinstance(roles, dict):
         return
     base = ("spec", "roles")
-    if "master" in roles and "chief" in roles:
+    leaders = [r for r in naming.LEADER_ROLES if r in roles]
+    if len(leaders) > 1:
         out.add(
-            (*base, "chief"),
-            'has both "master" and "chief"; TensorFlow allows only one',
+            (*base, leaders[-1]),
+            f'has both "{leaders[0]}" and "{leaders[1]}"; TensorFlow allows only one',
             "keep one of them: they are the same job under two names",
         )
     if "ps" in roles and "worker" not in roles:
