@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tfgen.spec import Experiment
-from tfgen.spec.defaults import apply_defaults
+from tfgen.validate import Experiment
+from tfgen.validate.defaults import apply_defaults
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

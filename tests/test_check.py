@@ -69,7 +69,7 @@ def test_pv_name_collision_across_namespaces(repo: Path) -> None:
                                                        "team", "team-a"]))
     # render each on its own (a full render refuses the pair), as two pull requests would
     from tfgen.render import apply_plan, plan, plan_render
-    from tfgen.spec import validate_repo
+    from tfgen.validate import validate_repo
 
     spec = (repo / MNIST).read_text()
     aside = {}

@@ -12,7 +12,7 @@ from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
 from tfgen.errors import TfgenError
 from tfgen.render import RenderPlan, apply_plan, plan_render, write
 from tfgen.render.generated import HEADER_MARK
-from tfgen.spec import Experiment
+from tfgen.validate import Experiment
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 SOURCE = "experiments/distributed-mnist.yaml"

@@ -12,7 +12,7 @@ from helpers import ARGOCD, experiment, mnist_spec
 from tfgen.errors import TfgenError
 from tfgen.render import apply_plan, plan_render
 from tfgen.render import write as render
-from tfgen.spec import Experiment
+from tfgen.validate import Experiment
 
 
 def experiments(count: int, **metadata: str) -> list[Experiment]:

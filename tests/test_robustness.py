@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tfgen.spec.config import load_config
-from tfgen.spec.validate import validate_paths
+from tfgen.validate.config import load_config
+from tfgen.validate.experiments import validate_paths
 
 FULL = Path(__file__).parent / "fixtures" / "specs" / "valid" / "everything.yaml"
 ODD_VALUES: list[Any] = [None, [], {}, "x", True]

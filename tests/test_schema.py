@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from tfgen.spec.defaults import apply_defaults
-from tfgen.spec.document import pointer_text
-from tfgen.spec.loader import load_bytes
-from tfgen.spec.messages import PATTERN_WORDS
-from tfgen.spec.schema import inlined_schema
+from tfgen.validate.defaults import apply_defaults
+from tfgen.validate.document import pointer_text
+from tfgen.validate.loader import load_bytes
+from tfgen.validate.messages import PATTERN_WORDS
+from tfgen.validate.schema import inlined_schema
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 NAMES = ["experiment.schema.json", "repo-config.schema.json"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tfgen.spec.config import load_config
-from tfgen.spec.validate import validate_paths
+from tfgen.validate.config import load_config
+from tfgen.validate.experiments import validate_paths
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).parent / "fixtures" / "specs"

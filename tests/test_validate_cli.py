@@ -283,7 +283,7 @@ def test_invalid_repo_config_is_one_clear_error(runner, repo):
 
 
 def test_spec_wins_over_repo_defaults_and_lists_are_replaced(repo):
-    from tfgen.spec.validate import validate_repo
+    from tfgen.validate.experiments import validate_repo
 
     build_file_tree(
         repo,
@@ -308,7 +308,7 @@ def test_spec_wins_over_repo_defaults_and_lists_are_replaced(repo):
 
 
 def test_existing_claim_drops_nas_default(repo):
-    from tfgen.spec.validate import validate_repo
+    from tfgen.validate.experiments import validate_repo
 
     spec = GOOD.format(name="good").replace("  storage:\n", "  storage:\n    existingClaim: data\n")
     build_file_tree(repo, {"experiments/good.yaml": spec})

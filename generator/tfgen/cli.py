@@ -20,7 +20,7 @@ import click
 from . import __version__
 from .errors import TfgenError
 from .problems import FORMATS, Problem, format_problems
-from .spec import validate_repo
+from .validate import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 

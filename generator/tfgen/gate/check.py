@@ -1,7 +1,7 @@
 """`tfgen check`: the offline pull-request gate over the whole chain.
 
-A run composes the stages, each called as the other commands call it: the spec stage validates
-every spec (`spec.validate_paths`, as `tfgen validate`), the render stage plans the generated
+A run composes the stages, each called as the other commands call it: the validate stage
+checks every spec (`validate.validate_paths`, as `tfgen validate`), the render stage plans the generated
 files against the committed ones (`render.plan_render`, as `tfgen render --check`). Then the
 gate's own steps: resolve the Applications the committed ApplicationSet generates
 (`applications`), render each with helm exactly as Argo CD would (`batch`), judge every
@@ -28,7 +28,7 @@ from .. import render
 from ..errors import InputError
 from ..problems import Problem
 from ..repo import layout, resources
-from ..spec import RepoConfig, ValidationResult, Verdict, load_config, validate_paths
+from ..validate import RepoConfig, ValidationResult, Verdict, load_config, validate_paths
 from . import base, immutability, kubeconform, objects, wiring
 from .applications import (
     Resolution,
@@ -117,7 +117,7 @@ def run_check(
 
 
 class _SpecVerdicts:
-    """The spec stage's memory of verdicts, kept in the gate's cache."""
+    """The validate stage's memory of verdicts, kept in the gate's cache."""
 
     def __init__(self, cache: Cache, keys: CacheKeys, config: bytes) -> None:
         self.cache, self.keys, self.config = cache, keys, config

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..problems import Problem
 from ..repo import layout
-from ..spec import load_config
+from ..validate import load_config
 from . import base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..repo import layout, naming
-from ..spec import Experiment, load_config, validate_paths
+from ..validate import Experiment, load_config, validate_paths
 from . import argo
 from .generated import GeneratedFile, dump_yaml, is_generated
 from .values import build_values
@@ -98,7 +98,7 @@ def wanted_files(
     files = argo.argo_files(argocd)
     problems: list[Problem] = []
     for experiment in sorted(experiments, key=lambda e: e.rel):
-        # Names become folder names: the spec stage allows only names that cannot leave
+        # Names become folder names: the validate stage allows only names that cannot leave
         # argo/experiments/, and the writer checks it again rather than trust its caller.
         if not naming.is_experiment_name(experiment.name):
             problems.append(Problem(experiment.rel, pointer="$.metadata.name",

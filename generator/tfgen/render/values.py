@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..repo import naming
-from ..spec.defaults import object_defaults
+from ..validate.defaults import object_defaults
 
 
 def _sorted_map(value: Mapping[str, Any]) -> dict[str, Any]:

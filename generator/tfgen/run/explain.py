@@ -24,7 +24,7 @@ from ..problems import format_problems
 from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import layout, resources
-from ..spec import validate_repo
+from ..validate import validate_repo
 from . import tfconfig
 
 FORMATS = ("text", "json", "mermaid")

@@ -1,4 +1,4 @@
-"""The spec stage: what people write (experiments/*.yaml, tfgen.yaml) -> validated Experiments.
+"""The validate stage: what people write (experiments/*.yaml, tfgen.yaml) -> validated Experiments.
 
 `validate_repo` / `validate_paths` are the way in for every command; the modules behind them
 load YAML strictly (`loader`, `nodes`, `document`), check it against the schema (`schema`,
@@ -7,7 +7,7 @@ load YAML strictly (`loader`, `nodes`, `document`), check it against the schema 
 """
 
 from .config import RepoConfig, load_config
-from .validate import (
+from .experiments import (
     Experiment,
     ValidationResult,
     Verdict,

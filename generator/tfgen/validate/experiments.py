@@ -1,4 +1,4 @@
-"""The spec stage: experiment files -> validated Experiments, every problem of every file at once.
+"""The validate stage: experiment files -> validated Experiments, every problem of every file at once.
 
 Each file is read strictly (`loader`), laid over tfgen.yaml's defaults, checked against the
 schema and completed with the schema's defaults (`schema`, `defaults`), then checked by the
