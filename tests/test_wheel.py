@@ -1,0 +1,64 @@
+"""tfgen installed from a wheel, not editable, into a fresh virtual environment: its schemas,
+templates and chart ship as package data, so `tfgen validate`, `render --check` and `check`
+work inside a copy of the repository as they do from the checkout."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO_ROOT, copy_repo_parts
+
+# What building the wheel reads: the project file and everything the package links to.
+SOURCES = ("pyproject.toml", "README.md", "generator", "schemas", "charts")
+
+
+def run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def tfgen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `tfgen` command of a fresh virtual environment holding tfgen's wheel."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for part in SOURCES:
+        if (REPO_ROOT / part).is_dir():
+            shutil.copytree(REPO_ROOT / part, source / part, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(REPO_ROOT / part, source / part)
+    built = run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+                work / "dist", source)
+    assert built.returncode == 0, built.stderr
+    [wheel] = (work / "dist").glob("tfgen-*.whl")
+    venv = work / "venv"
+    assert run(sys.executable, "-m", "venv", venv).returncode == 0
+    installed = run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel)
+    assert installed.returncode == 0, installed.stderr
+    return venv / "bin" / "tfgen"
+
+
+def test_the_wheel_is_what_runs(tfgen: Path) -> None:
+    where = run(tfgen.parent / "python", "-c", "import tfgen.repo.resources as r; "
+                "print(r.schema_dir()); print(r.chart_dir())")
+    assert where.returncode == 0, where.stderr
+    lines = where.stdout.split()
+    assert len(lines) == 2 and all(str(tfgen.parents[1]) in line for line in lines), lines
+    assert all(not Path(line).is_symlink() and Path(line).is_dir() for line in lines)
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render", "--check"], ["check"]])
+def test_commands_work_in_a_copy_of_the_repository(
+    tfgen: Path, tmp_path: Path, command: list[str]
+) -> None:
+    repo = copy_repo_parts(tmp_path / "repo")
+    result = run(tfgen, *command, cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout + result.stderr, "the command says what it did"
