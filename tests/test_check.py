@@ -152,6 +152,21 @@ def test_storage_change_against_the_base_commit(repo: Path) -> None:
     assert "1 of 3 application(s)" in changed.output
 
 
+def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(repo: Path) -> None:
+    # At the base, the ApplicationSet's files generator carries a half-written second entry;
+    # resolving the base must still find the running experiments and protect them.
+    appset = repo / "argo/applicationset.yaml"
+    good = appset.read_text()
+    edit_yaml(appset, lambda d: d["spec"]["generators"][0]["git"]["files"].append({}))
+    git_init(repo)
+    appset.write_text(good)
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["storage"]["nas"].update(path="/elsewhere"))
+    render_repo(repo)
+    out = check(repo, "--base", "HEAD")
+    assert out.exit_code == 1, out.output
+    assert "the volume source changed ('/training' -> '/elsewhere')" in out.output
+
+
 def test_diff_shows_exactly_a_worker_count_change(repo: Path) -> None:
     git_init(repo)
 

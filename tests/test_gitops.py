@@ -223,3 +223,29 @@ def test_health_patch_is_a_valid_configmap(repo: Path) -> None:
     patch = load(repo, "argo/argocd-cm-tfjob-health.yaml")
     kubernetes_validate.validate(patch, "1.30", strict=True)  # raises on any unknown field
     assert set(patch["data"]) == {"resource.customizations.health.kubeflow.org_TFJob"}
+
+
+ODD_APPLICATIONSETS = {
+    "a list": "- a\n- b\n",
+    "no spec": "kind: ApplicationSet\nspec:\n",
+    "generators not a list": "spec: {generators: {git: {}}}\n",
+    "a files entry without path": "spec: {generators: [{git: {files: [{}, 7]}}]}\n",
+    "template not a mapping": (
+        "spec: {goTemplate: true, goTemplateOptions: [missingkey=error], template: 5, "
+        "generators: [{git: {files: [{path: argo/experiments/*/app.yaml}]}}]}\n"
+    ),
+    "template metadata null": (
+        "metadata: null\nspec: {goTemplate: true, template: {metadata: null, spec: null}, "
+        "generators: [{git: {files: [{path: argo/experiments/*/app.yaml}]}}]}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ODD_APPLICATIONSETS)
+def test_an_odd_applicationset_gives_problems_not_exceptions(tmp_path: Path, case: str) -> None:
+    apply_plan(plan_render(tmp_path, [experiment(mnist_spec())], ARGOCD))
+    (tmp_path / "argo/applicationset.yaml").write_text(ODD_APPLICATIONSETS[case])
+    resolution = applications.resolve_applications(tmp_path)
+    assert resolution.problems, "an unusable ApplicationSet is reported"
+    for app in resolution.applications:  # whatever resolves still names a chart and values
+        assert isinstance(app.name, str) and isinstance(app.value_files, list)

@@ -167,6 +167,11 @@ def resolve_applications(repo_root: Path) -> Resolution:
     if not spec.get("goTemplate") or "missingkey=error" not in options:
         problems.append(Problem(display, pointer="$.spec.goTemplate",
                                 message="goTemplate with missingkey=error is required"))
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        problems.append(Problem(display, pointer="$.spec.template",
+                                message="the Application template is missing"))
+        return Resolution([], problems)
     globs, glob_problems = _git_file_globs(appset)
     problems += glob_problems
     candidates = sorted(
@@ -187,7 +192,7 @@ def resolve_applications(repo_root: Path) -> Resolution:
             problems.append(Problem(rel, message="must be a mapping of generator parameters"))
             continue
         try:
-            app = substitute(dict(_map(spec.get("template"))), _generator_params(data, rel))
+            app = substitute(dict(template), _generator_params(data, rel))
         except TemplateError as exc:
             problems.append(Problem(rel, message=f"ApplicationSet template: {exc}",
                                     hint="every key the template uses must be in app.yaml"))
