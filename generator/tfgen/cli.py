@@ -19,6 +19,7 @@ import click
 
 from . import __version__
 from .errors import TfgenError
+from .gate import VALIDATORS
 from .problems import FORMATS, Problem, format_problems
 from .validate import validate_repo
 
@@ -288,7 +289,7 @@ class _Progress:
 @click.option("--changed", "changed_only", is_flag=True,
               help="Only render experiments touched since --base (a chart, schema, argo/ or "
                    "tfgen.yaml change means all).")
-@click.option("--validator", type=click.Choice(["auto", "builtin", "kubeconform", "both"]),
+@click.option("--validator", type=click.Choice(VALIDATORS),
               default="auto", show_default=True,
               help="Validator of rendered objects: auto = builtin, plus kubeconform when it is "
                    "on PATH; kubeconform/both require it.")
@@ -309,8 +310,6 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     """
     from .gate.check import CheckOptions, run_check
 
-    if changed_only and not base:
-        raise click.UsageError("--changed needs --base REF (changes are counted since REF)")
     progress = _Progress(sys.stderr.isatty())
     try:
         result = run_check(root or Path.cwd(), CheckOptions(base=base, changed_only=changed_only,

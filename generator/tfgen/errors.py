@@ -1,8 +1,8 @@
 """The one error family of tfgen.
 
 Every error a user can cause derives from `TfgenError` and carries a message that is ready to
-print. The CLI turns these into one red line and exit code 1 (2 for `EnvironmentProblem`); any
-other exception is a bug in tfgen and keeps its traceback.
+print. The CLI turns these into one red line and exit code 1 (2 for `EnvironmentProblem` and
+`OptionsError`); any other exception is a bug in tfgen and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ class InputError(TfgenError):
 
 class EnvironmentProblem(TfgenError):
     """Something tfgen needs from the machine is missing (helm, git, ...): exit code 2."""
+
+    exit_code = 2
+
+
+class OptionsError(TfgenError):
+    """Options that contradict each other (`--changed` without `--base`): exit code 2, as for
+    any other usage error."""
 
     exit_code = 2
 

@@ -1,9 +1,9 @@
 """`tfgen check`: the offline pull-request gate over the whole chain.
 
 A run composes the stages, each called as the other commands call it: the validate stage
-checks every spec (`validate.validate_paths`, as `tfgen validate`), the render stage plans the generated
-files against the committed ones (`render.plan_render`, as `tfgen render --check`). Then the
-gate's own steps: resolve the Applications the committed ApplicationSet generates
+checks every spec (`validate.validate_paths`, as `tfgen validate`), the render stage plans the
+generated files against the committed ones (`render.plan_render`, as `tfgen render --check`).
+Then the gate's own steps: resolve the Applications the committed ApplicationSet generates
 (`applications`), render each with helm exactly as Argo CD would (`batch`), judge every
 rendered object and every Argo CD object in argo/ (`objects`, `wiring`), and with a base
 revision refuse changes a live run cannot take (`immutability`). Every finding is a `Problem`;
@@ -25,11 +25,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .. import render
-from ..errors import InputError
+from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import layout, resources
 from ..validate import RepoConfig, ValidationResult, Verdict, load_config, validate_paths
-from . import base, immutability, kubeconform, objects, wiring
+from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
 from .applications import (
     Resolution,
     ResolvedApplication,
@@ -43,8 +43,6 @@ from .cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest
 from .helm import find_helm
 from .inputs import snapshot
 from .manifests import ManifestValidator
-
-VALIDATORS = ("auto", "builtin", "kubeconform", "both")
 
 Progress = Callable[[str, int, int], None]
 
@@ -101,9 +99,9 @@ def run_check(
     """Run the whole gate over the repository at `root`; returns every problem found."""
     options = options or CheckOptions()
     if options.validator not in VALIDATORS:
-        raise InputError(f"--validator {options.validator}: one of {', '.join(VALIDATORS)}")
+        raise OptionsError(f"--validator {options.validator}: one of {', '.join(VALIDATORS)}")
     if options.changed_only and not options.base:
-        raise InputError("--changed needs --base REF (changes are counted since REF)")
+        raise OptionsError("--changed needs --base REF (changes are counted since REF)")
     if options.validator == "auto":
         found = kubeconform.find_kubeconform()
         options = replace(options, validator="both" if found else "builtin")

@@ -1,0 +1,6 @@
+"""What an experiment becomes in the cluster, and running it here.
+
+Its ways in are `explain.explain_spec` (`tfgen explain`) and `runlocal.run_local`
+(`tfgen run-local`); both take one spec through the validate and render stages and the real
+helm, then read the TFJob as the training operator does (`tfconfig`).
+"""

@@ -1,4 +1,5 @@
-"""The validate stage: experiment files -> validated Experiments, every problem of every file at once.
+"""The validate stage's way in: experiment files -> validated Experiments, and every problem
+of every file at once.
 
 Each file is read strictly (`loader`), laid over tfgen.yaml's defaults, checked against the
 schema and completed with the schema's defaults (`schema`, `defaults`), then checked by the
