@@ -85,8 +85,9 @@ def test_a_tightened_schema_of_a_new_tfgen_is_not_answered_from_the_cache(
     env = {**os.environ, "PYTHONPATH": str(package.parent)}
 
     def tfgen_check() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-c", "from tfgen.cli import main; main()", "check"], cwd=repo, env=env,
-                              capture_output=True, text=True, check=False)
+        return subprocess.run(
+            [sys.executable, "-c", "from tfgen.cli import main; main()", "check"],
+            cwd=repo, env=env, capture_output=True, text=True, check=False)
 
     for _ in range(2):  # the second run answers from the cache
         first = tfgen_check()
