@@ -41,11 +41,13 @@ def test_every_spec_becomes_one_application(resolution: applications.Resolution)
         assert app.release_name == app.name and app.project == "tfgen-experiments"
         assert app.manifest_generate_paths == [layout.CHART_PATH,
                                                f"{layout.GENERATED_DIR}/{app.name}"]
+        assert len(app.value_files) == 1  # argo/experiments/<name>/values.yaml
         assert all(REPO in p.parents for p in app.value_files)
 
 
 def test_tfjob_matches_the_spec(resolution: applications.Resolution,
                                rendered: dict[str, list[dict[str, Any]]]) -> None:
+    assert resolution.applications
     for app in resolution.applications:
         spec = yaml.safe_load((REPO / "experiments" / f"{app.name}.yaml").read_text())
         [tfjob] = [d for d in rendered[app.name] if d["kind"] == "TFJob"]
@@ -54,6 +56,7 @@ def test_tfjob_matches_the_spec(resolution: applications.Resolution,
             "namespace", "default")
         replica_specs = tfjob["spec"]["tfReplicaSpecs"]
         expected = {role: cfg for role, cfg in spec["spec"]["roles"].items()}
+        assert expected, app.name
         assert {k.lower() for k in replica_specs} == set(expected)
         for key, replica in replica_specs.items():
             role = expected[key.lower()]
@@ -67,6 +70,7 @@ def test_tfjob_matches_the_spec(resolution: applications.Resolution,
 
 
 def test_generated_argo_files_are_tfgen_labelled(resolution: applications.Resolution) -> None:
+    assert resolution.applications
     for app in resolution.applications:
         assert app.manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
 
@@ -75,7 +79,9 @@ def test_helm3_renders_the_same(resolution: applications.Resolution,
                                 rendered: dict[str, list[dict[str, Any]]]) -> None:
     # Argo CD 3.3/3.4 bundle Helm 3, 3.5 bundles Helm 4: both must give the cluster the same.
     helm3 = helm.find_helm(3)
+    assert resolution.applications
     for app in resolution.applications:
         text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
                              app.value_files, helm=helm3)
+        assert rendered[app.name], app.name
         assert [d for d in yaml.safe_load_all(text) if d] == rendered[app.name], app.name

@@ -147,11 +147,12 @@ def test_walkthrough_objects(renders: dict[str, dict[str, str]]) -> None:
 def test_existing_claim_renders_no_volume(renders: dict[str, dict[str, str]]) -> None:
     objs = objects(renders["existing-claim"]["helm4"])
     assert not [o for o in objs if o["kind"] in ("PersistentVolume", "PersistentVolumeClaim")]
-    for obj in objs:
-        for tpl in pod_templates(obj):
-            claims = [v["persistentVolumeClaim"]["claimName"] for v in tpl["spec"]["volumes"]
-                      if "persistentVolumeClaim" in v]
-            assert claims == ["team-datasets"]
+    templates = [tpl for obj in objs for tpl in pod_templates(obj)]
+    assert len(templates) == 2  # the TFJob's Worker and the TensorBoard Deployment
+    for tpl in templates:
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in tpl["spec"]["volumes"]
+                  if "persistentVolumeClaim" in v]
+        assert claims == ["team-datasets"]
 
 
 def test_tensorboard_off_renders_no_tensorboard(renders: dict[str, dict[str, str]]) -> None:
@@ -265,6 +266,7 @@ def test_storage_is_kept_and_synced_first(renders: dict[str, dict[str, str]],
     waves = {o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] for o in objs}
     storage = [o for o in objs if o["kind"] in ("PersistentVolume", "PersistentVolumeClaim")]
     assert len(storage) in (0, 2), "PV and PVC are always rendered (and kept) together"
+    assert len(storage) == (0 if scenario_values(scenario)["storage"]["existingClaim"] else 2)
     for obj in storage:
         annotations = obj["metadata"]["annotations"]
         assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
@@ -290,11 +292,12 @@ def test_storage_is_kept_and_synced_first(renders: dict[str, dict[str, str]],
 def test_every_pod_mounts_the_claim(renders: dict[str, dict[str, str]], scenario: str) -> None:
     values = scenario_values(scenario)
     mount_path = values["storage"]["mountPath"]
-    for obj in objects(renders[scenario]["helm4"]):
-        for tpl in pod_templates(obj):
-            mounts = {m["mountPath"]: m for m in tpl["spec"]["containers"][0]["volumeMounts"]}
-            assert mount_path in mounts
-            assert mounts[mount_path].get("readOnly", False) == (obj["kind"] == "Deployment")
+    pods = [(obj, tpl) for obj in objects(renders[scenario]["helm4"]) for tpl in pod_templates(obj)]
+    assert pods
+    for obj, tpl in pods:
+        mounts = {m["mountPath"]: m for m in tpl["spec"]["containers"][0]["volumeMounts"]}
+        assert mount_path in mounts
+        assert mounts[mount_path].get("readOnly", False) == (obj["kind"] == "Deployment")
 
 
 def test_pv_forms(renders: dict[str, dict[str, str]]) -> None:
@@ -388,7 +391,9 @@ def test_enough_bad_values_cases() -> None:
 
 def test_no_release_or_chart_name_in_templates() -> None:
     """Names come from .Values.experiment only (see _helpers.tpl for why)."""
-    for path in (CHART / "templates").iterdir():
+    templates = sorted((CHART / "templates").iterdir())
+    assert len(templates) >= 9  # the nine files the chart has today
+    for path in templates:
         code = re.sub(r"\{\{/\*.*?\*/\}\}", "", path.read_text(), flags=re.S)
         for forbidden in (".Release.Name", ".Release.Namespace", ".Chart.Name"):
             assert forbidden not in code, f"{path.name} uses {forbidden}"
@@ -415,6 +420,7 @@ def test_umbrella_chart_renders_identical_objects(tmp_path: Path,
         return sorted(objects(text), key=lambda o: (o["kind"], o["metadata"]["name"]))
 
     alone = [o for s in aliases.values() for o in objects(renders[s]["helm4"])]
+    assert alone
     assert by_name(together) == sorted(alone, key=lambda o: (o["kind"],
                                                                    o["metadata"]["name"]))
 
@@ -522,10 +528,13 @@ def test_longest_names_fit(tmp_path: Path) -> None:
     values.write_text(yaml.safe_dump({"experiment": {"name": name, "namespace": namespace}}))
     rendered = template(CHART, name, namespace, [CI_DIR / "walkthrough-values.yaml", values],
                         kube_version=KUBE_VERSION, helm=find_helm(4))
-    for obj in objects(rendered):
+    objs = objects(rendered)
+    assert len(objs) == 5  # the walkthrough's PV, PVC, Service, Deployment and TFJob
+    for obj in objs:
         meta = obj["metadata"]
         limit = 253 if obj["kind"] == "PersistentVolume" else 63
         assert len(meta["name"]) <= limit, meta["name"]
+        assert meta["labels"]
         assert all(len(v) <= 63 for v in meta["labels"].values())
     # the operator's own names: <name>-<role>-<index>
     assert len(f"{name}-worker-999") <= 63
@@ -553,6 +562,7 @@ def test_chief_evaluator_gang(renders: dict[str, dict[str, str]]) -> None:
 def test_istio_sidecar_only_when_asked(renders: dict[str, dict[str, str]], scenario: str) -> None:
     allowed = scenario_values(scenario)["istioSidecar"]
     tfjob = next(o for o in objects(renders[scenario]["helm4"]) if o["kind"] == "TFJob")
+    assert tfjob["spec"]["tfReplicaSpecs"]
     for spec in tfjob["spec"]["tfReplicaSpecs"].values():
         annotations = spec["template"]["metadata"]["annotations"]
         assert ("sidecar.istio.io/inject" not in annotations) == allowed

@@ -46,7 +46,8 @@ def test_layout_is_standalone_and_as_strict_as_builtin(tmp_path: Path) -> None:
     assert names == ["deployment-apps-v1.json", "ingress-networking-v1.json",
                      "persistentvolume-v1.json", "service-v1.json", "tfjob-kubeflow-v1.json"]
     pv_schema = json.loads((folder / "persistentvolume-v1.json").read_text())
-    assert all(ref.startswith("#/$defs/") for ref in _refs(pv_schema))  # nothing to fetch
+    refs = _refs(pv_schema)
+    assert refs and all(ref.startswith("#/$defs/") for ref in refs)  # nothing to fetch
     standalone = jsonschema_rs.validator_for(pv_schema)
     pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "p"},
           "spec": {"nfs": {"server": "s", "path": "/"}, "capacity": {"storage": "1Gi"}}}

@@ -69,8 +69,16 @@ def test_specs_load_the_same_both_ways(path: Path) -> None:
     assert document.keys == careful.keys
 
 
+def test_there_are_specs_to_load() -> None:
+    """The test above has cases: the bundled examples and the spec fixtures."""
+    bundled = [p for p in SPECS if p.parent == REPO / "experiments"]
+    assert len(bundled) >= 3 and len(SPECS) - len(bundled) >= 60
+
+
 def test_plain_specs_take_the_fast_path() -> None:
-    for path in (REPO / "experiments").glob("*.yaml"):
+    paths = sorted((REPO / "experiments").glob("*.yaml"))
+    assert len(paths) >= 3
+    for path in paths:
         assert _load_plain(path.read_text(encoding="utf-8")) is not None, path.name
     assert _load_plain("a: &x 1\nb: *x\n") is None
     assert _load_plain("a: 1\na: 2\n") is None

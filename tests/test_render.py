@@ -167,4 +167,5 @@ def test_names_cannot_escape_the_experiments_folder(tmp_path: Path) -> None:
     evil = experiment(mnist_spec(name="../../etc"), "experiments/evil.yaml")
     plan = plan_render(tmp_path, [evil], ARGOCD)
     assert [p.pointer for p in plan.problems] == ["$.metadata.name"]
+    assert len(plan.changes) == 4  # the argo/ wiring only, nothing for the refused name
     assert all(c.path.startswith("argo/") and ".." not in c.path for c in plan.changes)

@@ -105,7 +105,9 @@ def test_a_failing_replica_ends_the_run_with_its_status(tmp_path: Path) -> None:
     result, _ = run(job, tmp_path, timeout=60)
     assert result.exit_code == 3
     assert "local-ps-0 failed with 3" in result.reason
-    assert not [pid for pid in all_pids(markers(tmp_path / "m")) if alive(pid)]
+    found = markers(tmp_path / "m")
+    assert "local-ps-0" in found  # the failing replica writes its marker first
+    assert not [pid for pid in all_pids(found) if alive(pid)]
 
 
 def test_timeout_stops_every_process_group(tmp_path: Path) -> None:

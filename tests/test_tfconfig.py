@@ -96,6 +96,7 @@ def test_single_replica_gets_no_tf_config() -> None:
 
 def test_two_replicas_of_one_type_are_distributed() -> None:
     pods = tfconfig.pods(tfjob("pair", "default", {"Worker": replica(2)}))
+    assert len(pods) == 2
     assert all(p.tf_config for p in pods)
 
 
