@@ -149,9 +149,10 @@ def test_invalid_spec_is_reported_not_explained(tmp_path: Path) -> None:
     path.write_text(SINGLE.replace("replicas: 1", "replicas: -1"))
     with pytest.raises(InputError, match="problem"):
         explain.explain_spec(path)
-    result = CliRunner().invoke(main, ["explain", str(path)])
+    result = CliRunner().invoke(main, ["explain", str(path)], catch_exceptions=False)
     assert result.exit_code == 1
     assert "Traceback" not in result.output
+    assert "$.spec.roles.worker.replicas: must be at least 1, not -1" in result.output
 
 
 def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:

@@ -47,6 +47,7 @@ def test_render_then_rerun_then_check(runner: CliRunner, repo: Path) -> None:
     assert code == 0 and "0 created, 0 updated, 6 unchanged" in output
     code, output = run(runner, repo, "--check")
     assert code == 0, output
+    assert "argo/ is up to date" in output and "6 unchanged" in output
 
 
 def test_check_fails_on_one_changed_byte_with_a_diff(runner: CliRunner, repo: Path) -> None:
@@ -72,7 +73,8 @@ def test_deleted_spec_orphans_need_prune(runner: CliRunner, repo: Path) -> None:
     code, output = run(runner, repo, "--prune")
     assert code == 0 and f"removed {VALUES}" in output
     assert not (repo / VALUES).exists()
-    assert run(runner, repo, "--check")[0] == 0
+    code, output = run(runner, repo, "--check")
+    assert code == 0 and "argo/ is up to date" in output and "4 unchanged" in output
 
 
 def test_invalid_spec_writes_nothing(runner: CliRunner, repo: Path) -> None:
@@ -95,6 +97,7 @@ def test_json_format(runner: CliRunner, repo: Path) -> None:
 def test_usage_error_exit_2(runner: CliRunner) -> None:
     result = runner.invoke(main, ["render", "--format", "xml"])
     assert result.exit_code == 2
+    assert "Invalid value for '--format': 'xml' is not one of" in result.output
 
 
 def test_render_is_documented(runner: CliRunner) -> None:

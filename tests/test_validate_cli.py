@@ -89,7 +89,9 @@ def test_bundled_examples_are_valid(runner, monkeypatch):
 
 
 def test_examples_start_with_schema_modeline():
-    for path in (REPO / "experiments").glob("*.yaml"):
+    paths = sorted((REPO / "experiments").glob("*.yaml"))
+    assert len(paths) >= 3
+    for path in paths:
         first = path.read_text(encoding="utf-8").splitlines()[0]
         assert first == "# yaml-language-server: $schema=../schemas/experiment.schema.json"
 
@@ -211,8 +213,12 @@ def test_format_github(runner, repo):
 
 
 def test_usage_errors_exit_2(runner, repo):
-    assert run(runner, "--format", "xml").exit_code == 2
-    assert run(runner, "no/such/path.yaml").exit_code == 2
+    result = run(runner, "--format", "xml")
+    assert result.exit_code == 2
+    assert "Invalid value for '--format': 'xml' is not one of" in result.output
+    result = run(runner, "no/such/path.yaml")
+    assert result.exit_code == 2
+    assert "Path 'no/such/path.yaml' does not exist" in result.output
 
 
 def test_every_file_reported_at_once(runner, repo):
@@ -332,6 +338,7 @@ def test_without_tfgen_yaml_builtin_defaults(tmp_path, monkeypatch, runner):
     monkeypatch.chdir(tmp_path)
     result = run(runner)
     assert result.exit_code == 0, result.output
+    assert result.output.strip() == "1 experiment valid"
 
 
 def test_single_new_file_is_checked_against_the_rest_of_the_repo(runner, repo):
@@ -360,5 +367,7 @@ def test_readme_shows_the_real_output(runner, repo):
     build_file_tree(repo, {"experiments/three-mistakes.yaml": THREE_MISTAKES})
     result = run(runner, "experiments/three-mistakes.yaml")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for line in result.output.splitlines():
+    lines = result.output.splitlines()
+    assert len(lines) == 4  # three problems and the summary
+    for line in lines:
         assert line in readme
