@@ -35,8 +35,8 @@ def render_repo(root: Path) -> None:
     apply_plan(plan, prune=True)
 
 
-def check(root: Path, *args: str) -> Result:
-    return CliRunner().invoke(main, ["check", "--root", str(root), *args], catch_exceptions=False)
+def check(runner: CliRunner, root: Path, *args: str) -> Result:
+    return runner.invoke(main, ["check", "--root", str(root), *args], catch_exceptions=False)
 
 
 def edit_yaml(path: Path, change: Any) -> None:
@@ -55,14 +55,14 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def test_real_repository_is_clean() -> None:
-    result = CliRunner().invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
-                                catch_exceptions=False)
+def test_real_repository_is_clean(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
+                           catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
 
 
-def test_pv_name_collision_across_namespaces(repo: Path) -> None:
+def test_pv_name_collision_across_namespaces(runner: CliRunner, repo: Path) -> None:
     # team-a/x and team/a-x both derive the PersistentVolume name team-a-x-data
     edit_yaml(repo / "tfgen.yaml",
               lambda d: d["argocd"].update(namespaces=[*d["argocd"]["namespaces"],
@@ -86,32 +86,32 @@ def test_pv_name_collision_across_namespaces(repo: Path) -> None:
     build_file_tree(repo, {f"experiments/{name}.yaml": text for name, text in aside.items()})
     argocd = result.config.data["argocd"]
     apply_plan(plan_render(repo, [], argocd))  # argo/project.yaml namespaces
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert 'PersistentVolume name "team-a-x-data"' in out.output  # the spec rule
     assert "PersistentVolume 'team-a-x-data' (cluster-wide) is also rendered by" in out.output
 
 
-def test_logdir_outside_the_mount(repo: Path) -> None:
+def test_logdir_outside_the_mount(runner: CliRunner, repo: Path) -> None:
     edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert f"{MNIST}:" in out.output and "$.spec.tensorboard.logDir" in out.output
     assert "not inside storage.mountPath" in out.output
 
 
-def test_unknown_field_in_a_rendered_object(repo: Path) -> None:
+def test_unknown_field_in_a_rendered_object(runner: CliRunner, repo: Path) -> None:
     pvc = repo / "charts/tfjob-experiment/templates/pvc.yaml"
     text = pvc.read_text()
     assert "\nspec:\n" in text
     pvc.write_text(text.replace("\nspec:\n", "\nspec:\n  bogusField: 1\n", 1))
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert re.search(r"PersistentVolumeClaim/distributed-mnist-data \$\.spec: .*'bogusField' "
                      r"was unexpected", out.output), out.output
 
 
-def test_kind_missing_from_the_project_whitelist(repo: Path) -> None:
+def test_kind_missing_from_the_project_whitelist(runner: CliRunner, repo: Path) -> None:
     def drop_tfjob(project: dict[str, Any]) -> None:
         kept = [k for k in project["spec"]["namespaceResourceWhitelist"]
                 if k["kind"] != "TFJob"]
@@ -119,42 +119,44 @@ def test_kind_missing_from_the_project_whitelist(repo: Path) -> None:
         project["spec"]["namespaceResourceWhitelist"] = kept
 
     edit_yaml(repo / "argo/project.yaml", drop_tfjob)
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert "TFJob/distributed-mnist $.kind: kind kubeflow.org/TFJob is not on the " \
            "namespaceResourceWhitelist" in out.output
 
 
-def test_values_file_the_applicationset_cannot_resolve(repo: Path) -> None:
+def test_values_file_the_applicationset_cannot_resolve(runner: CliRunner, repo: Path) -> None:
     path = repo / "argo/applicationset.yaml"
     text = path.read_text()
     assert "../../argo/experiments/" in text
     path.write_text(text.replace("../../argo/experiments/", "../../../elsewhere/"))
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert "$.spec.source.helm.valueFiles[0]" in out.output
     assert "resolves outside the repository" in out.output
 
 
-def test_storage_change_against_the_base_commit(repo: Path) -> None:
+def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -> None:
     git_init(repo)
     edit_yaml(repo / MNIST, lambda d: d["spec"]["storage"]["nas"].update(path="/elsewhere"))
     render_repo(repo)
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 0  # without a base the change itself is valid
     assert "no problems" in out.output
-    out = check(repo, "--base", "HEAD")
+    out = check(runner, repo, "--base", "HEAD")
     assert out.exit_code == 1
     assert "PersistentVolume/default-distributed-mnist-data $.spec.csi.volumeAttributes.path: " \
            "the volume source changed ('/training' -> '/elsewhere')" in out.output
     assert "start a new run under a new experiment name" in out.output
     # --changed renders only the touched experiment and still finds it
-    changed = check(repo, "--base", "HEAD", "--changed")
+    changed = check(runner, repo, "--base", "HEAD", "--changed")
     assert changed.exit_code == 1 and "the volume source changed" in changed.output
     assert "1 of 3 application(s)" in changed.output
 
 
-def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(repo: Path) -> None:
+def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
+    runner: CliRunner, repo: Path
+) -> None:
     # At the base, the ApplicationSet's files generator carries a half-written second entry;
     # resolving the base must still find the running experiments and protect them.
     appset = repo / "argo/applicationset.yaml"
@@ -164,12 +166,12 @@ def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(repo:
     appset.write_text(good)
     edit_yaml(repo / MNIST, lambda d: d["spec"]["storage"]["nas"].update(path="/elsewhere"))
     render_repo(repo)
-    out = check(repo, "--base", "HEAD")
+    out = check(runner, repo, "--base", "HEAD")
     assert out.exit_code == 1, out.output
     assert "the volume source changed ('/training' -> '/elsewhere')" in out.output
 
 
-def test_diff_shows_exactly_a_worker_count_change(repo: Path) -> None:
+def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path) -> None:
     git_init(repo)
 
     def more_workers(spec: dict[str, Any]) -> None:
@@ -184,21 +186,22 @@ def test_diff_shows_exactly_a_worker_count_change(repo: Path) -> None:
     changed = [line for line in result.diffs[0].diff.splitlines()
                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("replicas:" in line for line in changed), changed
-    out = CliRunner().invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
-                                    "--format", "markdown"], catch_exceptions=False)
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
+                               "--format", "markdown"], catch_exceptions=False)
     assert out.exit_code == 0
     assert out.output.startswith("<!-- tfgen-diff -->")
     assert "TFJob/distributed-mnist <b>changed</b>" in out.output
 
 
-def test_json_format_and_missing_helm(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
-    out = check(repo, "--format", "json", "--no-cache")
+    out = check(runner, repo, "--format", "json", "--no-cache")
     assert out.exit_code == 1
     problems = json.loads(out.stdout)
     assert {"path", "line", "col", "pointer", "message", "hint"} <= set(problems[0])
     monkeypatch.setenv("TFGEN_HELM", str(repo / "no-such-helm"))
-    out = check(repo, "--no-cache")
+    out = check(runner, repo, "--no-cache")
     assert out.exit_code == 2
     assert "make setup" in out.output
 
@@ -224,31 +227,31 @@ def test_batched_rendering_equals_per_experiment_rendering(major: int) -> None:
         assert result.manifest == single.manifest, job.name
 
 
-def test_generated_files_out_of_date_and_left_over(repo: Path) -> None:
+def test_generated_files_out_of_date_and_left_over(runner: CliRunner, repo: Path) -> None:
     def more_workers(spec: dict[str, Any]) -> None:
         spec["spec"]["roles"]["worker"]["replicas"] += 1
 
     edit_yaml(repo / MNIST, more_workers)  # and no `tfgen render`
     (repo / "experiments/cpu-linear.yaml").unlink()
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert "argo/experiments/distributed-mnist/values.yaml: generated file is out of date " \
            "(run `tfgen render` and commit the result)" in out.output
     assert "argo/experiments/cpu-linear/app.yaml: generated file is left over" in out.output
 
 
-def test_changed_without_base_is_a_usage_error(repo: Path) -> None:
-    out = check(repo, "--changed")
+def test_changed_without_base_is_a_usage_error(runner: CliRunner, repo: Path) -> None:
+    out = check(runner, repo, "--changed")
     assert out.exit_code == 2 and "--changed needs --base" in out.output
 
 
-def test_chart_path_the_applicationset_cannot_resolve(repo: Path) -> None:
+def test_chart_path_the_applicationset_cannot_resolve(runner: CliRunner, repo: Path) -> None:
     path = repo / "argo/applicationset.yaml"
     text = path.read_text()
     assert 'path: "charts/tfjob-experiment"' in text
     path.write_text(text.replace('path: "charts/tfjob-experiment"',
                                  'path: "charts/tfjob-experimnt"'))
-    out = check(repo)
+    out = check(runner, repo)
     assert out.exit_code == 1
     assert "$.spec.source.path: chart path 'charts/tfjob-experimnt' holds no Chart.yaml" \
         in out.output
@@ -271,9 +274,9 @@ def test_changed_scope(repo: Path) -> None:
     assert changed_experiments(repo, "HEAD") is None
 
 
-def test_github_annotations(repo: Path) -> None:
+def test_github_annotations(runner: CliRunner, repo: Path) -> None:
     edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))
-    out = check(repo, "--format", "github")
+    out = check(runner, repo, "--format", "github")
     assert out.exit_code == 1
     assert re.search(rf"^::error file={re.escape(MNIST)},line=\d+,col=\d+::", out.stdout,
                      re.MULTILINE), out.stdout

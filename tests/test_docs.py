@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from tfgen.cli import main
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -18,10 +17,10 @@ def test_there_are_commands():
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_command_has_help(name):
+def test_command_has_help(runner, name):
     command = main.commands[name]
     assert command.help and command.help.strip()
-    result = CliRunner().invoke(main, [name, "--help"], catch_exceptions=False)
+    result = runner.invoke(main, [name, "--help"], catch_exceptions=False)
     assert result.exit_code == 0
     assert command.help.strip().splitlines()[0] in result.output
 

@@ -126,10 +126,11 @@ def test_chief_and_evaluator(chief_eval: explain.Explanation) -> None:
     assert "Notes for the training program" not in text  # no master, no PS
 
 
-def test_single_replica_has_no_tf_config(tmp_path: Path) -> None:
+def test_single_replica_has_no_tf_config(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "solo.yaml"
     path.write_text(SINGLE)
-    result = CliRunner().invoke(main, ["explain", str(path), "--format", "json"])
+    result = runner.invoke(main, ["explain", str(path), "--format", "json"],
+                           catch_exceptions=False)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["pods"] == [
@@ -144,12 +145,12 @@ def test_single_replica_has_no_tf_config(tmp_path: Path) -> None:
     ]
 
 
-def test_invalid_spec_is_reported_not_explained(tmp_path: Path) -> None:
+def test_invalid_spec_is_reported_not_explained(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(SINGLE.replace("replicas: 1", "replicas: -1"))
     with pytest.raises(InputError, match="problem"):
         explain.explain_spec(path)
-    result = CliRunner().invoke(main, ["explain", str(path)], catch_exceptions=False)
+    result = runner.invoke(main, ["explain", str(path)], catch_exceptions=False)
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert "$.spec.roles.worker.replicas: must be at least 1, not -1" in result.output

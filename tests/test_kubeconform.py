@@ -63,12 +63,13 @@ def test_schema_location_matches_kubeconform_template(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("kubeconform") is not None, reason="kubeconform installed")
-def test_missing_kubeconform_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_kubeconform_is_exit_2(runner: CliRunner, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TFGEN_KUBECONFORM", raising=False)
     assert find_kubeconform() is None
     with pytest.raises(EnvironmentProblem):
         require_kubeconform()
-    result = CliRunner().invoke(main, ["check", "--root", str(tmp_path), "--validator",
-                                       "kubeconform"])
+    result = runner.invoke(main, ["check", "--root", str(tmp_path), "--validator",
+                                  "kubeconform"], catch_exceptions=False)
     assert result.exit_code == 2
     assert "kubeconform not found" in result.output

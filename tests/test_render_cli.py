@@ -15,11 +15,6 @@ VALUES = "argo/experiments/distributed-mnist/values.yaml"
 
 
 @pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     shutil.copy(REPO / "tfgen.yaml", tmp_path / "tfgen.yaml")
     (tmp_path / "experiments").mkdir()
@@ -95,13 +90,13 @@ def test_json_format(runner: CliRunner, repo: Path) -> None:
 
 
 def test_usage_error_exit_2(runner: CliRunner) -> None:
-    result = runner.invoke(main, ["render", "--format", "xml"])
+    result = runner.invoke(main, ["render", "--format", "xml"], catch_exceptions=False)
     assert result.exit_code == 2
     assert "Invalid value for '--format': 'xml' is not one of" in result.output
 
 
 def test_render_is_documented(runner: CliRunner) -> None:
-    result = runner.invoke(main, ["render", "--help"])
+    result = runner.invoke(main, ["render", "--help"], catch_exceptions=False)
     assert result.exit_code == 0 and "--check" in result.output and "--prune" in result.output
     readme = (REPO / "README.md").read_text()
     assert "## `tfgen render`" in readme and "--check" in readme and "--prune" in readme

@@ -56,11 +56,6 @@ def build_file_tree(root: Path, files: dict[str, str | bytes]) -> Path:
 
 
 @pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
-
-
-@pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     build_file_tree(
         tmp_path, {"tfgen.yaml": CONFIG, "experiments/good.yaml": GOOD.format(name="good")}
