@@ -80,7 +80,7 @@ def main() -> None:
         # system's deferred work for the deletion.
         copies = [shutil.copytree(root, tmp / f"cold-{i}") for i in range(args.repeat)]
         os.sync()
-        base, base_rss = best([sys.executable, "-c", "import tfgen.cli, tfgen.render.plan"],
+        base, base_rss = best([sys.executable, "-c", "import tfgen.cli, tfgen.render"],
                               [root] * args.repeat)
         rows = [("python start-up + imports", base, base_rss)]
         rows.append(("tfgen render, all files new", *best([TFGEN, "render"], copies)))
