@@ -19,8 +19,9 @@ import click
 
 from . import __version__
 from .errors import TfgenError
-from .gate import VALIDATORS
+from .gate import DIFF_FORMATS, VALIDATORS
 from .problems import FORMATS, Problem, format_problems
+from .run import EXPLAIN_FORMATS
 from .validate import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -190,7 +191,7 @@ def _emit_problems(problems: list[Problem], fmt: str) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "mermaid"]),
+    type=click.Choice(EXPLAIN_FORMATS),
     default="text",
     show_default=True,
     help="text: pod table and each pod's TF_CONFIG; json: for tools (exact TF_CONFIG "
@@ -293,7 +294,7 @@ class _Progress:
               default="auto", show_default=True,
               help="Validator of rendered objects: auto = builtin, plus kubeconform when it is "
                    "on PATH; kubeconform/both require it.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]),
+@click.option("--format", "fmt", type=click.Choice(FORMATS),
               default="text", show_default=True, help="How problems are printed.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -326,7 +327,7 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
 @main.command("diff")
 @click.option("--base", metavar="REF", required=True,
               help="Git revision to compare with (e.g. origin/main).")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(DIFF_FORMATS), default="text",
               show_default=True, help="text for a terminal, markdown for a pull-request comment.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,

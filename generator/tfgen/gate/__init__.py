@@ -7,3 +7,5 @@ imported from their modules, so that commands that do not need the gate start wi
 # How rendered objects are validated: builtin (the shipped schemas, compiled once),
 # kubeconform, both; auto = both when kubeconform is on PATH, else builtin.
 VALIDATORS = ("auto", "builtin", "kubeconform", "both")
+# How `tfgen diff` prints: for a terminal, or as one pull-request comment.
+DIFF_FORMATS = ("text", "markdown")

@@ -12,7 +12,6 @@ size limit with a note saying what was left out.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,19 +20,17 @@ from ..errors import InputError
 from ..problems import Problem
 from ..repo import layout
 from ..validate import load_config
-from . import base
+from . import DIFF_FORMATS, base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
 from .cache import CACHE_DIRNAME, Cache
 from .helm import find_helm
-from .manifests import parse_manifest
+from .manifests import documents, parse_manifest
 
-FORMATS = ("text", "markdown")
 COMMENT_MARKER = "<!-- tfgen-diff -->"
 # GitHub refuses comments over 65,536 characters; leave room for the header and notes.
 MAX_MARKDOWN_CHARS = 60_000
 MAX_OBJECT_LINES = 300
-_DOC_SPLIT = re.compile(r"^---[ \t]*\n", re.MULTILINE)
 
 
 @dataclass
@@ -63,16 +60,9 @@ class DiffResult:
 def _documents(manifest: str) -> dict[tuple[str, str, str], str]:
     """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`)."""
     out: dict[tuple[str, str, str], str] = {}
-    for chunk in _DOC_SPLIT.split(manifest):
-        if not chunk.strip():
-            continue
-        objects = parse_manifest(chunk)
-        if not objects:
-            continue
-        obj = objects[0]
-        body = "".join(line + "\n" for line in chunk.splitlines()
-                       if not line.startswith("# Source: "))
-        out[(obj.kind, obj.namespace, obj.name)] = body
+    for _, body in documents(manifest):
+        for obj in parse_manifest(body):
+            out[(obj.kind, obj.namespace, obj.name)] = body
     return out
 
 
@@ -153,8 +143,8 @@ def _counts(result: DiffResult) -> str:
 def format_diff(result: DiffResult, fmt: str, *, max_chars: int = MAX_MARKDOWN_CHARS,
                 max_object_lines: int = MAX_OBJECT_LINES) -> str:
     """The diff for people (`text`) or for a pull-request comment (`markdown`)."""
-    if fmt not in FORMATS:
-        raise InputError(f"--format {fmt}: one of {', '.join(FORMATS)}")
+    if fmt not in DIFF_FORMATS:
+        raise InputError(f"--format {fmt}: one of {', '.join(DIFF_FORMATS)}")
     if fmt == "text":
         if not result.diffs:
             return f"no rendered object changes against {result.base}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -115,21 +115,34 @@ class RenderedObject:
         return Problem(path=path, pointer=f"{self.ref} {pointer}", message=message, hint=hint)
 
 
+_DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
+
+
+def documents(text: str) -> Iterator[tuple[str, str]]:
+    """(template, YAML text) of each document of `helm template` output: the `# Source:`
+    path helm printed above it, and the document without that line, as helm wrote it."""
+    for chunk in _DOCUMENT_SEPARATOR.split(text):
+        source, lines = "", []
+        for line in chunk.splitlines():
+            match = _SOURCE_RE.match(line)
+            if match and not source:
+                source = match.group(1).strip()
+            else:
+                lines.append(line + "\n")
+        body = "".join(lines)
+        if body.strip():
+            yield source, body
+
+
 def parse_manifest(text: str) -> list[RenderedObject]:
     """Split `helm template` output into objects, keeping each one's `# Source:` template.
 
     Empty documents (templates whose `if` was false) are dropped, as kubectl and Argo CD do.
     """
     objects: list[RenderedObject] = []
-    for chunk in re.split(r"^---[ \t]*$", text, flags=re.MULTILINE):
-        source = ""
-        for line in chunk.splitlines():
-            match = _SOURCE_RE.match(line)
-            if match:
-                source = match.group(1).strip()
-                break
+    for source, body in documents(text):
         try:
-            doc = _load(chunk)
+            doc = _load(body)
         except (yaml.YAMLError, ValueError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InputError(f"{source or 'rendered manifest'}: not valid YAML: {first}") from exc

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
+from ..repo import naming
 from .manifests import RenderedObject
 
 # Kinds Kubernetes serves cluster-wide: Argo CD checks them against clusterResourceWhitelist.
@@ -29,7 +30,6 @@ CLUSTER_SCOPED = {
     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
     "ValidatingWebhookConfiguration", "VolumeAttachment",
 }
-MAX_RELEASE_NAME = 53
 
 
 @dataclass
@@ -143,10 +143,10 @@ def application_problems(
     out: list[Problem] = []
     spec = (app.manifest or {}).get("spec") or {}
     destination = spec.get("destination") or {}
-    if not app.name or len(app.release_name) > MAX_RELEASE_NAME:
+    if not app.name or len(app.release_name) > naming.MAX_RELEASE_NAME:
         out.append(Problem(where, pointer="$.metadata.name",
                            message=f"release name {app.release_name!r} is empty or longer "
-                                   f"than {MAX_RELEASE_NAME} characters (Helm refuses it)"))
+                                   f"than {naming.MAX_RELEASE_NAME} characters (Helm refuses it)"))
     source_path = str(app.source_path)
     chart_problem = _chart_path_problem(str(repo_root), source_path)
     if chart_problem:

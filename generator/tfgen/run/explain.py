@@ -25,9 +25,7 @@ from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import layout, resources
 from ..validate import validate_repo
-from . import tfconfig
-
-FORMATS = ("text", "json", "mermaid")
+from . import EXPLAIN_FORMATS, tfconfig
 
 
 @dataclass
@@ -170,14 +168,14 @@ def explain_spec(spec: Path | str) -> Explanation:
 
 
 def format_explanation(explanation: Explanation, fmt: str) -> str:
-    """Render as one of FORMATS."""
+    """Render as one of EXPLAIN_FORMATS."""
     if fmt == "json":
         return json.dumps(as_json(explanation), indent=2)
     if fmt == "mermaid":
         return as_mermaid(explanation)
     if fmt == "text":
         return as_text(explanation)
-    raise InputError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    raise InputError(f"unknown format {fmt!r} (one of {', '.join(EXPLAIN_FORMATS)})")
 
 
 def as_json(explanation: Explanation) -> dict[str, Any]:
