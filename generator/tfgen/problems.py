@@ -8,10 +8,8 @@ text for people, JSON for bots, GitHub workflow commands for pull-request annota
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-
-FORMATS = ("text", "json", "github")
 
 
 @dataclass(frozen=True, order=True)
@@ -53,20 +51,36 @@ def _github_escape(value: str, *, prop: bool = False) -> str:
     return value
 
 
-def format_problems(problems: Iterable[Problem], fmt: str) -> str:
-    """Render problems in one of FORMATS; an empty list gives an empty string (json: `[]`)."""
-    items = sorted(problems)
-    if fmt == "json":
-        return json.dumps([asdict(p) for p in items], indent=2)
-    if fmt == "github":
-        lines = []
-        for p in items:
-            props = f"file={_github_escape(p.path, prop=True)}"
-            if p.line:
-                props += f",line={p.line},col={p.col or 1}"
-            body = (f"{p.pointer}: " if p.pointer else "") + p.message
-            if p.hint:
-                body += f" ({p.hint})"
-            lines.append(f"::error {props}::{_github_escape(body)}")
-        return "\n".join(lines)
+def _as_text(items: list[Problem]) -> str:
     return "\n".join(p.text() for p in items)
+
+
+def _as_json(items: list[Problem]) -> str:
+    return json.dumps([asdict(p) for p in items], indent=2)
+
+
+def _as_github(items: list[Problem]) -> str:
+    """GitHub workflow commands: one annotation per problem on the pull request."""
+    lines = []
+    for p in items:
+        props = f"file={_github_escape(p.path, prop=True)}"
+        if p.line:
+            props += f",line={p.line},col={p.col or 1}"
+        body = (f"{p.pointer}: " if p.pointer else "") + p.message
+        if p.hint:
+            body += f" ({p.hint})"
+        lines.append(f"::error {props}::{_github_escape(body)}")
+    return "\n".join(lines)
+
+
+FORMATTERS: dict[str, Callable[[list[Problem]], str]] = {
+    "text": _as_text,  # for people
+    "json": _as_json,  # for tools
+    "github": _as_github,  # for pull-request annotations
+}
+FORMATS = tuple(FORMATTERS)
+
+
+def format_problems(problems: Iterable[Problem], fmt: str) -> str:
+    """Render problems in one of FORMATS, sorted; no problems give an empty string (json: `[]`)."""
+    return FORMATTERS[fmt](sorted(problems))
