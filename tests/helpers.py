@@ -41,7 +41,7 @@ def mnist_written(**metadata: Any) -> dict[str, Any]:
 
 
 def mnist_spec(**metadata: Any) -> dict[str, Any]:
-    """The walkthrough's distributed-mnist as the spec stage completes it: every schema default
+    """The walkthrough's distributed-mnist as the validate stage completes it: every schema default
     applied, as render and the gate receive it."""
     return apply_defaults(mnist_written(**metadata))
 

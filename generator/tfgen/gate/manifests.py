@@ -6,7 +6,7 @@ version as shipped by the `kubernetes-validate` package (its `-strict` variant),
 project's own schemas in schemas/ for kinds Kubernetes does not define (TFJob, the Argo CD
 kinds). Validators are compiled once per apiVersion/kind with jsonschema-rs and reused: a
 compiled validator checks an object in microseconds, where building one per object (what
-`kubernetes_validate.validate()` does) costs milliseconds. Results are `report.Problem`s whose
+`kubernetes_validate.validate()` does) costs milliseconds. Results are `Problem`s whose
 pointer reads `Kind/name $.json.path`.
 """
 

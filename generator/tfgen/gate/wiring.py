@@ -20,6 +20,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..repo import naming
+from .applications import ResolvedApplication
 from .manifests import RenderedObject
 
 # Kinds Kubernetes serves cluster-wide: Argo CD checks them against clusterResourceWhitelist.
@@ -137,9 +138,9 @@ def forget_filesystem() -> None:
 
 
 def application_problems(
-    repo_root: Path, app: Any, projects: dict[str, Project], where: str
+    repo_root: Path, app: ResolvedApplication, projects: dict[str, Project], where: str
 ) -> list[Problem]:
-    """Problems of one resolved Application (`gitops.ResolvedApplication`)."""
+    """Problems of one resolved Application."""
     out: list[Problem] = []
     spec = (app.manifest or {}).get("spec") or {}
     destination = spec.get("destination") or {}
@@ -172,7 +173,8 @@ def application_problems(
 
 
 def object_problems(
-    objects: Sequence[RenderedObject], app: Any, project: Project | None, path: str
+    objects: Sequence[RenderedObject], app: ResolvedApplication, project: Project | None,
+    path: str,
 ) -> list[Problem]:
     """Every rendered kind on the project's whitelists; namespaced objects in allowed places."""
     if project is None:
