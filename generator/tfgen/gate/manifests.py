@@ -330,11 +330,8 @@ class ManifestValidator:
 
     def problems(self, obj: RenderedObject, path: str) -> list[Problem]:
         """Schema violations of one object as Problems located at `path` (the file to open)."""
-        return [
-            Problem(path=path, pointer=f"{obj.ref} {pointer}", message=message,
-                    hint=_hint(message))
-            for pointer, message in self.errors(obj.doc)
-        ]
+        return [obj.problem(path, pointer, message, _hint(message))
+                for pointer, message in self.errors(obj.doc)]
 
 
 def _offline(uri: str) -> Any:

@@ -120,7 +120,7 @@ def check_file(
     try:
         document = load_bytes(raw, shown)
     except LoadError as exc:
-        return None, [Problem(exc.path, exc.line, exc.col, "", exc.reason, exc.hint)]
+        return None, [exc.problem()]
     # The loaded data is used only here: the merge takes it over instead of copying it, and
     # the defaults are then filled in without another copy.
     merged = merge_defaults(config.defaults, document.data, own_spec=True)
@@ -139,7 +139,7 @@ def _check(
     try:
         raw = read_file(path, shown)
     except LoadError as exc:
-        return None, [Problem(exc.path, exc.line, exc.col, "", exc.reason, exc.hint)]
+        return None, [exc.problem()]
     known = verdicts.recall(shown, raw) if verdicts is not None else None
     if known is not None:
         item = None
@@ -153,23 +153,11 @@ def _check(
 
 
 def _context(files: Sequence[Path], config: RepoConfig, others: Iterable[Path]) -> list[Checked]:
-    """The repository's other experiments, loaded only so rules across files can see them."""
+    """The repository's other experiments, checked only so rules across files can see them
+    (their own problems are theirs to report)."""
     given = set(files)
-    context: list[Checked] = []
-    for path in others:
-        if path in given:
-            continue
-        shown = layout.shown(path)
-        try:
-            raw = read_file(path, shown)
-            document = load_bytes(raw, shown)
-        except LoadError:
-            continue  # its own validation reports it
-        merged = merge_defaults(config.defaults, document.data, own_spec=True)
-        data = apply_defaults(merged, in_place=True)
-        locator = Locator(document, config.document)
-        context.append(Checked(path, shown, data, raw, config.document, _locator=locator))
-    return context
+    context = [_check(path, config, None)[0] for path in others if path not in given]
+    return [item for item in context if item is not None]
 
 
 def validate_paths(

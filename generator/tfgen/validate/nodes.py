@@ -16,6 +16,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import InputError
+from ..problems import Problem
 from .document import Document, PointerParts, Positions
 
 MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred
@@ -39,6 +40,10 @@ class LoadError(InputError):
         self.line = line
         self.col = col
         self.hint = hint
+
+    def problem(self) -> Problem:
+        """The refusal as a Problem, for a result that reports every file at once."""
+        return Problem(self.path, self.line, self.col, "", self.reason, self.hint)
 
 
 
