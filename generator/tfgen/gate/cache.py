@@ -160,7 +160,7 @@ def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
     identity (path, size, mtime): asking helm costs tens of milliseconds on every run."""
     try:
         stat = os.stat(binary)
-        identity = digest("tool-version", binary, str(stat.st_size), str(stat.st_mtime_ns), *args)
+        identity = CacheKeys.tool_version(binary, stat.st_size, stat.st_mtime_ns, args)
     except OSError:
         identity = ""
     if identity:
@@ -202,6 +202,11 @@ class CacheKeys:
     def __init__(self, tool: str, cwd: str) -> None:
         self.tool = tool
         self.cwd = cwd
+
+    @staticmethod
+    def tool_version(binary: str, size: int, mtime_ns: int, args: Sequence[str]) -> str:
+        """What a tool says of its version: the same binary file (path, size, mtime)."""
+        return digest("tool-version", binary, str(size), str(mtime_ns), *args)
 
     def run(self, helm_version: str, options: Mapping[str, Any], base_commit: str,
             inputs: str) -> str:
