@@ -143,8 +143,6 @@ def apply_defaults(
     return out
 
 
-
-
 def object_defaults(*path: str) -> dict[str, Any]:
     """What the schema's defaults make of an empty object at `path` in a spec document, e.g.
     `("spec", "storage", "nas")`: the values of a block that is absent."""
