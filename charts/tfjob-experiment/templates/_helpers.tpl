@@ -48,9 +48,9 @@ Selector labels: stable for the life of an object (Deployment selectors are immu
 Usage: {{ include "tfjob-experiment.selectorLabels" (dict "context" . "component" "tensorboard") }}
 */}}
 {{- define "tfjob-experiment.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "tfjob-experiment.name" .context }}
-app.kubernetes.io/instance: {{ include "tfjob-experiment.fullname" .context }}
-app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/name: {{ include "tfjob-experiment.name" .context | quote }}
+app.kubernetes.io/instance: {{ include "tfjob-experiment.fullname" .context | quote }}
+app.kubernetes.io/component: {{ .component | quote }}
 {{- end }}
 
 {{/*
@@ -63,7 +63,7 @@ Usage: {{ include "tfjob-experiment.podLabels" (dict "context" . "component" "tr
 {{- define "tfjob-experiment.podLabels" -}}
 {{ include "tfjob-experiment.selectorLabels" . }}
 app.kubernetes.io/part-of: tfgen
-app.kubernetes.io/managed-by: {{ .context.Release.Service }}
+app.kubernetes.io/managed-by: {{ .context.Release.Service | quote }}
 {{- with .context.Values.experiment.labels }}
 {{ toYaml . }}
 {{- end }}
@@ -76,7 +76,7 @@ Usage: {{ include "tfjob-experiment.labels" (dict "context" . "component" "stora
 {{- define "tfjob-experiment.labels" -}}
 {{ include "tfjob-experiment.podLabels" . }}
 app.kubernetes.io/version: {{ .context.Chart.AppVersion | quote }}
-helm.sh/chart: {{ include "tfjob-experiment.chart" .context }}
+helm.sh/chart: {{ include "tfjob-experiment.chart" .context | quote }}
 {{- end }}
 
 {{/*
@@ -129,8 +129,8 @@ each within the 63-character label value limit, which the volume name itself may
 Usage: {{ include "tfjob-experiment.volumeSelectorLabels" . }}
 */}}
 {{- define "tfjob-experiment.volumeSelectorLabels" -}}
-tfgen.io/experiment: {{ include "tfjob-experiment.fullname" . }}
-tfgen.io/experiment-namespace: {{ .Values.experiment.namespace }}
+tfgen.io/experiment: {{ include "tfjob-experiment.fullname" . | quote }}
+tfgen.io/experiment-namespace: {{ .Values.experiment.namespace | quote }}
 {{- end }}
 
 {{/*
