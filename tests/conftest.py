@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import HOSTILE_RECORDS, hostile_summary
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +42,13 @@ def runner() -> CliRunner:
     """The one CLI runner of the suite; tests invoke with `catch_exceptions=False`, so a bug
     shows its traceback instead of an exit code."""
     return CliRunner()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    # The hostile corpus's figures (time and memory per case) are a report, not assertions.
+    lines = hostile_summary(config.stash.get(HOSTILE_RECORDS, []))
+    if lines:
+        terminalreporter.section("hostile corpus")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tfgen.validate import Experiment
 from tfgen.validate.defaults import apply_defaults
 
@@ -86,3 +88,41 @@ def git_init(repo: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     return repo
+
+
+@dataclass(frozen=True)
+class HostileRecord:
+    """What one hostile case cost: wall time and the peak resident memory of its largest
+    process (tfgen or a helm it ran), and whether it passed."""
+
+    case: str
+    seconds: float
+    max_rss_kib: int
+    passed: bool
+
+
+# test_hostile.py fills this list in the session's stash; conftest prints its summary.
+HOSTILE_RECORDS = pytest.StashKey[list[HostileRecord]]()
+
+
+def hostile_summary(records: list[HostileRecord], slow: float = 2.0) -> list[str]:
+    """Lines for the end of the session: cases and failures per class, the slowest case, the
+    largest memory peak and every case slower than `slow` seconds."""
+    if not records:
+        return []
+    per_class: dict[str, list[HostileRecord]] = {}
+    for record in records:
+        per_class.setdefault(record.case.split("/")[0], []).append(record)
+    lines = [f"hostile corpus: {len(records)} case(s)"]
+    for name, group in sorted(per_class.items()):
+        failed = sum(not r.passed for r in group)
+        lines.append(f"  {name}: {len(group)} case(s), {failed} failed")
+    slowest = max(records, key=lambda r: r.seconds)
+    biggest = max(records, key=lambda r: r.max_rss_kib)
+    lines.append(f"  slowest: {slowest.case} {slowest.seconds:.2f} s")
+    lines.append(f"  max RSS: {biggest.case} {biggest.max_rss_kib / 1024:.0f} MiB")
+    lines.append(f"  total wall time of all cases: {sum(r.seconds for r in records):.1f} s")
+    over = sorted((r for r in records if r.seconds > slow), key=lambda r: -r.seconds)
+    lines.append(f"  over {slow:g} s: {len(over)}"
+                 + "".join(f"\n    {r.case} {r.seconds:.2f} s" for r in over))
+    return lines
