@@ -16,6 +16,8 @@ import re
 # operator names one headless Service per pod after the job).
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL = 63  # DNS labels, label values and Service names
+MAX_SUBDOMAIN = 253  # DNS subdomains: object names, hosts, the prefix of a label key
+MAX_ANNOTATIONS_BYTES = 256 * 1024  # all annotations of one object, keys and values together
 MAX_RELEASE_NAME = 53  # Helm's limit; the Argo CD Application name is the release name
 
 # Spec role keys and the TFJob replica types the operator accepts for them, in the order
@@ -46,6 +48,11 @@ def pod_name(job: str, replica_type: str, index: int) -> str:
 # three digits: "-worker-999" is shorter). Both must stay within a DNS label.
 LONGEST_SUFFIX = max(len(TENSORBOARD_SUFFIX), len(pod_name("", "Evaluator", 0)))
 MAX_NAME_LENGTH = MAX_LABEL - LONGEST_SUFFIX
+
+# Replica indexes have at most three digits (0..999), the budget LONGEST_SUFFIX assumes: a
+# role has at most 1000 replicas. The spec schema and the chart's values schema both say so,
+# and tests/test_bounds.py compares them with this number.
+MAX_REPLICAS = 1000
 
 NAME_RULE = (
     "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and "
@@ -80,8 +87,24 @@ def tensorboard_name(name: str) -> str:
 # Argo CD objects tfgen creates once per repository; no experiment may take their names.
 APPLICATIONSET_NAME = "tfgen-experiments"
 BOOTSTRAP_NAME = "tfgen-bootstrap"
-RESERVED_NAMES = {BOOTSTRAP_NAME: "the bootstrap Application"}
+RESERVED_NAMES = {
+    BOOTSTRAP_NAME: "the bootstrap Application",
+    APPLICATIONSET_NAME: "the ApplicationSet that generates every experiment's Application",
+}
 
 # Label and annotation prefixes the chart sets itself (names, selectors, sync waves, data
 # safety); a user key there would clash with them or weaken them.
 RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")
+
+
+def label_key_prefix_problem(key: str) -> str | None:
+    """What is wrong with the DNS prefix of a label, annotation, node selector or taint key
+    beyond its grammar (the schemas' pattern): Kubernetes allows at most MAX_SUBDOMAIN
+    characters before the '/', a bound a regular expression cannot state."""
+    prefix, slash, _ = key.rpartition("/")
+    if slash and len(prefix) > MAX_SUBDOMAIN:
+        return (
+            f"its prefix is {len(prefix)} characters long; a DNS subdomain has at most "
+            f"{MAX_SUBDOMAIN}"
+        )
+    return None

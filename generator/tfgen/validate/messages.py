@@ -9,6 +9,7 @@ to quote numbers that must be text).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,16 @@ from .document import Locator, PointerParts, pointer_text
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
+
+# The distribution reference grammar (the one container runtimes parse image names with):
+# [host[:port]/]path-component[/path-component...][:tag][@digest].
+_PATH_COMPONENT = "[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*"
+_HOST_COMPONENT = "[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?"
+IMAGE_REFERENCE = (
+    f"^({_HOST_COMPONENT}(\\.{_HOST_COMPONENT})*(:[0-9]+)?/)?{_PATH_COMPONENT}"
+    f"(/{_PATH_COMPONENT})*(:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    "(@(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?$"
+)
 
 # Each pattern in the schemas, said in words. tests/test_schema.py checks none is missing.
 PATTERN_WORDS: dict[str, str] = {
@@ -63,7 +74,26 @@ PATTERN_WORDS: dict[str, str] = {
     "^((\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$": (
         "must be empty or a host name: lowercase letters, digits, '-' and '.'"
     ),
-    "^[0-7]{3,4}$": 'must be octal permission bits such as "755"',
+    "^[0-7]{3}$": 'must be exactly three octal digits such as "755"',
+    "^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$": (
+        "must be one line: no line breaks, tabs or other control characters"
+    ),
+    IMAGE_REFERENCE: (
+        "must be an image reference: [registry[:port]/]repository[:tag][@digest], the "
+        "repository in lowercase letters, digits and separators ('.', '_', '__', '-') between "
+        "'/'-separated parts, a tag of at most 128 letters, digits, '_', '.' or '-' (not "
+        "starting with '.' or '-'), a digest sha256:<64 hex digits> or sha512:<128 hex digits>"
+    ),
+    "^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": (
+        "must be empty or a Kubernetes label key: an optional DNS prefix and '/', then at most "
+        "63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+    ),
+    "^(/[A-Za-z0-9._~-]+)*/?$": (
+        "must be empty or a URL path such as /tb/name: '/'-separated parts of letters, digits, "
+        "'.', '_', '~' and '-'"
+    ),
+    "^[-._a-zA-Z0-9]+$": "must be a key of a Secret or ConfigMap: letters, digits, '-', '_', '.'",
     "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$": (
         "must be an extended resource name such as nvidia.com/gpu"
     ),
@@ -85,6 +115,18 @@ def _annotated(err: ValidationError, schema: dict[str, Any]) -> dict[str, Any]:
     return node if isinstance(node, dict) else {}
 
 
+_INVISIBLE = {0x2028: "\\u2028", 0x2029: "\\u2029", **{c: f"\\x{c:02x}" for c in range(0x7F, 0xA0)}}
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """A value quoted for a one-line message: control characters and line separators escaped
+    (a message must never span lines or carry what it reports), long values cut."""
+    escaped = json.dumps(text, ensure_ascii=False)[1:-1].translate(_INVISIBLE)
+    if len(escaped) > limit:
+        escaped = escaped[: limit - 3] + "..."
+    return f'"{escaped}"'
+
+
 def _describe(value: Any) -> str:
     if value is None:
         return "empty (no value)"
@@ -93,7 +135,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):
-        return f'the text "{value}"'
+        return f"the text {shown(value)}"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -194,7 +236,8 @@ class Translator:
         if "propertyNames" in err.absolute_schema_path:
             words = PATTERN_WORDS.get(str(value), f"must match {value}")
             self.add(
-                (*parts, str(instance)), f'key "{instance}" is not valid: it {words}', key=True
+                (*parts, str(instance)), f"key {shown(str(instance))} is not valid: it {words}",
+                key=True,
             )
         elif kind == "additionalProperties" and isinstance(instance, dict):
             allowed = list(schema.get("properties", {}))
@@ -269,7 +312,7 @@ class Translator:
             self.type_error(parts, value, instance)
         elif kind == "pattern":
             words = PATTERN_WORDS.get(str(value), f"must match the pattern {value}")
-            self.add(parts, f'"{instance}" is not valid: it {words}', kind="value")
+            self.add(parts, f"{shown(instance)} is not valid: it {words}", kind="value")
         elif kind == "maxLength":
             if parts == ("metadata", "name"):
                 self.add(

@@ -9,6 +9,8 @@ error of a document is reported, never only the first.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ from .messages import Translator
 
 if TYPE_CHECKING:  # the Python validator is imported only when a document has errors
     from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 
 @cache
@@ -91,13 +94,53 @@ def validator(name: str = EXPERIMENT_SCHEMA) -> Draft202012Validator:
     keyword of every subschema, and descriptions/examples make up most of them. Messages look
     the annotations up in the full schema (`_annotated`).
     """
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(_lean(inlined_schema(name)))
+    # The schemas' patterns are ECMA-262 regular expressions, where `$` is the end of the text.
+    # Python's `$` also matches before a final newline, so "volcano\n" would pass
+    # `^[a-z]+$`: the Python validator gets a `pattern` keyword with ECMA semantics.
+    ecma = validators.extend(Draft202012Validator, {"pattern": _pattern_keyword})
+    return ecma(_lean(inlined_schema(name)))
+
+
+@cache
+def python_pattern(pattern: str) -> re.Pattern[str]:
+    """An ECMA-262 schema pattern as a Python regular expression: every `$` outside a
+    character class becomes `\\Z` (the end of the text, not also before a final newline)."""
+    out: list[str] = []
+    in_class = escaped = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            out.append(r"\Z")
+            continue
+        out.append(char)
+    return re.compile("".join(out))
+
+
+def _pattern_keyword(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
+    if isinstance(instance, str) and not python_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    """A subschema with a local `$ref` folded in (siblings win, as in 2020-12 annotations)."""
+    """A subschema with a local `$ref` folded in.
+
+    Annotations of the referring schema win (its description is the one to show). An assertion
+    both define must hold twice, as in 2020-12: `{"$ref": "#/$defs/line", "pattern": "^/"}`
+    keeps the field's pattern and moves the reference's into `allOf`, never dropping one.
+    """
     ref = schema.get("$ref")
     if not isinstance(ref, str) or not ref.startswith("#/"):
         return schema
@@ -105,7 +148,15 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     for part in ref[2:].split("/"):
         target = target[part]
     merged = dict(_resolve(target, root))
-    merged.update({k: v for k, v in schema.items() if k != "$ref"})
+    shadowed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref":
+            continue
+        if key in merged and key not in ANNOTATIONS and merged[key] != value:
+            shadowed[key] = merged[key]
+        merged[key] = value
+    if shadowed:
+        merged["allOf"] = [*merged.get("allOf", []), shadowed]
     return merged
 
 
