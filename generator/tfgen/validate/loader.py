@@ -1,9 +1,10 @@
 """Strict YAML loading: a file's bytes -> one Document whose values know their position.
 
-A spec is read as bytes and checked for the mistakes that make YAML confusing (not UTF-8,
-binary, tabs in indentation, empty, too large); then parsed. Almost every spec is plain YAML and
-takes the fast path below; anything else (and every refusal: several documents, a top level
-that is not a mapping, duplicate keys, alias bombs) goes through the careful walk of `nodes`.
+A spec is read as bytes through the one safe reader (`repo.files`) and checked for the mistakes
+that make YAML confusing (not UTF-8, binary, tabs in indentation, empty, too large); then
+parsed. Almost every spec is plain YAML and takes the fast path below; anything else (and every
+refusal: several documents, a top level that is not a mapping, duplicate keys, alias bombs,
+YAML 1.1 numbers and booleans) goes through the careful walk of `nodes`.
 Every failure is a `LoadError` (an `InputError`) carrying the location, never a traceback.
 """
 
@@ -29,6 +30,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from ..repo.files import MAX_BYTES, SIZE_HINT, Refused, read_input, too_large
 from .document import Document
 from .nodes import (
     MAX_DEPTH,
@@ -40,20 +42,15 @@ from .nodes import (
     LoadError,
     load_nodes,
     positions,
+    yaml11_surprise,
 )
 
-__all__ = ["LoadError", "load_bytes", "load_file", "load_text", "read_file"]
-
-MAX_BYTES = 1024 * 1024
+__all__ = ["MAX_BYTES", "LoadError", "load_bytes", "load_file", "load_text", "read_file"]
 
 
 def _check_text(path: str, raw: bytes) -> str:
     if len(raw) > MAX_BYTES:
-        raise LoadError(
-            path,
-            f"file is {len(raw):,} bytes; the limit is {MAX_BYTES:,} bytes (1 MiB)",
-            hint="an experiment spec is a few kilobytes; is this the right file?",
-        )
+        raise LoadError(path, too_large(len(raw)), hint=SIZE_HINT)
     if b"\x00" in raw:
         raise LoadError(path, "this is a binary file, not YAML text (it contains NUL bytes)")
     try:
@@ -96,27 +93,22 @@ def load_text(text: str, path: str) -> Document:
     return load_nodes(text, path)
 
 
-def read_file(path: Path | str, shown: str) -> bytes:
-    """A file's bytes, refused when larger than MAX_BYTES (read no further than that)."""
+def read_file(path: Path | str, shown: str, root: Path | None = None) -> bytes:
+    """A file's bytes through the one safe reader (`repo.files.read_input`: regular files
+    only, never leaving `root` through a symlink, at most MAX_BYTES), refusals as LoadError."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-            if len(raw) > MAX_BYTES:
-                size = Path(path).stat().st_size
-                raise LoadError(
-                    shown,
-                    f"file is {size:,} bytes; the limit is {MAX_BYTES:,} bytes (1 MiB)",
-                    hint="an experiment spec is a few kilobytes; is this the right file?",
-                )
-    except OSError as exc:
-        raise LoadError(shown, f"cannot read file: {exc.strerror}") from None
-    return raw
+        return read_input(path, shown, root)
+    except Refused as exc:
+        raise LoadError(shown, exc.reason, hint=exc.hint) from None
 
 
-def load_file(path: Path | str, display: str | None = None) -> Document:
-    """Read and parse a YAML file strictly; `display` is the path shown in messages."""
+def load_file(
+    path: Path | str, display: str | None = None, root: Path | None = None
+) -> Document:
+    """Read and parse a YAML file strictly; `display` is the path shown in messages, `root`
+    the repository the file must not leave through a symlink."""
     shown = display or str(path)
-    return load_bytes(read_file(path, shown), shown)
+    return load_bytes(read_file(path, shown, root), shown)
 
 
 def load_bytes(raw: bytes, path: str) -> Document:
@@ -163,6 +155,8 @@ def _plain_scalar(text: str) -> Any:
             _CONSTRUCTOR.constructed_objects.clear()
         if isinstance(value, (bytes, datetime.date)):  # pragma: no cover - needs a tag
             raise _NotPlain
+        if yaml11_surprise(tag, text, value) is not None:
+            raise _NotPlain  # refused by the careful walk, with its position
     if len(_PLAIN_SCALARS) >= _PLAIN_CACHE_LIMIT:
         _PLAIN_SCALARS.clear()
     _PLAIN_SCALARS[text] = value
@@ -200,18 +194,17 @@ def _build_plain(next_event: Any) -> dict[str, Any]:
         if kind is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise _NotPlain
-            value = _plain_scalar(event.value) if event.implicit[0] else event.value
-            if not in_mapping:
-                current.append(value)
-            elif key is None:
-                if value is None or isinstance(value, (bool, float)):
-                    value = event.value  # as `_Walker.mapping`: such keys keep their text
-                key = value if type(value) is str else str(value)
-                if key in current:
-                    raise _NotPlain  # a duplicate key: the careful load says where
+            if in_mapping and key is None:
+                key = event.value  # as `_Walker.mapping`: a key is its text
+                if key in current or key == "<<":
+                    raise _NotPlain  # a duplicate key (the careful load says where), a merge
             else:
-                current[key] = value
-                key = None
+                value = _plain_scalar(event.value) if event.implicit[0] else event.value
+                if in_mapping:
+                    current[key] = value
+                    key = None
+                else:
+                    current.append(value)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None:
                 raise _NotPlain

@@ -10,6 +10,7 @@ expanded lazily by us and counted). Every failure is a `LoadError` carrying the 
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 import yaml
@@ -17,7 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import InputError
 from ..problems import Problem
-from .document import Document, PointerParts, Positions
+from .document import Document, PointerParts, Positions, pointer_text
 
 MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred
 MAX_DEPTH = 64
@@ -25,27 +26,66 @@ MAX_DEPTH = 64
 STR_TAG = "tag:yaml.org,2002:str"
 MERGE_TAG = "tag:yaml.org,2002:merge"
 TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+INT_TAG = "tag:yaml.org,2002:int"
+BOOL_TAG = "tag:yaml.org,2002:bool"
+# Numbers and booleans as every YAML reader agrees on them (YAML 1.2 core, YAML 1.1, PyYAML):
+# plain decimal integers, true and false. YAML 1.1 also reads 010 as 8, 0x10 as 16, 0b11 as 3,
+# 1:30 as 90, 1_000 as 1000 and yes/no/on/off as booleans, which surprises people and which
+# YAML 1.2 readers do not share; a spec must say the number or the boolean itself.
+PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+PLAIN_BOOLS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
 BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class LoadError(InputError):
     """A file that cannot be loaded as one YAML mapping; `line`/`col` are 1-based (0 unknown)."""
 
-    def __init__(self, path: str, reason: str, line: int = 0, col: int = 0, hint: str = "") -> None:
+    def __init__(
+        self, path: str, reason: str, line: int = 0, col: int = 0, hint: str = "",
+        pointer: str = "",
+    ) -> None:
         where = f"{path}:{line}:{col or 1}" if line else path
-        text = f"{where}: {reason}" + (f" ({hint})" if hint else "")
-        super().__init__(text)
+        text = f"{where}: " + (f"{pointer}: " if pointer else "") + reason
+        super().__init__(text + (f" ({hint})" if hint else ""))
         self.path = path
         self.reason = reason
         self.line = line
         self.col = col
         self.hint = hint
+        self.pointer = pointer
 
     def problem(self) -> Problem:
         """The refusal as a Problem, for a result that reports every file at once."""
-        return Problem(self.path, self.line, self.col, "", self.reason, self.hint)
+        return Problem(self.path, self.line, self.col, self.pointer, self.reason, self.hint)
 
 
+def _int_kind(text: str) -> str:
+    """How a YAML 1.1 integer that is not plain decimal is written."""
+    digits = text.lstrip("+-")
+    if ":" in digits:
+        return "a sexagesimal (base 60) number"
+    if digits[:2] in ("0x", "0X"):
+        return "a hexadecimal number"
+    if digits[:2] in ("0b", "0B"):
+        return "a binary number"
+    if digits[:1] == "0" and len(digits.replace("_", "")) > 1:
+        return "an octal number"
+    return "a number with underscores"
+
+
+def yaml11_surprise(tag: str, text: str, value: Any) -> tuple[str, str] | None:
+    """(reason, hint) when a scalar's text means `value` only to YAML 1.1 readers (see
+    PLAIN_INT), None for the plain forms everyone reads the same."""
+    if tag == INT_TAG and not PLAIN_INT.fullmatch(text):
+        what = _int_kind(text)
+    elif tag == BOOL_TAG and text not in PLAIN_BOOLS:
+        what = "a boolean"
+        value = "true" if value else "false"
+    else:
+        return None
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return (f"`{shown}` is {what} in YAML 1.1, read as {value}",
+            f'write {value}, or "{shown}" if you meant a string')
 
 
 class _Walker:
@@ -58,9 +98,12 @@ class _Walker:
         self.values: dict[PointerParts, tuple[int, int]] = {}
         self.keys: dict[PointerParts, tuple[int, int]] = {}
 
-    def fail(self, node: Node, reason: str, hint: str = "") -> LoadError:
+    def fail(
+        self, node: Node, reason: str, hint: str = "", parts: PointerParts | None = None
+    ) -> LoadError:
         return LoadError(
-            self.path, reason, node.start_mark.line + 1, node.start_mark.column + 1, hint
+            self.path, reason, node.start_mark.line + 1, node.start_mark.column + 1, hint,
+            pointer_text(parts) if parts is not None else "",
         )
 
     def walk(self, node: Node, parts: PointerParts, depth: int) -> Any:
@@ -80,14 +123,14 @@ class _Walker:
             )
         self.values[parts] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, ScalarNode):
-            return self.scalar(node)
+            return self.scalar(node, parts)
         if isinstance(node, SequenceNode):
             return [self.walk(item, (*parts, i), depth + 1) for i, item in enumerate(node.value)]
         if isinstance(node, MappingNode):
             return self.mapping(node, parts, depth)
         raise self.fail(node, "unsupported YAML node")  # pragma: no cover - yaml has 3 kinds
 
-    def scalar(self, node: ScalarNode) -> Any:
+    def scalar(self, node: ScalarNode, parts: PointerParts) -> Any:
         if node.tag == STR_TAG:
             return node.value  # most scalars; the constructor would return the same string
         if node.tag == TIMESTAMP_TAG:
@@ -102,6 +145,9 @@ class _Walker:
             return node.value
         if isinstance(value, bytes):
             raise self.fail(node, "binary (!!binary) values are not supported")
+        surprise = yaml11_surprise(node.tag, node.value, value)
+        if surprise is not None:
+            raise self.fail(node, *surprise, parts=parts)
         return value
 
     def mapping(self, node: MappingNode, parts: PointerParts, depth: int) -> dict[str, Any]:
@@ -112,11 +158,8 @@ class _Walker:
                 raise self.fail(
                     key_node, "mapping keys must be plain strings, not lists or mappings"
                 )
-            key = self.scalar(key_node)
-            if key is None or isinstance(key, (bool, float)):
-                # `yes:`/`null:` as a key is almost always a mistake; insist on text.
-                key = key_node.value
-            key = str(key)
+            # A key is its text: `yes:`, `null:`, `0x10:` and `1.0:` stay what was written.
+            key = key_node.value
             if not is_merged:
                 if key in explicit:
                     first = explicit[key].start_mark.line + 1
@@ -145,7 +188,19 @@ class _Walker:
                         raise self.fail(
                             source, "a merge key (<<) needs a mapping or a list of mappings"
                         )
-                    merged.extend((k, v) for k, v, _ in self._merged_pairs(source))
+                    pairs = self._merged_pairs(source)
+                    # Each merged pair counts like a value: merge keys over aliases expand
+                    # like aliases do (ten keys merging ten times, nine levels deep: 10^9).
+                    self.count += len(pairs)
+                    if self.count > MAX_NODES:
+                        raise self.fail(
+                            key_node,
+                            f"too many keys after expanding YAML merge keys (<<) and aliases "
+                            f"(more than {MAX_NODES})",
+                            "a spec needs a few hundred; merge keys that expand exponentially "
+                            "are refused",
+                        )
+                    merged.extend((k, v) for k, v, _ in pairs)
             else:
                 own.append((key_node, value_node, False))
         if not merged:

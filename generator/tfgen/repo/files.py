@@ -1,0 +1,134 @@
+"""Reading a repository's input files safely: the one reader every command uses.
+
+A shared repository holds whatever a pull request put there: a symlink to `/etc/passwd` or
+`/dev/zero`, a named pipe that blocks whoever opens it, a symlink loop, a folder where a file
+belongs, a file of gigabytes. `read_input` is the only way tfgen reads such input (specs,
+tfgen.yaml, the gate's snapshot, the generated files it compares against): it looks before it
+opens (no blocking open of a pipe, nothing read from outside the repository, the size limit
+checked before reading), opens without following links and without blocking, checks that what it
+opened is what it looked at, and reads no more than the limit. Every refusal is one `Refused`
+line naming the file and saying what to do; the content of a refused file is never read, so it
+never reaches a message.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ..errors import InputError
+
+MAX_BYTES = 1024 * 1024  # per input file; a spec is a few kilobytes, the chart's files tens
+SIZE_HINT = "tfgen's input files are a few kilobytes; is this the right file?"
+OUTSIDE_HINT = "copy the file into the repository instead of linking to it"
+
+
+class Refused(InputError):
+    """A file tfgen will not read: `reason` says why, `hint` what to do."""
+
+    def __init__(self, shown: str, reason: str, hint: str = "") -> None:
+        super().__init__(f"{shown}: {reason}" + (f" ({hint})" if hint else ""))
+        self.shown = shown
+        self.reason = reason
+        self.hint = hint
+
+
+def too_large(size: int, limit: int = MAX_BYTES) -> str:
+    """The refusal of a file of `size` bytes (one wording for every reader)."""
+    mib = f" ({limit // 2**20} MiB)" if limit % 2**20 == 0 else ""
+    return f"file is {size:,} bytes; the limit is {limit:,} bytes{mib}"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"  # pragma: no cover - doors, whiteouts
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) -> str:
+    """The real path of an input file after every symlink, refused (`Refused`) when a link
+    dangles or loops, or leads out of `root` from a path that lies in it.
+
+    A path given outside `root` is a person's explicit choice and is not refused for that.
+    """
+    text = os.path.abspath(path)
+    try:
+        real = os.path.realpath(text, strict=True)
+    except FileNotFoundError:
+        if os.path.lexists(text):
+            raise Refused(shown, "is a symbolic link to nothing (its target does not exist)",
+                          "remove the link or restore its target") from None
+        raise Refused(shown, "no such file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(shown, "is a symbolic link loop (it leads back to itself)",
+                          "remove the link") from None
+        raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
+    if root is not None and real != text:
+        top = os.path.abspath(root)
+        real_top = os.path.realpath(top)
+        lies_inside = _inside(text, top) or _inside(text, real_top)
+        if lies_inside and not _inside(real, real_top):
+            raise Refused(shown, "is a symbolic link that leads outside the repository; "
+                          "tfgen reads only files inside it", OUTSIDE_HINT)
+    return real
+
+
+def read_input(
+    path: Path | str, shown: str, root: Path | str | None = None, limit: int = MAX_BYTES
+) -> bytes:
+    """The bytes of one input file, or `Refused`: see the module docstring. `shown` is how
+    messages name the file; `root` the repository it must not leave through a symlink."""
+    real = resolve_input(path, shown, root)
+    try:
+        looked = os.stat(real)
+    except OSError as exc:
+        raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
+    kind = _kind(looked.st_mode)
+    if kind is not None:
+        raise Refused(shown, f"is {kind}, not a regular file",
+                      "tfgen reads regular files only; move it away")
+    if looked.st_size > limit:
+        raise Refused(shown, too_large(looked.st_size, limit), SIZE_HINT)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(
+        os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        opened = os.fstat(fd)
+        # Swapped between the look and the open (a race, or an attack): judge again next run.
+        if (opened.st_dev, opened.st_ino) != (looked.st_dev, looked.st_ino) or _kind(
+                opened.st_mode) is not None:
+            raise Refused(shown, "changed while tfgen was reading it", "run tfgen again")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > limit:  # it grew after the look
+        raise Refused(shown, too_large(size, limit) + " or more", SIZE_HINT)
+    return b"".join(chunks)
