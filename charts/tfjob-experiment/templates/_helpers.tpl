@@ -240,9 +240,6 @@ Usage: {{ include "tfjob-experiment.validateValues" . }}
 {{- if not $v.storage.nas.server }}
 {{- $errors = append $errors "storage.nas.server: must be set (the NAS mount target host), or set storage.existingClaim" }}
 {{- end }}
-{{- if and (eq $v.storage.nas.driver "flexvolume") (not $v.storage.nas.mode) }}
-{{- $errors = append $errors "storage.nas.mode: must be set for driver flexvolume (the directory mode the alicloud/nas driver applies, e.g. \"755\")" }}
-{{- end }}
 {{- end }}
 {{- if $v.tensorboard.enabled }}
 {{- $logDir := $v.tensorboard.logDir | default "" | trimSuffix "/" }}

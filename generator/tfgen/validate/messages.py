@@ -47,6 +47,7 @@ PATTERN_WORDS: dict[str, str] = {
         "starting and ending with a letter or digit"
     ),
     "^/": "must be an absolute path, starting with '/'",
+    "^/[^/]": "must be an absolute path of a directory below '/' (not '/' itself)",
     "^(/.*)?$": "must be empty or an absolute path, starting with '/'",
     "^([0-9]+(\\.[0-9]+)?|\\.[0-9]+|[0-9]+m)$": (
         'must be a CPU quantity: cores such as "4" or "0.5", or millicores such as "500m"'
