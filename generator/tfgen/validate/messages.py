@@ -98,6 +98,12 @@ PATTERN_WORDS: dict[str, str] = {
     "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$": (
         "must be an extended resource name such as nvidia.com/gpu"
     ),
+    "^((https?|ssh|git)://([^@/\\s]+@)?[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]+)?/"
+    "[^\\s]*[^\\s/]|[A-Za-z0-9._-]+@[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?:[^\\s]+)$": (
+        "must be a Git URL Argo CD can clone: https://host/path, ssh://[user@]host[:port]/path "
+        "or user@host:path, without spaces"
+    ),
+    "^https://[^\\s/]+(/[^\\s]*)?$": "must be an https:// URL without spaces",
     "^1\\.[0-9]{2}$": 'must be a Kubernetes minor version such as "1.30" (quoted)',
 }
 
