@@ -8,13 +8,19 @@ the same identity on charts/tfjob-experiment.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import build_file_tree
+import yaml
+from helpers import REPO_ROOT, build_file_tree, mnist_spec
+from test_yaml_types import TRICKY
 from tfgen.gate.batch import BatchRenderer, RenderJob, canonical_manifest, coalesce, merge_values
 from tfgen.gate.cache import Cache
 from tfgen.gate.helm import find_helm
+from tfgen.render.generated import GeneratedFile, dump_yaml
+from tfgen.render.values import build_values
 
 CHART = {
     "Chart.yaml": "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
@@ -47,7 +53,7 @@ def _jobs(tmp_path: Path, chart: Path) -> list[RenderJob]:
                   # a null deletes a chart default: Helm 4 ignores parent nulls in subcharts
                   "extra": {"a": None} if i % 2 else {"c": 3}}
         path = tmp_path / f"v{i}.yaml"
-        path.write_text(json.dumps(values))
+        path.write_text(dump_yaml(values))  # as tfgen writes values: batched
         jobs.append(RenderJob(f"x{i}", "team-a", chart, (path,), "1.30"))
     return jobs
 
@@ -62,7 +68,7 @@ def test_batched_output_is_identical_to_single_runs(tmp_path: Path, helm: str) -
     jobs = _jobs(tmp_path, chart)
     renderer = BatchRenderer(helm=helm, workers=1)
     batched = renderer.render(jobs)
-    assert renderer.stats.helm_processes == 1
+    assert renderer.stats.helm_processes == 2  # the chart's defaults as helm reads them; all
     for job, result in zip(jobs, batched, strict=True):
         single = renderer.render_single(job)
         assert not result.error and not single.error
@@ -75,12 +81,13 @@ def test_failing_experiment_gets_its_own_error(tmp_path: Path) -> None:
     chart = build_file_tree(tmp_path / "tiny", CHART)
     jobs = _jobs(tmp_path, chart)
     bad = tmp_path / "bad.yaml"
-    bad.write_text(json.dumps({"experiment": {"name": ""}}))
+    bad.write_text(dump_yaml({"experiment": {"name": ""}}))
     jobs.insert(2, RenderJob("bad", "team-a", chart, (bad,), "1.30"))
     renderer = BatchRenderer(workers=1)
     results = renderer.render(jobs)
-    # helm names the failing alias: one batch, the failing one alone, the rest together
-    assert renderer.stats.helm_processes == 3
+    # helm names the failing alias: the chart's defaults, one batch, the failing one alone,
+    # the rest together
+    assert renderer.stats.helm_processes == 4
     assert [bool(r.error) for r in results] == [False, False, True, False, False, False]
     assert "experiment.name is required" in results[2].error
     assert "tiny/templates/cm.yaml" in results[2].error  # the per-experiment message
@@ -92,11 +99,12 @@ def test_values_the_schema_refuses_get_helms_own_verdict(tmp_path: Path) -> None
     chart = build_file_tree(tmp_path / "tiny", CHART)
     jobs = _jobs(tmp_path, chart)
     bad = tmp_path / "bad.yaml"
-    bad.write_text(json.dumps({"experiment": {"name": "bad"}, "replicas": "three"}))
+    bad.write_text(dump_yaml({"experiment": {"name": "bad"}, "replicas": "three"}))
     jobs.insert(1, RenderJob("bad", "team-a", chart, (bad,), "1.30"))
     renderer = BatchRenderer(workers=1)
     results = renderer.render(jobs)
-    assert renderer.stats.helm_processes == 2  # the refused one alone, the rest together
+    # the chart's defaults, the refused one alone, the rest together
+    assert renderer.stats.helm_processes == 3
     assert [bool(r.error) for r in results] == [False, True, False, False, False, False]
     assert "replicas" in results[1].error and "schema" in results[1].error
     for job, result in zip(jobs[2:], results[2:], strict=True):
@@ -113,8 +121,8 @@ def test_cache_makes_unchanged_experiments_free(tmp_path: Path) -> None:
     assert [r.manifest for r in again.render(jobs)] == [r.manifest for r in expected]
     assert again.stats.helm_processes == 0 and again.stats.cached == len(jobs)
     # one changed values file: exactly one experiment rendered again
-    jobs[3].values_files[0].write_text(json.dumps({"experiment": {"name": "x3"},
-                                                   "replicas": 33}))
+    jobs[3].values_files[0].write_text(dump_yaml({"experiment": {"name": "x3"},
+                                                  "replicas": 33}))
     third = BatchRenderer(cache=cache, workers=1)
     results = third.render(jobs)
     assert third.stats.rendered == 1 and third.stats.cached == len(jobs) - 1
@@ -149,3 +157,66 @@ def test_canonical_manifest_normalises_document_separators() -> None:
     helm3 = "---\n# Source: c/templates/a.yaml\nkind: A\n---\n# Source: c/templates/b.yaml\nkind: B"
     helm4 = helm3.replace("kind: A\n", "kind: A\n\n") + "\n\n"
     assert canonical_manifest(helm3) == canonical_manifest(helm4)
+
+
+# -- the batch renders what Argo CD renders ------------------------------------------------
+
+REAL_CHART = REPO_ROOT / "charts" / "tfjob-experiment"
+
+
+def repo_server_render(helm: str, job: RenderJob) -> subprocess.CompletedProcess[str]:
+    """`helm template` exactly as Argo CD's repo-server runs it: in the chart folder, the
+    release by --name-template, value files by absolute path, every API version, CRDs."""
+    cmd = [helm, "template", ".", "--name-template", job.name, "--namespace", job.namespace,
+           "--kube-version", job.kube_version or ""]
+    cmd += [arg for path in job.values_files for arg in ("--values", str(path.resolve()))]
+    cmd += [arg for api in job.api_versions for arg in ("--api-versions", api)]
+    cmd.append("--include-crds")
+    return subprocess.run(cmd, cwd=job.chart, capture_output=True, text=True, check=False)
+
+
+def tricky_values(name: str, corpus: list[str]) -> dict[str, Any]:
+    """The walkthrough's chart values with the corpus in every free-text field."""
+    values = build_values(mnist_spec(name=name, owner=corpus[0]))
+    values["args"] = list(corpus)
+    values["command"] = ["python", *corpus]
+    values["env"] = [{"name": f"V{i}", "value": text} for i, text in enumerate(corpus)]
+    values["experiment"]["annotations"] = {f"example.com/a{i}": text
+                                           for i, text in enumerate(corpus)}
+    return values
+
+
+def test_batched_result_is_what_the_repo_server_renders(tmp_path: Path, helm: str) -> None:
+    jobs = []
+    for index in range(6):
+        corpus = TRICKY[index * 13:] + TRICKY[:index * 13]
+        values = tricky_values(f"tricky-{index}", corpus)
+        generated = GeneratedFile("values.yaml", (f"experiments/tricky-{index}.yaml",),
+                                  dump_yaml(values))
+        path = tmp_path / f"tricky-{index}.yaml"
+        path.write_text(generated.content, encoding="utf-8")
+        jobs.append(RenderJob(f"tricky-{index}", "default", REAL_CHART, (path,), "1.30"))
+    # Files not in the writer's form: PyYAML's own dump (it leaves `y` plain, which helm
+    # reads as true) and a hand edit that leaves `owner: y` unquoted. Both must fail as they
+    # fail in Argo CD, not pass because tfgen read them with PyYAML.
+    misread = tmp_path / "pyyaml-dump.yaml"
+    misread.write_text(yaml.safe_dump(tricky_values("pyyaml-dump", ["y", "x"])))
+    edited = tmp_path / "hand-edited.yaml"
+    edited.write_text(jobs[0].values_files[0].read_text().replace(
+        f"  owner: {dump_yaml(TRICKY[0]).strip()}\n", "  owner: y\n"))
+    assert edited.read_text() != jobs[0].values_files[0].read_text()
+    jobs += [RenderJob("pyyaml-dump", "default", REAL_CHART, (misread,), "1.30"),
+             RenderJob("hand-edited", "default", REAL_CHART, (edited,), "1.30")]
+
+    renderer = BatchRenderer(helm=helm, workers=1)
+    results = renderer.render(jobs)
+    # the chart's defaults, one batch of the six, each hand-written file alone
+    assert renderer.stats.helm_processes == 4
+    for job, result in zip(jobs, results, strict=True):
+        argo = repo_server_render(helm, job)
+        if job.name.startswith("tricky-"):
+            assert argo.returncode == 0, argo.stderr
+            assert not result.error and result.manifest == canonical_manifest(argo.stdout)
+        else:
+            assert argo.returncode != 0 and "got boolean, want string" in argo.stderr
+            assert "got boolean, want string" in result.error, job.name

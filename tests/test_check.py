@@ -22,6 +22,7 @@ from tfgen.gate.applications import resolve_applications
 from tfgen.gate.batch import BatchRenderer, RenderJob, jobs_for
 from tfgen.gate.diff import run_diff
 from tfgen.gate.helm import find_helm
+from tfgen.render.generated import dump_yaml
 
 MNIST = "experiments/distributed-mnist.yaml"
 
@@ -207,20 +208,23 @@ def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
 
 
 @pytest.mark.parametrize("major", [4, 3])
-def test_batched_rendering_equals_per_experiment_rendering(major: int) -> None:
-    """The real chart, every bundled experiment and every ci/ scenario: one umbrella render
-    gives byte-identical objects to one `helm template` per experiment."""
+def test_batched_rendering_equals_per_experiment_rendering(major: int, tmp_path: Path) -> None:
+    """The real chart, every bundled experiment and every ci/ scenario (written as tfgen
+    writes values, so that they are batched): one umbrella render gives byte-identical
+    objects to one `helm template` per experiment."""
     apps = resolve_applications(REPO_ROOT).applications
     jobs = jobs_for(apps, "1.30")
     chart = REPO_ROOT / "charts/tfjob-experiment"
     for values in sorted((chart / "ci").glob("*.yaml")):
         data = yaml.safe_load(values.read_text()) or {}
         namespace = (data.get("experiment") or {}).get("namespace") or "default"
-        jobs.append(RenderJob(values.stem, namespace, chart, (values,), "1.30"))
+        written = tmp_path / values.name
+        written.write_text(dump_yaml(data))
+        jobs.append(RenderJob(values.stem, namespace, chart, (written,), "1.30"))
     assert apps and len(jobs) >= len(apps) + 7  # the bundled experiments and the ci/ scenarios
     renderer = BatchRenderer(helm=find_helm(major), workers=1)
     batched = renderer.render(jobs)
-    assert renderer.stats.helm_processes == 1
+    assert renderer.stats.helm_processes == 2  # the chart's defaults as helm reads them; all
     for job, result in zip(jobs, batched, strict=True):
         single = renderer.render_single(job)
         assert not single.error, single.error

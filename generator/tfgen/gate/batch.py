@@ -16,10 +16,24 @@ first with a validator compiled once: an experiment they fail is rendered alone 
 `helm template` (helm's own verdict and message, as Argo CD would see them), and a batch of
 experiments that pass is rendered with `--skip-schema-validation`. Results are cached by content
 hash; a batch that fails is bisected so each failing experiment gets its own helm error message.
+
+A batch hands helm the values as tfgen read them (PyYAML), not the committed files that Argo CD
+gives helm (go-yaml v2, YAML 1.1 rules: an unquoted `y` is a boolean there and a string here).
+So only a values file in the writer's canonical form is batched: comment lines of printable
+ASCII (the header), then exactly `dump_yaml` of what PyYAML reads from the whole file. The
+writer quotes everything the two parsers could read differently, and tests/test_yaml_types.py
+shows helm reading such files exactly as written, so for these the values are the same either
+way. Any other values file (edited by hand, written by another tool) is rendered alone by a
+plain `helm template --values <file>` with helm's own schema check: the verdict and message
+Argo CD's repo-server would give. tests/test_batch.py compares the two ways byte for byte.
+The chart's own values.yaml is hand-written, so before a chart is batched helm is asked once
+(per chart and helm version, then cached) what its defaults are; if helm reads them otherwise
+than PyYAML does, that chart's experiments are rendered one by one.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -36,6 +50,7 @@ import jsonschema_rs
 import yaml
 
 from ..errors import EnvironmentProblem, HelmError, InputError
+from ..render.generated import dump_yaml
 from ..repo import chart as chart_facts
 from . import helm as helm_mod
 from .applications import ResolvedApplication
@@ -49,6 +64,9 @@ _RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
 _TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
 _ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
 _DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
+# The leading comment lines a canonical values file may have: printable ASCII only, because
+# YAML 1.1 also ends a line (and so a comment) at NEL, U+2028 and U+2029.
+_HEADER_LINES = re.compile(r"(?:#[ -~]*\n)*")
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -139,6 +157,34 @@ def _load_yaml_file(path: Path) -> Any:
     return data if data is not None else {}
 
 
+def canonical_values(text: str) -> dict[str, Any] | None:
+    """The values of a file in the writer's canonical form (helm reads it as tfgen does, see the
+    module docstring), else None."""
+    body = text[_HEADER_LINES.match(text).end():]  # type: ignore[union-attr]
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict) or not data or dump_yaml(data) != body:
+        return None
+    return data
+
+
+def _typed(data: Any) -> str:
+    """`data` as JSON with every number a float (helm's values hold float64 only), booleans
+    kept apart from numbers and null map entries left out (helm drops them from a chart's
+    defaults), for a strict comparison of what two parsers read."""
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): walk(v) for k, v in value.items() if v is not None}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
+    return json.dumps(walk(data), sort_keys=True, default=str)
+
+
 def merge_values(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Helm's merge of successive `-f` files: maps merge, anything else is replaced."""
     out = dict(base)
@@ -215,6 +261,7 @@ class BatchRenderer:
         self.chunk_size = chunk_size
         self.stats = BatchStats()
         self._charts: dict[Path, ChartInfo] = {}
+        self._defaults: dict[str, str] = {}  # defaults_agree() without a cache
         self._helm_version: str | None = None
 
     @property
@@ -247,6 +294,33 @@ class BatchRenderer:
             self._charts[path] = info or ChartInfo(real)
         return self._charts[path]
 
+    def defaults_agree(self, chart: ChartInfo) -> bool:
+        """Does helm read the chart's values.yaml as PyYAML does (`chart.defaults`)? Asked once
+        per chart and helm version: a chart that prints its own values, rendered by helm."""
+        key = self.keys.chart_defaults(self.helm_version, chart.digest)
+        known = self._defaults.get(key) or self.cache.get("chart-defaults", key)
+        if known is None:
+            with tempfile.TemporaryDirectory(prefix="tfgen-defaults-") as tmp:
+                probe = Path(tmp) / "probe"
+                (probe / "templates").mkdir(parents=True)
+                (probe / "Chart.yaml").write_text("apiVersion: v2\nname: probe\nversion: 0.0.0\n",
+                                                  encoding="utf-8")
+                shutil.copyfile(chart.path / "values.yaml", probe / "values.yaml")
+                (probe / "templates" / "values.txt").write_text(
+                    "values: {{ toJson .Values | b64enc }}\n", encoding="utf-8")
+                self.stats.helm_processes += 1
+                try:
+                    out = helm_mod.run([self.helm, "template", "probe", str(probe),
+                                        "--show-only", "templates/values.txt"])
+                    line = next(x for x in out.splitlines() if x.startswith("values: "))
+                    seen = json.loads(base64.b64decode(line.removeprefix("values: ")))
+                    known = str(_typed(seen) == _typed(chart.defaults))
+                except (HelmError, ValueError, StopIteration):
+                    known = "False"  # helm refuses the file: the single renders say why
+            self.cache.put("chart-defaults", key, known)
+        self._defaults[key] = known
+        return known == "True"
+
     # -- one experiment per process: the reference behaviour, and the fallback -------------
     def render_single(self, job: RenderJob) -> RenderResult:
         self.stats.helm_processes += 1
@@ -275,13 +349,17 @@ class BatchRenderer:
         return umbrella
 
     @staticmethod
-    def _values(job: RenderJob, chart: ChartInfo) -> dict[str, Any]:
-        """The job's values as helm computes them: value files merged over chart defaults."""
+    def _values(job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
+        """The job's values as helm computes them (value files merged over chart defaults), or
+        None when a value file is not in canonical form: helm must read that one itself."""
         merged: dict[str, Any] = {}
         for path in job.values_files:
-            data = _load_yaml_file(path)
-            if not isinstance(data, dict):
-                raise InputError(f"{path}: values must be a mapping")
+            try:
+                data = canonical_values(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                data = None  # helm says what is wrong with the file
+            if data is None:
+                return None
             merged = merge_values(merged, data)
         return coalesce(merged, chart.defaults)
 
@@ -303,8 +381,9 @@ class BatchRenderer:
             meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0",
                     "dependencies": deps}
             (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
-            (umbrella / "values.yaml").write_text(json.dumps(values, default=str),
-                                                  encoding="utf-8")
+            # The writer, not JSON: a JSON file escapes an emoji as a surrogate pair, which
+            # helm's YAML reader refuses; the writer's output helm reads exactly as written.
+            (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
             cmd = helm_mod.template_command(
                 self.helm, UMBRELLA, umbrella, jobs[0].namespace, kube_version=kube_version,
                 api_versions=api_versions,
@@ -317,18 +396,19 @@ class BatchRenderer:
     def _render_group(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Render jobs sharing chart/kube version/api versions; bisect on failure."""
         chart = self.chart(jobs[0].chart)
-        if len(jobs) == 1 or not chart.batchable:
+        if len(jobs) == 1 or not chart.batchable or not self.defaults_agree(chart):
             return [self.render_single(job) for job in jobs]
-        job_values = [self._values(job, chart) for job in jobs]
-        if chart.values_validator is not None:
-            refused = [i for i, values in enumerate(job_values)
-                       if not chart.values_validator.is_valid(values)]
-            if refused:
-                by_index = {i: self.render_single(jobs[i]) for i in refused}
-                keep = [i for i in range(len(jobs)) if i not in by_index]
-                passed = self._render_group([jobs[i] for i in keep]) if keep else []
-                by_index.update(zip(keep, passed, strict=True))
-                return [by_index[i] for i in range(len(jobs))]
+        values_of = [self._values(job, chart) for job in jobs]
+        validator = chart.values_validator
+        alone = [i for i, values in enumerate(values_of)
+                 if values is None or (validator is not None and not validator.is_valid(values))]
+        if alone:
+            by_index = {i: self.render_single(jobs[i]) for i in alone}
+            keep = [i for i in range(len(jobs)) if i not in by_index]
+            passed = self._render_group([jobs[i] for i in keep]) if keep else []
+            by_index.update(zip(keep, passed, strict=True))
+            return [by_index[i] for i in range(len(jobs))]
+        job_values = [values for values in values_of if values is not None]
         try:
             text = self._render_chunk(jobs, job_values, chart, jobs[0].kube_version,
                                       jobs[0].api_versions)

@@ -235,6 +235,10 @@ class CacheKeys:
         return digest("render", self.tool, helm_version, chart_digest, release, namespace,
                       kube_version, ",".join(api_versions), *values)
 
+    def chart_defaults(self, helm_version: str, chart_digest: str) -> str:
+        """Whether helm reads a chart's values.yaml as tfgen does: the chart and helm."""
+        return digest("chart-defaults", self.tool, helm_version, chart_digest)
+
     def objects(self, render_key: str, namespace: str, project: str, *, kube_version: str,
                 schema_check: bool, projects: str) -> str:
         """The verdict on one experiment's rendered objects: the objects (their render key)
