@@ -2,7 +2,8 @@
 
 The whole-run cache key, each spec's verdict, the drift of the generated files, the Argo CD
 objects in argo/ and the resolved Applications are all computed from this one snapshot, so one
-run judges one consistent state of the repository.
+run judges one consistent state of the repository. Files are read as every command reads
+input (`repo.files.read_input`): the gate is not the one place where a pipe hangs tfgen.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..repo import layout
+from ..repo.files import read_input, resolve_input
 from .cache import digest
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
@@ -44,16 +46,27 @@ class Inputs:
 
 
 def snapshot(root: Path) -> Inputs:
-    """Every input file under `root`, in a stable order."""
+    """Every input file under `root`, in a stable order, read through the one safe reader
+    (`Refused` for a pipe, a device, a link out of the repository, a file over the limit).
+
+    Symlinked folders are not entered; one that leads out of the repository is refused.
+    """
     files: dict[str, bytes] = {}
     config = root / layout.CONFIG_NAME
-    if config.is_file():
-        files[layout.CONFIG_NAME] = config.read_bytes()
+    if os.path.lexists(config):
+        files[layout.CONFIG_NAME] = read_input(config, layout.shown(config), root)
     for top in INPUT_DIRS:
         for dirpath, dirnames, filenames in os.walk(root / top):
+            for name in dirnames:
+                if os.path.islink(os.path.join(dirpath, name)):
+                    folder = os.path.join(dirpath, name)
+                    resolve_input(folder, layout.shown(folder), root)
             dirnames[:] = sorted(d for d in dirnames if d not in (".git", "__pycache__"))
             rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
             for name in sorted(filenames):
-                with open(os.path.join(dirpath, name), "rb") as handle:
-                    files[f"{rel_dir}/{name}"] = handle.read()
+                path = os.path.join(dirpath, name)
+                rel = f"{rel_dir}/{name}"
+                if layout.is_temp_name(name) or rel == layout.RENDER_LOCK:
+                    continue  # a render at work (or killed): not an input
+                files[rel] = read_input(path, layout.shown(path), root)
     return Inputs(files)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import EnvironmentProblem
 from ..problems import Problem
 from ..repo import layout, naming
 from ..validate import Experiment, load_config, validate_paths
@@ -183,14 +184,31 @@ def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[P
     """Validate every spec under the repository's experiments/ and plan the render.
 
     Returns (None, problems) when any spec is invalid: nothing is rendered from a repository
-    that does not validate, so a half-valid tree never reaches Argo CD.
+    that does not validate, so a half-valid tree never reaches Argo CD. Outside a tfgen
+    repository (no tfgen.yaml here or above) there is nothing to render: `NotARepository`,
+    before anything is written.
     """
     config = load_config([], cwd=root)
-    if not layout.spec_files(config.experiments_dir):
+    if config.path is None:
+        raise NotARepository(config.root)
+    folder = config.experiments_dir
+    if not layout.spec_files(folder) and not layout.misplaced_specs(folder):
         # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
         # and every per-experiment file becomes an orphan.
         return plan_render(config.root, [], config.argocd), []
-    result = validate_paths([config.experiments_dir], config)
+    result = validate_paths([folder], config)
     if result.problems:
         return None, list(result.problems)
     return plan_render(config.root, result.experiments, config.argocd), []
+
+
+class NotARepository(EnvironmentProblem):
+    """`tfgen render` run where no tfgen.yaml is: it writes argo/ only in a tfgen repository."""
+
+    def __init__(self, start: Path) -> None:
+        super().__init__(
+            f"no {layout.CONFIG_NAME} in {start} or any folder above: not a "
+            f"tfgen repository, so nothing is rendered here. Run tfgen in a repository's "
+            f"folder (or pass --root), or start one: a {layout.CONFIG_NAME} holding "
+            f"`apiVersion: tfgen.io/v1` and `kind: RepoConfig`, specs in "
+            f"{layout.EXPERIMENTS_DIR}/<name>.yaml")

@@ -1,21 +1,33 @@
 """Writing a render plan: every file complete or not at all, and only files tfgen made.
 
-New and changed files are written through a temporary file in the same directory, fsynced, and
-moved into place with `os.replace`, so a reader sees the old file or the new one, never half of
-one; unchanged files are untouched (their mtime kept); orphans are deleted only on request, and
-only while they still carry tfgen's header.
+New and changed files are written through a temporary file in the same directory
+(`.<name>.tfgen-tmp-<random>`, with the mode the umask gives), fsynced, and moved into place
+with `os.replace`, so a reader sees the old file or the new one, never half of one; unchanged
+files are untouched (their mtime kept); orphans are deleted only on request, and only while
+they still carry tfgen's header.
+
+One render writes at a time: `apply_plan` holds a lock on `argo/.tfgen-render.lock` (flock,
+released by the kernel when the process dies, so a killed render never wedges the next). The
+next render, under the lock, removes the temporary files a killed one left behind, and writes
+only into real folders inside the repository.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import TfgenError
+from ..errors import EnvironmentProblem, TfgenError
 from ..repo import layout
+from ..repo.files import Refused, read_input
 from .generated import is_generated
 from .plan import CREATE, ORPHAN, UPDATE, RenderPlan
 
@@ -34,10 +46,107 @@ class ApplyResult:
 WRITERS = 8
 
 
-def _stage(target: Path, content: str, temps: dict[Path, Path]) -> None:
+# How long a render waits for another one to finish writing before it gives up (exit 2).
+LOCK_WAIT_SECONDS = 5.0
+
+
+class RenderLocked(EnvironmentProblem):
+    """Another render holds the lock on argo/ and did not let go in time."""
+
+
+@contextlib.contextmanager
+def render_lock(root: Path, wait_seconds: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Hold the render lock of the repository at `root` (see the module docstring).
+
+    The lock file holds the holder's process id and is removed on release; a lock taken on a
+    file that was removed meanwhile is dropped and taken again on the new one.
+    """
+    path = root / layout.RENDER_LOCK
+    shown = layout.shown(path)
+    deadline = time.monotonic() + wait_seconds
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TfgenError(f"cannot write {layout.shown(path.parent)}: "
+                         f"{exc.strerror or exc}") from exc
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    while True:
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as exc:
+            raise TfgenError(f"{shown}: cannot open the render lock: {exc.strerror or exc} "
+                             "(tfgen makes and removes this file; remove whatever is there "
+                             "instead)") from exc
+        try:
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode):
+                raise TfgenError(f"{shown}: is not a lock file tfgen made (remove it)")
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            who = f" (process {holder})" if holder.isdigit() else ""
+            raise RenderLocked(
+                f"another tfgen render{who} is writing argo/ and still holds {shown} after "
+                f"{wait_seconds:g} s; run `tfgen render` again when it has finished") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            current = os.lstat(path)
+        except FileNotFoundError:
+            current = None
+        if current is None or (current.st_dev, current.st_ino) != (opened.st_dev, opened.st_ino):
+            os.close(fd)  # the holder before us removed it: lock the file now there
+            continue
+        break
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+
+
+def remove_stale_temps(root: Path) -> list[str]:
+    """Delete the temporary files a killed render left in argo/ and argo/experiments/*/
+    (only under the render lock: a live render's are its own). Returns their paths."""
+    removed: list[str] = []
+    argo = root / layout.ARGO_DIR
+    folders = [argo]
+    with contextlib.suppress(OSError), os.scandir(root / layout.GENERATED_DIR) as scan:
+        folders += [Path(e.path) for e in scan if e.is_dir(follow_symlinks=False)]
+    for folder in folders:
+        try:
+            with os.scandir(folder) as scan:
+                stale = [e for e in scan if layout.is_temp_name(e.name)
+                         and not e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in stale:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path).relative_to(root).as_posix())
+    return removed
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it: call before any thread creates files)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _stage(target: Path, content: str, temps: dict[Path, Path], mode: int) -> None:
     """Write `content` to a new temporary file next to `target` and fsync it."""
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tfgen-tmp")
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}{layout.TEMP_MARK}")
     temps[target] = Path(temp)  # recorded first, so it is removed whatever happens next
+    os.fchmod(fd, mode)  # mkstemp makes 0600; a generated file is as readable as any other
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
         handle.write(content)
         handle.flush()
@@ -56,7 +165,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _stage_all(
-    jobs: list[tuple[str, Path, str]], temps: dict[Path, Path]
+    jobs: list[tuple[str, Path, str]], temps: dict[Path, Path], mode: int
 ) -> tuple[str, OSError] | None:
     """Stage every (path, target, content) in parallel; the first failure in plan order."""
     if not jobs:
@@ -64,7 +173,7 @@ def _stage_all(
     pool = ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)))
     interrupted = True  # by Ctrl-C, say: then the jobs not yet started are dropped
     try:
-        futures = [pool.submit(_stage, target, content, temps) for _, target, content in jobs]
+        futures = [pool.submit(_stage, target, content, temps, mode) for _, target, content in jobs]
         wait(futures)
         interrupted = False
     finally:
@@ -79,12 +188,38 @@ def _stage_all(
 
 
 def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
-    """Write the plan: creates and updates atomically, orphans removed only with `prune`.
+    """Write the plan under the render lock: creates and updates atomically, orphans removed
+    only with `prune`.
 
     All new contents are staged (written and fsynced next to their targets) before the first
     rename, so a failure while writing leaves every target untouched; a failure between
-    renames leaves each file either wholly old or wholly new.
+    renames leaves each file either wholly old or wholly new. A file that already holds its
+    new content (a render that ran while this one waited for the lock) is left alone.
     """
+    with render_lock(plan.root):
+        remove_stale_temps(plan.root)
+        written = _write(plan)
+        removed, kept = _orphans(plan, prune)
+    return ApplyResult(written=written, removed=removed, kept_orphans=kept)
+
+
+def _holds(target: Path, content: str, root: Path) -> bool:
+    try:
+        return read_input(target, layout.shown(target), root) == content.encode("utf-8")
+    except Refused:
+        return False
+
+
+def _real_folder(root: Path, folder: Path) -> None:
+    """Refuse a target folder that is not where it seems (a symlink on the way out of argo/)."""
+    wanted = os.path.join(os.path.realpath(root), os.path.relpath(folder, root))
+    if os.path.realpath(folder) != wanted:
+        raise TfgenError(f"cannot write into {layout.shown(folder)}: it is, or lies under, a "
+                         "symbolic link, and tfgen writes only into real folders inside the "
+                         "repository (remove the link, then run `tfgen render` again)")
+
+
+def _write(plan: RenderPlan) -> list[str]:
     to_write = [c for c in plan.changes if c.action in (CREATE, UPDATE)]
     jobs = [(c.path, plan.root / c.path, c.new or "") for c in to_write]
     temps: dict[Path, Path] = {}
@@ -96,8 +231,10 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
             if target.parent not in folders:
                 current = rel
                 target.parent.mkdir(parents=True, exist_ok=True)
+                _real_folder(plan.root, target.parent)
                 folders[target.parent] = rel
-        failed = _stage_all(jobs, temps)
+        jobs = [job for job in jobs if not _holds(job[1], job[2], plan.root)]
+        failed = _stage_all(jobs, temps, 0o666 & ~_umask())
         if failed:
             current = failed[0]
             raise failed[1]
@@ -115,6 +252,11 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
+    return written
+
+
+def _orphans(plan: RenderPlan, prune: bool) -> tuple[list[str], list[str]]:
+    """(removed, kept) orphans."""
     removed: list[str] = []
     kept: list[str] = []
     for change in plan.by_action(ORPHAN):
@@ -124,8 +266,8 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
         path = plan.root / change.path
         # Re-check right before deleting: only ever remove a file that still carries the header.
         try:
-            on_disk = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
+            on_disk = read_input(path, change.path, plan.root).decode("utf-8", errors="replace")
+        except Refused:
             continue
         if not is_generated(on_disk):
             continue
@@ -135,7 +277,7 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
             raise TfgenError(f"cannot remove orphan {change.path}: {exc.strerror or exc}") from exc
         removed.append(change.path)
         _remove_empty_parents(path.parent, plan.root / layout.GENERATED_DIR)
-    return ApplyResult(written=written, removed=removed, kept_orphans=kept)
+    return removed, kept
 
 
 def _remove_empty_parents(directory: Path, stop: Path) -> None:

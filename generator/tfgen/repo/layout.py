@@ -4,7 +4,9 @@ The repository root is the nearest directory, from the given paths (or the worki
 upwards, that holds `tfgen.yaml`. Below it: `experiments/<name>.yaml` written by people, the
 chart in `charts/tfjob-experiment/`, and `argo/` written by `tfgen render`, with one folder per
 experiment under `argo/experiments/`. `spec_files` is the one definition of which files are
-experiment specs; every command finds specs through it.
+experiment specs (`*.yaml` directly in `experiments/`); every command finds specs through it,
+and `misplaced_specs` names what looks like a spec but is not one (`.yml`, `.YAML`, sub-folders),
+so that nothing is skipped in silence. Files are read through `files.read_input`.
 
 Paths in messages are shown relative to the working directory when they lie inside it (what a
 person can paste into an editor), else absolute; paths inside generated files are
@@ -19,15 +21,23 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..problems import Problem
+from .files import Refused, read_input
 
 CONFIG_NAME = "tfgen.yaml"
 EXPERIMENTS_DIR = "experiments"
-SPEC_SUFFIXES = (".yaml", ".yml")
+# One spelling: `git ls-files` pathspecs, the ApplicationSet and people's reviews all see the
+# same files only when there is one. Other spellings (.yml, .YAML) are refused, not skipped.
+SPEC_SUFFIX = ".yaml"
+YAML_SUFFIXES = (".yaml", ".yml")  # compared in lower case: what looks like YAML
 CHART_PATH = "charts/tfjob-experiment"
 ARGO_DIR = "argo"
 PROJECT_FILE = f"{ARGO_DIR}/project.yaml"
 APPLICATIONSET_FILE = f"{ARGO_DIR}/applicationset.yaml"
 GENERATED_DIR = f"{ARGO_DIR}/experiments"  # argo/experiments/<name>/: written by tfgen render
+# A file being written is `.<name>.tfgen-tmp-<random>` next to its target: never a *.yaml (no
+# reader takes it for a generated file), and recognisably tfgen's (the next render removes it).
+TEMP_MARK = ".tfgen-tmp-"
+RENDER_LOCK = f"{ARGO_DIR}/.tfgen-render.lock"  # held while `tfgen render` writes argo/
 VALUES_FILE = "values.yaml"  # the chart values of one experiment
 APP_FILE = "app.yaml"  # the ApplicationSet generator's parameters for one experiment
 # Changes under these affect every experiment's rendering (for `--changed`).
@@ -35,14 +45,18 @@ SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 
 
 def find_root(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Path | None:
-    """The nearest ancestor (of the first path, else of cwd) that holds tfgen.yaml, or None."""
+    """The nearest ancestor (of the first path, else of cwd) that holds tfgen.yaml, or None.
+
+    Any tfgen.yaml counts, whatever its type: a pipe or a link there is refused when read, with
+    a line that says so, rather than passed over for another root or the built-in defaults.
+    """
     starts = [Path(p) for p in paths] or [cwd or Path.cwd()]
     for start in starts:
         here = start.resolve()
         if not here.is_dir():
             here = here.parent
         for candidate in (here, *here.parents):
-            if (candidate / CONFIG_NAME).is_file():
+            if os.path.lexists(candidate / CONFIG_NAME):
                 return candidate
     return None
 
@@ -51,47 +65,91 @@ def find_root(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Path
 
 
 def is_spec_name(name: str) -> bool:
-    """A *.yaml/*.yml file name (as Path(name).suffix sees it: ".yaml" alone has no suffix)."""
-    dot = name.rfind(".")
-    return 0 < dot < len(name) - 1 and name[dot:] in SPEC_SUFFIXES
+    """A *.yaml file name (".yaml" alone is none)."""
+    return len(name) > len(SPEC_SUFFIX) and name.endswith(SPEC_SUFFIX)
+
+
+def _looks_like_yaml(name: str) -> bool:
+    return name.lower().endswith(YAML_SUFFIXES)
 
 
 def spec_files(directory: Path) -> list[Path]:
-    """The experiment specs in a folder: its *.yaml/*.yml files (not sub-folders), symlinks
-    resolved, sorted by name; empty when the folder does not exist.
-
-    One directory listing and one `resolve` for the directory: an entry that is not a
-    symlink resolves to the resolved directory plus its name.
-    """
+    """The experiment specs in a folder: every *.yaml entry in it (not in sub-folders), sorted
+    by name, as absolute paths with symlinks kept (the reader judges where they lead, and a
+    pipe or a folder named *.yaml is refused by it, not skipped); empty when the folder does
+    not exist."""
     try:
         with os.scandir(directory) as entries:
-            chosen = sorted(
-                (entry.name, entry)
-                for entry in entries
-                if is_spec_name(entry.name) and entry.is_file()
-            )
+            names = sorted(entry.name for entry in entries if is_spec_name(entry.name))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    base = directory.resolve()
-    return [
-        Path(entry.path).resolve() if entry.is_symlink() else base / name for name, entry in chosen
-    ]
+    base = Path(os.path.abspath(directory))
+    return [base / name for name in names]
+
+
+def misplaced_specs(directory: Path) -> list[Problem]:
+    """What looks like an experiment spec in a folder but is not read as one: YAML files
+    spelled otherwise than *.yaml, and sub-folders holding YAML files."""
+    problems: list[Problem] = []
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError:
+        return problems
+    for entry in entries:
+        if entry.is_dir():
+            if _holds_yaml(entry.path):
+                problems.append(Problem(
+                    shown(entry.path) + "/",
+                    message="a folder of YAML files: specs are read only from *.yaml files "
+                            "directly in experiments/",
+                    hint=f"move each spec up to {EXPERIMENTS_DIR}/<name>.yaml, or the folder "
+                         f"out of {EXPERIMENTS_DIR}/"))
+        elif _looks_like_yaml(entry.name) and not is_spec_name(entry.name):
+            stem = entry.name[: entry.name.rfind(".")]
+            problems.append(Problem(
+                shown(entry.path),
+                message=f"not read: experiment specs are *{SPEC_SUFFIX} files",
+                hint=f"rename it to {stem or '<name>'}{SPEC_SUFFIX}"))
+    return problems
+
+
+def _holds_yaml(directory: str, budget: int = 1000) -> bool:
+    """Whether a folder holds a YAML file at any depth (at most `budget` entries looked at;
+    symlinked folders not entered)."""
+    pending = [directory]
+    while pending and budget > 0:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                for entry in scan:
+                    budget -= 1
+                    if _looks_like_yaml(entry.name) and not entry.is_dir():
+                        return True
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return False
 
 
 def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
     """Spec files from paths a person gave: files as given, folders' specs (`spec_files`);
-    a folder without specs and a missing path are problems. Files come resolved, once each."""
+    a folder without specs, what looks like a spec there (`misplaced_specs`) and a missing
+    path are problems. Files come absolute (symlinks kept), once each."""
     files: list[Path] = []
     problems: list[Problem] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             found = spec_files(path)
-            if not found:
-                problems.append(Problem(shown(path), message="no *.yaml experiment files here"))
+            misplaced = misplaced_specs(path)
+            if not found and not misplaced:
+                problems.append(Problem(shown(path),
+                                        message=f"no *{SPEC_SUFFIX} experiment files here"))
+            problems += misplaced
             files += found
-        elif path.exists():
-            files.append(path.resolve())
+        elif os.path.lexists(path):
+            files.append(Path(os.path.abspath(path)))
         else:
             problems.append(Problem(shown(path), message="no such file or directory"))
     return list(dict.fromkeys(files)), problems
@@ -104,7 +162,7 @@ def experiment_of(rel: str) -> str | None:
         return rel.split("/")[2]
     folder, _, name = rel.rpartition("/")
     if folder == EXPERIMENTS_DIR and is_spec_name(name):
-        return name.rpartition(".")[0]
+        return name[: -len(SPEC_SUFFIX)]
     return None
 
 
@@ -124,45 +182,70 @@ def generated_folder(name: str) -> str:
     return f"{GENERATED_DIR}/{name}"
 
 
+def is_temp_name(name: str) -> bool:
+    """A file tfgen's writer is writing (or was, when it was killed): see TEMP_MARK."""
+    return name.startswith(".") and TEMP_MARK in name
+
+
 def is_generated_location(rel: str) -> bool:
-    """Where tfgen writes: argo/*.yaml and anything below argo/experiments/."""
+    """Where tfgen writes: argo/*.yaml and anything below argo/experiments/ (never a file
+    still being written)."""
+    folder, _, name = rel.rpartition("/")
+    if is_temp_name(name):
+        return False
     if rel.startswith(GENERATED_DIR + "/"):
         return True
-    folder, _, name = rel.rpartition("/")
     return folder == ARGO_DIR and name.endswith(".yaml")
 
 
 def generated_files(root: Path) -> dict[str, bytes]:
     """Every file where tfgen writes (`is_generated_location`), repository-relative POSIX path
-    -> bytes, as rendering compares against them. Symlinked folders are not entered."""
+    -> bytes, as rendering compares against them.
+
+    Read through the safe reader; anything that would make a write go astray is refused
+    (`Refused`, one line): a folder or a pipe where a file belongs, a file where a folder
+    belongs, a symlinked folder below argo/ (a write through it would leave the repository).
+    """
     found: dict[str, bytes] = {}
-    argo = root / ARGO_DIR
-    for path in _files_below(argo, recurse=False):
-        if path.name.endswith(".yaml"):
-            found[f"{ARGO_DIR}/{path.name}"] = _read(path)
-    for path in _files_below(root / GENERATED_DIR, recurse=True):
-        found[path.relative_to(root).as_posix()] = _read(path)
+    for rel in (ARGO_DIR, GENERATED_DIR):
+        _expect_folder(root, rel)
+    for entry in _entries(root / ARGO_DIR):
+        rel = f"{ARGO_DIR}/{entry.name}"
+        if is_generated_location(rel):
+            found[rel] = read_input(entry.path, shown(entry.path), root)
+    _read_below(root, GENERATED_DIR, found)
     return found
 
 
-def _files_below(directory: Path, *, recurse: bool) -> list[Path]:
-    # One scandir per folder and no stat per plain file.
-    found: list[Path] = []
+def _expect_folder(root: Path, rel: str) -> None:
+    path = root / rel
+    if os.path.islink(path):
+        raise Refused(shown(path), "is a symbolic link, where tfgen writes a real folder",
+                      "remove the link, then run `tfgen render`")
+    if os.path.lexists(path) and not path.is_dir():
+        raise Refused(shown(path), "is a file, where tfgen writes a folder",
+                      "move it away, then run `tfgen render`")
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
     try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return found
-    for entry in entries:
-        if recurse and entry.is_dir() and not entry.is_symlink():
-            found += _files_below(Path(entry.path), recurse=True)
-        elif entry.is_file():
-            found.append(Path(entry.path))
-    return found
+        with os.scandir(directory) as scan:
+            return sorted(scan, key=lambda entry: entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise Refused(shown(directory), f"cannot list: {exc.strerror or exc}") from None
 
 
-def _read(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+def _read_below(root: Path, rel: str, found: dict[str, bytes]) -> None:
+    for entry in _entries(root / rel):
+        child = f"{rel}/{entry.name}"
+        if entry.is_symlink() and entry.is_dir():
+            _expect_folder(root, child)  # refused: writing through it would leave argo/
+        elif entry.is_dir():
+            _read_below(root, child, found)
+        elif is_generated_location(child):
+            found[child] = read_input(entry.path, shown(entry.path), root)
 
 
 # --- showing paths ---------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
         return RepoConfig(root=(cwd or Path.cwd()).resolve(), path=None, data=data)
     path = root / layout.CONFIG_NAME
     try:
-        document = load_file(path, display=layout.shown(path))
+        document = load_file(path, display=layout.shown(path), root=root)
     except LoadError as exc:
         raise InputError(exc.message) from None
     problems = schema_problems(document, document.data, CONFIG_SCHEMA)

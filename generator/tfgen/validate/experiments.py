@@ -137,7 +137,7 @@ def _check(
     """One file, its verdict recalled when its bytes were judged before."""
     shown = layout.shown(path)
     try:
-        raw = read_file(path, shown)
+        raw = read_file(path, shown, config.root)
     except LoadError as exc:
         return None, [exc.problem()]
     known = verdicts.recall(shown, raw) if verdicts is not None else None
