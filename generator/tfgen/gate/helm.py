@@ -26,15 +26,35 @@ def find_helm(major: int = 4, root: Path | None = None) -> str:
     whose `.tools/` may hold one (default: the repository around the working directory)."""
     env_var = "TFGEN_HELM" if major == 4 else "TFGEN_HELM3"
     if os.environ.get(env_var):
-        return os.environ[env_var]
+        return _runnable(os.environ[env_var], f"${env_var}")
     base = root or layout.find_root() or Path.cwd()
     local = base / TOOLS_DIR / f"v{major}" / "helm"
-    if local.exists():
-        return str(local)
+    if local.exists() or local.is_symlink():
+        return _runnable(str(local), str(local))
     on_path = shutil.which("helm")
     if on_path and major == 4:
         return on_path
     raise EnvironmentProblem(f"helm {major}.x not found: {INSTALL_HINT}")
+
+
+def _runnable(helm: str, named_by: str) -> str:
+    """`helm` itself when it is a program we can start, else EnvironmentProblem saying what it
+    is instead. Checked here, once, so that no later subprocess call meets a folder or a text
+    file. A bare name (no slash) is looked up on PATH, as a shell would."""
+    path = shutil.which(helm) if os.sep not in helm else helm
+    if path is None:
+        raise EnvironmentProblem(f"{named_by}={helm}: no such program on PATH; {INSTALL_HINT}")
+    if not os.path.exists(path):
+        raise EnvironmentProblem(f"{named_by}: {path} does not exist; {INSTALL_HINT}")
+    if os.path.isdir(path):
+        raise EnvironmentProblem(f"{named_by}: {path} is a folder, not the helm program; "
+                                 f"{INSTALL_HINT}")
+    if not os.path.isfile(path):
+        raise EnvironmentProblem(f"{named_by}: {path} is not a regular file; {INSTALL_HINT}")
+    if not os.access(path, os.X_OK):
+        raise EnvironmentProblem(f"{named_by}: {path} is not executable (chmod +x it, or "
+                                 f"point it at the helm binary); {INSTALL_HINT}")
+    return path
 
 
 def template_command(
