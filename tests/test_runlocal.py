@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tfgen.errors import EnvironmentProblem, InputError
+from tfgen.errors import EnvironmentProblem, InputError, OptionsError
 from tfgen.run import runlocal, tfconfig
 
 REPLICA = Path(__file__).parent / "fixtures" / "runlocal" / "replica.py"
@@ -252,3 +252,28 @@ def test_a_pod_without_command_needs_one_given() -> None:
     pods = tfconfig.pods(job)
     with pytest.raises(InputError, match="pass --command"):
         runlocal.plan(pods, pods, mount_path="/training", data_dir="/d")
+
+
+def test_split_command_follows_shell_quoting() -> None:
+    assert runlocal.split_command("python main.py --flag 'a b'") == [
+        "python", "main.py", "--flag", "a b"]
+    assert runlocal.split_command(None) is None
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    ('python "unbalanced', "no closing quotation"),
+    ("python main.py \\", "no escaped character"),
+    ("", "--command is empty"),
+    ("   ", "--command is empty"),
+])
+def test_broken_command_is_a_usage_error(command: str, message: str) -> None:
+    with pytest.raises(OptionsError, match=message):
+        runlocal.split_command(command)
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan"), float("inf")])
+def test_timeout_must_be_positive_and_finite(timeout: float) -> None:
+    with pytest.raises(OptionsError, match="must be a positive number of seconds"):
+        runlocal.check_timeout(timeout)
+    assert runlocal.check_timeout(2.5) == 2.5
+    assert runlocal.check_timeout(None) is None

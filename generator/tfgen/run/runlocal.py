@@ -12,6 +12,7 @@ always stopped and reaped: on normal exit, timeout, SIGINT/SIGTERM and errors.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EnvironmentProblem, InputError
+from ..errors import EnvironmentProblem, InputError, OptionsError
 from . import processes, tfconfig
 from .processes import EXIT_TIMEOUT, Output
 
@@ -139,12 +140,14 @@ def run_pods(
     mount_path: str,
     data_dir: str,
     emit: Output,
+    status: Output | None = None,
     command: Sequence[str] | None = None,
     timeout: float | None = None,
     tensorboard_logdir: str | None = None,
     poll_seconds: float = 0.1,
 ) -> RunResult:
-    """Start every pod locally, supervise them and return how the run ended.
+    """Start every pod locally, supervise them and return how the run ended; the pods' output
+    goes to `emit`, tfgen's own lines about the run to `status` (default: `emit`).
 
     `tfjob` is the rendered TFJob the pods come from; its TF_CONFIG is rebuilt with local
     addresses so the shape (dense or sparse, evaluator included) stays the operator's.
@@ -163,7 +166,8 @@ def run_pods(
     threads: list[threading.Thread] = []
     result = RunResult(exit_code=1, reason="", leader=leader.name, notes=notes, data_dir=data_dir)
     deadline = None if timeout is None else time.monotonic() + timeout
-    emit(
+    say = status or emit
+    say(
         f"tfgen: {len(pods)} pod{'s' if len(pods) != 1 else ''} on 127.0.0.1, "
         f"{mount_path} -> {data_dir}; the run ends with {leader.name}"
     )
@@ -174,7 +178,7 @@ def run_pods(
                 children.append(board)
                 threads.append(processes.read_output(board, "tensorboard".ljust(width), emit,
                                                      lock))
-                emit(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
+                say(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
             by_name = {local.pod.name: _start_pod(local, children) for local in planned}
             threads += [processes.read_output(child, name.ljust(width), emit, lock)
                         for name, child in by_name.items()]
@@ -184,7 +188,7 @@ def run_pods(
             result.exit_codes = {name: p.poll() for name, p in by_name.items()}
             processes.stop_all(list(by_name.values()))
             if board is not None:
-                _keep_board_open(board, result, stop, deadline, poll_seconds, emit)
+                _keep_board_open(board, result, stop, deadline, poll_seconds, say)
         finally:
             processes.stop_all(children)
             for thread in threads:
@@ -245,13 +249,26 @@ def _start_tensorboard(logdir: str, result: RunResult) -> subprocess.Popen[bytes
 
 
 def split_command(command: str | None) -> list[str] | None:
-    """`--command "python examples/mnist/main.py"` as an argv (shell quoting rules)."""
+    """`--command "python examples/mnist/main.py"` as an argv (shell quoting rules); an
+    OptionsError when it is empty or its quoting is broken."""
     if command is None:
         return None
-    argv = shlex.split(command)
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:  # shlex's only complaint: an unclosed quote or a final backslash
+        raise OptionsError(f"--command {command!r}: {str(exc).lower()} (quote as in a shell, "
+                           "e.g. --command \"python main.py --flag 'a b'\")") from None
     if not argv:
-        raise InputError("--command is empty")
+        raise OptionsError("--command is empty (give the program to run, e.g. "
+                           "--command \"python main.py\")")
     return argv
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """`--timeout` as given, when it is a positive, finite number of seconds."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise OptionsError(f"--timeout {timeout:g}: must be a positive number of seconds")
+    return timeout
 
 
 def require_posix() -> None:
@@ -264,6 +281,7 @@ def run_local(
     spec: Path | str,
     *,
     emit: Output,
+    status: Output | None = None,
     command: str | None = None,
     data_dir: str | None = None,
     timeout: float | None = None,
@@ -272,11 +290,14 @@ def run_local(
     """`tfgen run-local`: explain the spec, then run its pods here.
 
     `data_dir` stands in for the volume (default: a new temporary folder, kept afterwards so
-    the event files and checkpoints can be looked at).
+    the event files and checkpoints can be looked at). `emit` gets the pods' output,
+    `status` tfgen's own lines about the run (default: `emit`).
     """
     from .explain import explain_spec  # runs helm; imported lazily like the CLI's other paths
 
     require_posix()
+    # Options first: a typo in them is reported before helm runs.
+    argv, timeout = split_command(command), check_timeout(timeout)
     explanation = explain_spec(spec)
     local_dir = data_dir or tempfile.mkdtemp(prefix=f"tfgen-{explanation.job}-")
     local_dir = str(Path(local_dir).resolve())
@@ -292,7 +313,8 @@ def run_local(
         mount_path=mount_path,
         data_dir=local_dir,
         emit=emit,
-        command=split_command(command),
+        status=status,
+        command=argv,
         timeout=timeout,
         tensorboard_logdir=logdir,
     )
