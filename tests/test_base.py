@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from helpers import build_file_tree, git, git_init
-from tfgen.errors import EnvironmentProblem
-from tfgen.gate.base import changed_paths, export_tree, tree_at
+from tfgen.errors import EnvironmentProblem, OptionsError
+from tfgen.gate.base import changed_paths, check_ref, export_tree, resolve, tree_at
 
 
 @pytest.fixture
@@ -47,3 +47,18 @@ def test_changed_paths_in_a_subfolder_repository(tmp_path: Path) -> None:
 def test_unknown_ref_names_it(repo: Path) -> None:
     with pytest.raises(EnvironmentProblem, match="no-such-branch"):
         changed_paths(repo, "no-such-branch")
+
+
+@pytest.mark.parametrize("ref", ["", "  ", "\t"])
+def test_empty_ref_is_a_usage_error(repo: Path, ref: str) -> None:
+    # An unset CI variable must not quietly turn the base comparison off.
+    with pytest.raises(OptionsError, match="empty"):
+        check_ref(ref)
+    with pytest.raises(OptionsError, match="empty"):
+        resolve(repo, ref)
+
+
+def test_option_like_ref_is_a_usage_error(repo: Path) -> None:
+    with pytest.raises(OptionsError, match="looks like an option"):
+        resolve(repo, "--output=/tmp/x")
+    assert check_ref("origin/main") == "origin/main"

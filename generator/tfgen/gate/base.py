@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import EnvironmentProblem
+from ..errors import EnvironmentProblem, OptionsError
 from ..repo import layout
 
 
@@ -29,10 +29,22 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
     )
 
 
-def resolve(repo: Path, ref: str) -> str:
-    """Commit id of a revision, or an InputError naming it."""
+def check_ref(ref: str) -> str:
+    """`ref` when it can name a revision at all; an OptionsError for an empty one (a CI
+    variable that was not set must not turn the comparison off) or one that git would read
+    as an option."""
+    if not ref.strip():
+        raise OptionsError(f"--base {ref!r}: empty; name the revision the change is based on "
+                           "(e.g. --base origin/main)")
     if ref.startswith("-"):
-        raise EnvironmentProblem(f"--base {ref}: not a revision (it looks like an option)")
+        raise OptionsError(f"--base {ref}: not a revision (it looks like an option)")
+    return ref
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """Commit id of a revision: an OptionsError when `ref` cannot be one, EnvironmentProblem
+    when this clone does not have it."""
+    check_ref(ref)
     result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if result.returncode != 0:
         # exit 2: the machine lacks the revision (not fetched), nothing in the repo is wrong
