@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..problems import Problem
 from ..repo import layout
-from ..validate import load_config
+from ..validate import load_config, validate_repo
 from . import DIFF_FORMATS, base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
@@ -95,9 +95,17 @@ def _render(
 def run_diff(
     root: Path, ref: str, *, use_cache: bool = True, helm: str | None = None
 ) -> DiffResult:
-    """Render the experiments touched since `ref` on both sides and diff their objects."""
+    """Render the experiments touched since `ref` on both sides and diff their objects.
+
+    Invalid specs now are problems and nothing is diffed: argo/ cannot be rendered from them,
+    so a diff of the committed files would say "no changes" about a change that cannot merge.
+    """
     config = load_config(cwd=root)
     root = config.root
+    base.resolve(root, ref)  # a bad --base is a usage error before any work
+    specs = validate_repo(cwd=root)
+    if specs.problems:
+        return DiffResult(base=ref, problems=list(specs.problems))
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
     scope = base.changed_experiments(root, ref)
