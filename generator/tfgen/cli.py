@@ -1,8 +1,8 @@
 """The `tfgen` command line: a thin layer over the library.
 
 Each command parses its options, calls one library function and prints its result. This is the
-only module that imports click, prints or exits. Exit codes: 0 success, 1 problems found in
-the input (or a user error), 2 usage error or a missing tool (helm, git).
+only module that imports click, prints or exits. The rules every command keeps are stated once,
+in OUTPUT_RULES (shown by `tfgen --help`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
-from .errors import TfgenError
+from .errors import ProblemsFound, TfgenError
 from .gate import DIFF_FORMATS, VALIDATORS
 from .problems import FORMATS, Problem, format_problems
 from .run import EXPLAIN_FORMATS
@@ -26,31 +26,57 @@ from .validate import validate_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# What every command does with its output and exit code; `tfgen --help` shows it.
+OUTPUT_RULES = """\b
+Output: results on stdout (problems in the chosen --format, diffs, explanations, the files
+written); summaries, notes and errors on stderr. So `tfgen ... --format json > out.json`
+always gets clean JSON.
+\b
+Exit codes, every command: 0 ok, 1 problems found in the input (or drift, or a
+failed run), 2 usage error (bad option or argument) or environment (helm, git,
+a file the system refuses)."""
+
+
+# --root of render, check and diff: an existing folder (a typo must not fall back to the
+# working directory's repository).
+ROOT_OPTION = click.option(
+    "--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Repository root (default: the nearest directory with tfgen.yaml).")
+
 
 def handle_errors(func: F) -> F:
-    """Turn a TfgenError into one red line on stderr and its exit code; bugs keep tracebacks."""
+    """Turn a TfgenError into its output and exit code: the problems it carries on stdout, one
+    red line on stderr. An OSError is the machine refusing something (exit 2, one line naming
+    the file, as tfgen/errors.py explains); other exceptions are bugs and keep tracebacks."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except ProblemsFound as exc:
+            fmt = kwargs.get("fmt")
+            click.echo(format_problems(exc.problems, fmt if fmt in FORMATS else "text"))
+            click.echo(exc.message, err=True)
+            sys.exit(exc.exit_code)
         except TfgenError as exc:
             if exc.message:
                 click.secho(f"error: {exc.message}", fg="red", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.secho(f"error: {where}{exc.strerror or exc}", fg="red", err=True)
+            sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=OUTPUT_RULES)
 @click.version_option(__version__, prog_name="tfgen")
 def main() -> None:
     """Distributed TensorFlow on Kubernetes from Git.
 
     One reviewed file per experiment (experiments/<name>.yaml) becomes a Kubeflow TFJob, a NAS
     volume and a TensorBoard, synced to the cluster by Argo CD.
-
-    Exit codes: 0 success, 1 problems found, 2 usage error or missing tool.
     """
 
 
@@ -71,21 +97,16 @@ def main() -> None:
 def validate(paths: tuple[Path, ...], fmt: str) -> None:
     """Check experiment specs: strict YAML, the schema and the semantic rules.
 
-    PATHS are spec files or directories (their *.yaml/*.yml); the default is experiments/ at
+    PATHS are spec files or directories (their *.yaml files); the default is experiments/ at
     the repository root (the nearest directory holding tfgen.yaml). Every problem of every file
     is reported at once as path:line:col: $.pointer: message (hint).
 
     Exit codes: 0 all valid, 1 problems found, 2 usage error.
     """
     result = validate_repo(paths)
-    if fmt == "json":
-        click.echo(format_problems(result.problems, "json"))
-    elif result.problems:
+    if fmt == "json" or result.problems:
         click.echo(format_problems(result.problems, fmt))
-    if fmt == "text":
-        click.echo(result.summary())
-    else:
-        click.echo(result.summary(), err=True)
+    click.echo(result.summary(), err=True)
     if not result.ok:
         sys.exit(1)
 
@@ -114,8 +135,7 @@ def _render_summary(counts: dict[str, int], *, prune: bool, check: bool) -> str:
                    "carry tfgen's header).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Output for people (text) or programs (json, github).")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Repository root (default: the nearest directory with tfgen.yaml).")
+@ROOT_OPTION
 @handle_errors
 def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
     """Generate argo/ from experiments/*.yaml and tfgen.yaml.
@@ -175,12 +195,8 @@ def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
 
 
 def _emit_problems(problems: list[Problem], fmt: str) -> None:
-    if not problems:
-        return
-    if fmt == "json":
-        click.echo(format_problems(problems, "json"))
-    else:
-        click.echo(format_problems(problems, fmt), err=True)
+    if problems:
+        click.echo(format_problems(problems, fmt))
 
 
 # --- explain / run-local: the pods an experiment becomes, and running them here -------------
@@ -245,6 +261,7 @@ def run_local(
     result = run(
         spec,
         emit=click.echo,
+        status=functools.partial(click.echo, err=True),
         command=command,
         data_dir=data_dir,
         timeout=timeout,
@@ -297,8 +314,7 @@ class _Progress:
 @click.option("--format", "fmt", type=click.Choice(FORMATS),
               default="text", show_default=True, help="How problems are printed.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Repository root (default: the nearest directory with tfgen.yaml).")
+@ROOT_OPTION
 @handle_errors
 def check_command(base: str | None, changed_only: bool, validator: str, fmt: str,
                   no_cache: bool, root: Path | None) -> None:
@@ -309,8 +325,11 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     Kubernetes schemas of tfgen.yaml's kubernetesVersion and schemas/, and applies the TFJob,
     data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
     """
+    from .gate.base import check_ref
     from .gate.check import CheckOptions, run_check
 
+    if base is not None:
+        check_ref(base)
     progress = _Progress(sys.stderr.isatty())
     try:
         result = run_check(root or Path.cwd(), CheckOptions(base=base, changed_only=changed_only,
@@ -330,20 +349,23 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
 @click.option("--format", "fmt", type=click.Choice(DIFF_FORMATS), default="text",
               show_default=True, help="text for a terminal, markdown for a pull-request comment.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Repository root (default: the nearest directory with tfgen.yaml).")
+@ROOT_OPTION
 @handle_errors
 def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None:
     """Show the rendered objects that change since REF, one unified diff per object.
 
     Experiments touched since REF are rendered at REF and now with helm; each added, removed
-    or changed object is shown. Exit 0 (also when objects differ), 1 if a side fails to
-    render, 2 usage or missing tool.
+    or changed object is shown. Exit 0 (also when objects differ), 1 if a spec is invalid or
+    a side fails to render (the problems instead of the diff), 2 usage or missing tool.
     """
     from .gate.diff import format_diff, run_diff
 
     result = run_diff(root or Path.cwd(), base, use_cache=not no_cache)
-    click.echo(format_diff(result, fmt))
+    if result.diffs or not result.problems:  # never "no changes" when nothing could be compared
+        click.echo(format_diff(result, fmt))
     if result.problems:
-        click.echo(format_problems(result.problems, "text"), err=True)
+        click.echo(format_problems(result.problems, "text"))
+        count = len(result.problems)
+        click.echo(f"{count} problem{'s' if count != 1 else ''}: the diff against {base} is "
+                   "incomplete", err=True)
         sys.exit(1)

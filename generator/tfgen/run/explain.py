@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, OptionsError, ProblemsFound
 from ..gate import helm
 from ..gate.manifests import parse_manifest
-from ..problems import format_problems
 from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import layout, resources
@@ -135,17 +134,21 @@ def chart_path(root: Path) -> Path:
 def explain_spec(spec: Path | str) -> Explanation:
     """One experiment file -> validated Experiment -> values -> helm template -> pods.
 
-    Raises InputError listing every problem when the file does not validate.
+    Raises ProblemsFound with every problem when the file does not validate.
     """
+    if not str(spec).strip():  # Path("") is ".", the whole folder: not what was meant
+        raise OptionsError("the spec path is empty; name an experiment file")
     path = Path(spec)
-    if not path.is_file():
-        raise InputError(f"{spec}: no such file")
+    if not path.exists() and not path.is_symlink():
+        raise OptionsError(f"{spec}: no such file")
+    # Whatever else the path is (a folder, a FIFO, a link out of the repository), the spec
+    # stage says so as a problem of that file, exactly as `tfgen validate` would.
     result = validate_repo([path])
     if result.problems:
         count = len(result.problems)
-        raise InputError(
-            format_problems(result.problems, "text")
-            + f"\n{count} problem{'s' if count != 1 else ''}: fix the spec, then explain it"
+        raise ProblemsFound(
+            result.problems,
+            f"{count} problem{'s' if count != 1 else ''}: fix the spec, then explain it",
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")
