@@ -125,13 +125,14 @@ def _annotated(err: ValidationError, schema: dict[str, Any]) -> dict[str, Any]:
 _INVISIBLE = {0x2028: "\\u2028", 0x2029: "\\u2029", **{c: f"\\x{c:02x}" for c in range(0x7F, 0xA0)}}
 
 
-def shown(text: str, limit: int = 80) -> str:
-    """A value quoted for a one-line message: control characters and line separators escaped
-    (a message must never span lines or carry what it reports), long values cut."""
+def shown(text: str, limit: int = 80, *, quoted: bool = True) -> str:
+    """A value for a one-line message, in double quotes unless `quoted` is False: control
+    characters and line separators escaped (a message must never span lines or carry what it
+    reports), long values cut."""
     escaped = json.dumps(text, ensure_ascii=False)[1:-1].translate(_INVISIBLE)
     if len(escaped) > limit:
         escaped = escaped[: limit - 3] + "..."
-    return f'"{escaped}"'
+    return f'"{escaped}"' if quoted else escaped
 
 
 def _describe(value: Any) -> str:

@@ -158,8 +158,8 @@ def _check_reserved_keys(metadata: dict[str, Any], out: _Collector) -> None:
             if prefix:
                 out.add(
                     ("metadata", where, key),
-                    f'"{key}" is set by tfgen itself ({prefix} is reserved)',
-                    "use a key of your own, e.g. team/" + str(key).split("/", 1)[1],
+                    f"{shown(str(key))} is set by tfgen itself ({prefix} is reserved)",
+                    "use a key of your own, e.g. " + shown("team/" + str(key).split("/", 1)[1]),
                 )
 
 
@@ -350,7 +350,7 @@ def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
         if isinstance(role, dict) and not role.get("image") and not spec_image:
             out.add(
                 (*base, name),
-                f'role "{name}" has no image',
+                f"role {shown(str(name))} has no image",
                 f"set spec.image, or spec.roles.{name}.image",
                 missing=True,
             )
@@ -392,7 +392,7 @@ def _check_env(spec: dict[str, Any], out: _Collector) -> None:
             if name in seen:
                 out.add(
                     (*parts, index, "name"),
-                    f'variable "{name}" is set twice',
+                    f"variable {shown(name)} is set twice",
                     f"first at {pointer_text((*parts, seen[name]))}",
                     key=False,
                 )
@@ -441,16 +441,16 @@ def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
     if logs == root:
         out.add(
             parts,
-            f'"{log_dir}" is the root of the volume mounted at {root}',
-            f"keep event logs in a sub-directory, e.g. {example}",
+            f"{shown(log_dir)} is the root of the volume mounted at {shown(root, quoted=False)}",
+            f"keep event logs in a sub-directory, e.g. {shown(example, quoted=False)}",
             key=False,
         )
     elif not logs.startswith(root.rstrip("/") + "/"):
         out.add(
             parts,
-            f'"{log_dir}" is not inside storage.mountPath ({mount}); '
+            f"{shown(log_dir)} is not inside storage.mountPath ({shown(mount, quoted=False)}); "
             "TensorBoard only sees that volume",
-            f"e.g. {example}",
+            f"e.g. {shown(example, quoted=False)}",
             key=False,
         )
 
@@ -459,14 +459,6 @@ def _check_tensorboard(spec: dict[str, Any], out: _Collector) -> None:
     ingress = _get(spec, "tensorboard", "ingress")
     if not isinstance(ingress, dict):
         return
-    prefix = ingress.get("pathPrefix")
-    if isinstance(prefix, str) and prefix and not prefix.startswith("/"):
-        out.add(
-            ("spec", "tensorboard", "ingress", "pathPrefix"),
-            f'"{prefix}" must start with "/"',
-            f"write /{prefix}",
-            key=False,
-        )
     if ingress.get("enabled") is True and _get(spec, "tensorboard", "enabled") is False:
         out.add(
             ("spec", "tensorboard", "ingress", "enabled"),
@@ -484,7 +476,7 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
     if naming.is_experiment_name(name) and checked.source.name != f"{name}.yaml":
         out.add(
             ("metadata", "name"),
-            f'file is named "{checked.source.name}" but the experiment is "{name}"',
+            f'file is named {shown(checked.source.name)} but the experiment is "{name}"',
             f"rename the file to {name}.yaml: one file per experiment, named after it",
             key=False,
         )
@@ -506,7 +498,7 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
     if namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
         out.add(
             ("metadata", "namespace"),
-            f'namespace "{namespace}" is not one Argo CD may deploy to',
+            f"namespace {shown(namespace)} is not one Argo CD may deploy to",
             "allowed by tfgen.yaml argocd.namespaces: " + ", ".join(namespaces),
             key=False,
         )
@@ -560,7 +552,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
             out = _Collector(item.locator)
             out.add(
                 ("metadata", "name"),
-                f'experiment name "{name}" is also used by {others}',
+                f"experiment name {shown(name)} is also used by {others}",
                 "names must be unique in the repository: they name the Argo CD Application",
                 key=False,
             )
@@ -573,7 +565,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
             out = _Collector(item.locator)
             out.add(
                 ("metadata", "name"),
-                f'PersistentVolume name "{pv}" (<namespace>-<name>-data) is also derived by '
+                f"PersistentVolume name {shown(pv)} (<namespace>-<name>-data) is also derived by "
                 f"{others}",
                 "PersistentVolumes are cluster-wide; rename one experiment",
                 key=False,
