@@ -1,12 +1,15 @@
 """The gate's cache is keyed by every input of what it keeps: after a change to any of them
 (tfgen itself and the schemas it ships, tfgen.yaml, the chart, helm, the Kubernetes version),
-`tfgen check` answers from the new inputs, never from what an earlier run stored."""
+`tfgen check` answers from the new inputs, never from what an earlier run stored. And it
+cannot lie: edited or foreign entries (HMAC under this machine's key) are misses, and a
+committed cache is neither read nor written, but reported."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import REPO_ROOT, copy_repo_parts
+from click.testing import CliRunner
+from helpers import REPO_ROOT, copy_repo_parts, git, git_init
+from tfgen.cli import main
+from tfgen.gate.cache import CACHE_DIRNAME, KEY_ENV, Cache
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
 
@@ -100,3 +106,85 @@ def test_a_tightened_schema_of_a_new_tfgen_is_not_answered_from_the_cache(
     after = tfgen_check()
     assert after.returncode == 1, after.stdout + after.stderr
     assert "$.metadata.owner: is " in after.stdout and "at most 3 allowed" in after.stdout
+
+
+# -- the cache cannot lie ----------------------------------------------------------------
+
+def cache_file(root: Path) -> Path:
+    [database] = (root / CACHE_DIRNAME).glob("cache-v*.sqlite3")
+    return database
+
+
+def forge_no_problems(root: Path, key: bytes | None) -> int:
+    """Rewrite every stored verdict to "no problems": with the entries' old HMACs when `key`
+    is None (an edited cache), else signed with `key` (a cache made on another machine)."""
+    with sqlite3.connect(cache_file(root)) as db:
+        rows = db.execute("SELECT space, key, value, mac FROM entry").fetchall()
+        forged = 0
+        for space, entry, value, mac in rows:
+            if space == "check" or space in ("spec", "objects"):
+                data = json.loads(value)
+                data["problems"] = []
+                value = json.dumps(data)
+            else:
+                continue
+            if key is not None:
+                mac = Cache(None, key)._mac(space, entry, value)
+            db.execute("UPDATE entry SET value=?, mac=? WHERE space=? AND key=?",
+                       (value, mac, space, entry))
+            forged += 1
+    return forged
+
+
+@pytest.mark.parametrize("forger", ["edited", "another machine"])
+def test_a_forged_cache_does_not_pass_an_invalid_spec(repo: Path, forger: str) -> None:
+    spec = repo / "experiments/distributed-mnist.yaml"
+    spec.write_text(spec.read_text().replace("replicas: 2", "replicas: -2", 1))
+    first = check(repo)
+    assert not first.ok
+    assert forge_no_problems(repo, None if forger == "edited" else b"k" * 64) >= 2
+    again = check(repo)
+    assert not again.from_cache
+    assert [p.text() for p in again.problems] == [p.text() for p in first.problems]
+    assert check(repo).from_cache  # the forged entries were written again, with this key
+
+
+def test_the_key_is_private_to_this_machine_and_never_in_the_repository(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = tmp_path / "keys" / "tfgen-key"
+    monkeypatch.setenv(KEY_ENV, str(key))
+    warm(repo)
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) >= 32
+    inside = repo / "keys" / "key"
+    monkeypatch.setenv(KEY_ENV, str(inside))
+    for _ in range(2):
+        result = check(repo)
+        assert result.ok and not result.from_cache  # no key to be had: nothing cached
+    assert not inside.exists()
+
+
+def test_a_committed_cache_is_ignored_and_reported(runner: CliRunner, repo: Path) -> None:
+    warm(repo)
+    shutil.copy(REPO_ROOT / ".gitignore", repo / ".gitignore")
+    git_init(repo)
+    assert not git(repo, "ls-files", CACHE_DIRNAME)  # .gitignore keeps it out
+    git(repo, "add", "-f", CACHE_DIRNAME)
+    git(repo, "commit", "-q", "-m", "a cache that should not be here")
+    assert git(repo, "ls-files", CACHE_DIRNAME)
+    before = cache_file(repo).read_bytes()
+    for _ in range(2):
+        out = runner.invoke(main, ["check"], catch_exceptions=False)
+        assert out.exit_code == 1, out.output
+        assert (".tfgen-cache/: the cache is committed" in out.output
+                and "git rm -r --cached .tfgen-cache" in out.output), out.output
+        assert "result cached" not in out.output
+    assert cache_file(repo).read_bytes() == before  # neither read nor written
+
+
+def test_no_cache_is_committed_or_restored_in_pull_requests() -> None:
+    assert ".tfgen-cache/" in (REPO_ROOT / ".gitignore").read_text().splitlines()
+    workflow = yaml.safe_load((REPO_ROOT / ".github/workflows/pr.yaml").read_text())
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    assert steps and not [s for s in steps if "cache" in str(s.get("uses", ""))]
+    assert not [s for s in steps if "tfgen-cache" in str(s.get("run", ""))]

@@ -6,13 +6,23 @@ place every key is made, each from all of its inputs (tfgen's code and shipped s
 chart, tfgen.yaml, helm's version, the Kubernetes version, ...). Entries live in one SQLite
 file, written in one transaction per run, so concurrent and interrupted runs never leave a
 half-written entry. Deleting the folder is always safe. The folder is git-ignored.
+
+The cache is a local speed-up, never evidence: whoever can push can also write a cache file
+that says "no problems". So every entry carries an HMAC-SHA256 made with a key that never
+leaves this machine (`$TFGEN_CACHE_KEY_FILE`, else `$XDG_CACHE_HOME/tfgen/key` or
+`~/.cache/tfgen/key`, created mode 0600, refused inside the repository): a copied, committed
+or edited entry is a miss, and is written again. A cache folder tracked by Git is not read or
+written at all, and `tfgen check` reports it (`tracked_problem`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,11 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..problems import Problem
 from ..repo import resources
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout).
-FORMAT = "1"
+FORMAT = "2"
+KEY_ENV = "TFGEN_CACHE_KEY_FILE"
+KEY_BYTES = 32
 
 
 def digest(*parts: bytes | str) -> str:
@@ -53,19 +66,89 @@ def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__")) -> 
     return digest(*parts)
 
 
+def key_path() -> Path:
+    """Where this machine's cache key lives (see the module docstring)."""
+    if os.environ.get(KEY_ENV):
+        return Path(os.environ[KEY_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tfgen" / "key"
+
+
+def machine_key(repository: Path) -> bytes | None:
+    """This machine's cache key, created on first use; None when there is none to be had
+    (then nothing is cached). A key inside the repository could be committed with the cache,
+    so it is never used."""
+    path = key_path().absolute()
+    repo = repository.resolve()
+    if path.resolve() == repo or repo in path.resolve().parents:
+        return None
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another run made it first: use theirs
+            return machine_key(repository)
+        except OSError:
+            return None
+        data = secrets.token_hex(KEY_BYTES).encode()
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except OSError:
+        return None
+    return data if len(data) >= KEY_BYTES else None
+
+
+def tracked_entries(folder: Path) -> list[str]:
+    """The files under the cache `folder` that Git tracks (none outside a Git work tree)."""
+    git = shutil.which("git")
+    if git is None or not folder.is_dir():
+        return []
+    result = subprocess.run([git, "-C", str(folder), "ls-files", "-z", "--full-name", "--", "."],
+                            capture_output=True, text=True, check=False)
+    return [p for p in result.stdout.split("\0") if p] if result.returncode == 0 else []
+
+
+def tracked_problem(repository: Path) -> Problem | None:
+    """A problem when the cache folder is committed: tfgen ignores it, and says so."""
+    tracked = tracked_entries(repository / CACHE_DIRNAME)
+    if not tracked:
+        return None
+    return Problem(f"{CACHE_DIRNAME}/", message=(
+        f"the cache is committed ({len(tracked)} file(s) tracked by Git, e.g. {tracked[0]}); "
+        "tfgen never reads a committed cache: anyone who can push could write its verdicts"),
+        hint=f"git rm -r --cached {CACHE_DIRNAME} and commit; it is in .gitignore")
+
+
 class Cache:
     """Key -> text store in one SQLite file; a `Cache(None)` stores nothing (`--no-cache`).
 
     One database file instead of one file per entry: creating thousands of small files costs
     more than rendering on some file systems, and SQLite gives atomic, concurrent-safe writes
     (WAL) for free. Writes are batched in memory and committed by `flush()` (also on close).
+    Each stored value carries its HMAC under the machine key; a value whose HMAC does not
+    match is a miss.
     """
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: Path | None, key: bytes | None = None) -> None:
         self.path = root / f"cache-v{FORMAT}.sqlite3" if root is not None else None
+        self._key = key
         self._db: sqlite3.Connection | None = None
         self._pending: dict[tuple[str, str], str] = {}
         self._broken = False
+
+    def _mac(self, space: str, key: str, value: str) -> str:
+        assert self._key is not None
+        mac = hmac.new(self._key, digestmod=hashlib.sha256)
+        for part in (space, key, value):
+            data = part.encode()
+            mac.update(len(data).to_bytes(8, "big"))
+            mac.update(data)
+        return mac.hexdigest()
+
+    def _verified(self, space: str, key: str, value: str, mac: str) -> bool:
+        return hmac.compare_digest(self._mac(space, key, value), mac)
 
     @property
     def enabled(self) -> bool:
@@ -74,13 +157,18 @@ class Cache:
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is None and self.enabled:
             assert self.path is not None
+            if self._key is None:
+                self._key = machine_key(self.path.parent.parent)
+            if self._key is None or tracked_entries(self.path.parent):
+                self._broken = True  # no key, or a committed cache: not read, not written
+                return None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
                 db.execute("CREATE TABLE IF NOT EXISTS entry (space TEXT, key TEXT, value TEXT,"
-                           " PRIMARY KEY (space, key)) WITHOUT ROWID")
+                           " mac TEXT, PRIMARY KEY (space, key)) WITHOUT ROWID")
                 self._db = db
             except (OSError, sqlite3.Error):
                 # A read-only or broken cache folder: check still works, only slower.
@@ -94,11 +182,13 @@ class Cache:
         if db is None:
             return None
         try:
-            row = db.execute("SELECT value FROM entry WHERE space=? AND key=?",
+            row = db.execute("SELECT value, mac FROM entry WHERE space=? AND key=?",
                              (space, key)).fetchone()
         except sqlite3.Error:
             row = None
-        return None if row is None else str(row[0])
+        if row is None or not self._verified(space, key, str(row[0]), str(row[1])):
+            return None
+        return str(row[0])
 
     def get_many(self, space: str, keys: Iterable[str]) -> dict[str, str]:
         """Entries for many keys in one query (missing keys are absent from the result)."""
@@ -111,11 +201,12 @@ class Cache:
                 chunk = rest[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 try:
-                    rows = db.execute(f"SELECT key, value FROM entry WHERE space=? AND key IN "
-                                      f"({marks})", (space, *chunk)).fetchall()
+                    rows = db.execute(f"SELECT key, value, mac FROM entry WHERE space=? AND key"
+                                      f" IN ({marks})", (space, *chunk)).fetchall()
                 except sqlite3.Error:
                     rows = []
-                found.update({str(k): str(v) for k, v in rows})
+                found.update({str(k): str(v) for k, v, mac in rows
+                              if self._verified(space, str(k), str(v), str(mac))})
         return found
 
     def put(self, space: str, key: str, text: str) -> None:
@@ -130,8 +221,9 @@ class Cache:
             return
         try:
             with db:
-                db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?)",
-                               [(s, k, v) for (s, k), v in self._pending.items()])
+                db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?)",
+                               [(s, k, v, self._mac(s, k, v))
+                                for (s, k), v in self._pending.items()])
         except sqlite3.Error:
             self._broken = True
         self._pending.clear()

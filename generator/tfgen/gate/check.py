@@ -39,7 +39,7 @@ from .applications import (
     resolve_applications,
 )
 from .batch import BatchRenderer, RenderJob, jobs_for
-from .cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest
+from .cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest, tracked_problem
 from .helm import find_helm
 from .inputs import snapshot
 from .manifests import ManifestValidator
@@ -161,6 +161,9 @@ class _Gate:
             return CheckResult.from_json(stored)
         result = self.check(progress)
         self.cache.put("check", run_key, result.to_json())
+        committed = tracked_problem(self.root)  # then the cache above was neither read nor written
+        if committed is not None:
+            result.problems = sorted({*result.problems, committed})
         return result
 
     def check(self, progress: Progress | None) -> CheckResult:
