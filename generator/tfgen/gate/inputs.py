@@ -49,8 +49,10 @@ def snapshot(root: Path) -> Inputs:
     """Every input file under `root`, in a stable order, read through the one safe reader
     (`Refused` for a pipe, a device, a link out of the repository, a file over the limit).
 
-    Symlinked folders are not entered; one that leads out of the repository is refused.
+    Symlinked folders are not entered; one that leads out of the repository is refused, and
+    so is a tree where `tfgen render` could not write (`layout.check_generated_tree`).
     """
+    layout.check_generated_tree(root)
     files: dict[str, bytes] = {}
     config = root / layout.CONFIG_NAME
     if os.path.lexists(config):

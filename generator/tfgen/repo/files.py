@@ -22,7 +22,7 @@ from ..errors import InputError
 
 MAX_BYTES = 1024 * 1024  # per input file; a spec is a few kilobytes, the chart's files tens
 SIZE_HINT = "tfgen's input files are a few kilobytes; is this the right file?"
-OUTSIDE_HINT = "copy the file into the repository instead of linking to it"
+OUTSIDE_HINT = "copy what it points to into the repository instead of linking to it"
 
 
 class Refused(InputError):

@@ -69,6 +69,14 @@ def is_spec_name(name: str) -> bool:
     return len(name) > len(SPEC_SUFFIX) and name.endswith(SPEC_SUFFIX)
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """A folder, or a link to one; False for a link that loops or dangles (the reader says so)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _looks_like_yaml(name: str) -> bool:
     return name.lower().endswith(YAML_SUFFIXES)
 
@@ -97,7 +105,7 @@ def misplaced_specs(directory: Path) -> list[Problem]:
     except OSError:
         return problems
     for entry in entries:
-        if entry.is_dir():
+        if _is_dir(entry):
             if _holds_yaml(entry.path):
                 problems.append(Problem(
                     shown(entry.path) + "/",
@@ -123,7 +131,7 @@ def _holds_yaml(directory: str, budget: int = 1000) -> bool:
             with os.scandir(pending.pop()) as scan:
                 for entry in scan:
                     budget -= 1
-                    if _looks_like_yaml(entry.name) and not entry.is_dir():
+                    if _looks_like_yaml(entry.name) and not _is_dir(entry):
                         return True
                     if entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
@@ -200,21 +208,32 @@ def is_generated_location(rel: str) -> bool:
 
 def generated_files(root: Path) -> dict[str, bytes]:
     """Every file where tfgen writes (`is_generated_location`), repository-relative POSIX path
-    -> bytes, as rendering compares against them.
-
-    Read through the safe reader; anything that would make a write go astray is refused
-    (`Refused`, one line): a folder or a pipe where a file belongs, a file where a folder
-    belongs, a symlinked folder below argo/ (a write through it would leave the repository).
+    -> bytes, as rendering compares against them; the tree checked first
+    (`check_generated_tree`), each file read through the safe reader.
     """
+    check_generated_tree(root)
     found: dict[str, bytes] = {}
-    for rel in (ARGO_DIR, GENERATED_DIR):
-        _expect_folder(root, rel)
     for entry in _entries(root / ARGO_DIR):
         rel = f"{ARGO_DIR}/{entry.name}"
         if is_generated_location(rel):
             found[rel] = read_input(entry.path, shown(entry.path), root)
     _read_below(root, GENERATED_DIR, found)
     return found
+
+
+def check_generated_tree(root: Path) -> None:
+    """Refuse (`Refused`, one line) what would make a write in argo/ go astray: a file or a
+    link where tfgen writes a folder (argo/, argo/experiments/, a symlinked experiment folder:
+    a write through it would leave the repository), a folder where it writes a file."""
+    for rel in (ARGO_DIR, GENERATED_DIR):
+        _expect_folder(root, rel)
+    for entry in _entries(root / ARGO_DIR):
+        if is_generated_location(f"{ARGO_DIR}/{entry.name}") and _is_dir(entry):
+            raise Refused(shown(entry.path), "is a folder, where tfgen writes a file",
+                          "move it away, then run `tfgen render`")
+    for entry in _entries(root / GENERATED_DIR):
+        if entry.is_symlink() and _is_dir(entry):
+            _expect_folder(root, f"{GENERATED_DIR}/{entry.name}")
 
 
 def _expect_folder(root: Path, rel: str) -> None:
@@ -240,9 +259,9 @@ def _entries(directory: Path) -> list[os.DirEntry[str]]:
 def _read_below(root: Path, rel: str, found: dict[str, bytes]) -> None:
     for entry in _entries(root / rel):
         child = f"{rel}/{entry.name}"
-        if entry.is_symlink() and entry.is_dir():
+        if entry.is_symlink() and _is_dir(entry):
             _expect_folder(root, child)  # refused: writing through it would leave argo/
-        elif entry.is_dir():
+        elif entry.is_dir(follow_symlinks=False):
             _read_below(root, child, found)
         elif is_generated_location(child):
             found[child] = read_input(entry.path, shown(entry.path), root)

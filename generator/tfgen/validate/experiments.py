@@ -85,6 +85,7 @@ class ValidationResult:
     files: list[Path] = field(default_factory=list)
     config: RepoConfig | None = None
     invalid_files: int = 0
+    not_specs: int = 0  # paths with a problem that are no spec file (missing, misplaced)
 
     @property
     def ok(self) -> bool:
@@ -101,8 +102,9 @@ class ValidationResult:
         if self.problems and not self.files:
             n = len(self.problems)
             return f"{n} problem{'s' if n != 1 else ''}, no experiment files checked"
-        if self.problems and self.files:
-            n, bad, total = len(self.problems), self.invalid_files, len(self.files)
+        if self.problems and (self.files or self.not_specs):
+            n, bad = len(self.problems), self.invalid_files + self.not_specs
+            total = len(self.files) + self.not_specs
             return (
                 f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
                 f"file{'s' if total != 1 else ''}"
@@ -174,6 +176,7 @@ def validate_paths(
     checking one new file still catches a name another experiment already uses.
     """
     files, problems = layout.discover(paths)
+    not_specs = len({p.path for p in problems})
     checked: list[Checked] = []
     # Counted per spec file: a problem located in tfgen.yaml (a bad default) still fails the spec.
     invalid: set[Path] = set()
@@ -203,6 +206,7 @@ def validate_paths(
         files=files,
         config=config,
         invalid_files=len(invalid),
+        not_specs=not_specs,
     )
 
 
