@@ -4,6 +4,7 @@ the same positions, and a plain spec really takes the fast path."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,63 @@ def test_positions_are_recorded_on_first_use() -> None:
     assert document.data == {"a": {"b": ["x", {"c": 1}]}}
     assert document.locate(("a", "b", 1, "c")) == (2, 14)
     assert document.locate(("a", "b"), key=True) == (2, 3)
+
+
+def merge_key_bomb(levels: int) -> str:
+    """Ten keys, then each level merging the one before ten times: 10^levels keys to expand."""
+    lines = ["a0: &a0 {" + ", ".join(f"k{i}: {i}" for i in range(10)) + "}"]
+    for level in range(1, levels + 1):
+        lines.append(f"a{level}: &a{level} {{<<: [" + ", ".join([f"*a{level - 1}"] * 10) + "]}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_merge_key_bomb_is_refused_at_once() -> None:
+    text = merge_key_bomb(9)
+    assert len(text) < 1024
+    started = time.monotonic()
+    with pytest.raises(LoadError, match=r"too many keys after expanding YAML merge keys"):
+        load_text(text, "bomb.yaml")
+    assert time.monotonic() - started < 0.5  # before the budget counted merges: minutes
+    assert load_text(merge_key_bomb(1), "small.yaml").data["a1"] == {
+        f"k{i}": i for i in range(10)}  # an honest merge still works
+
+
+YAML11 = [
+    # text, what YAML 1.1 reads, the kind of number
+    ("010", "8", "an octal number"),
+    ("-012", "-10", "an octal number"),
+    ("0x10", "16", "a hexadecimal number"),
+    ("0b101", "5", "a binary number"),
+    ("1:30", "90", "a sexagesimal (base 60) number"),
+    ("1_000", "1000", "a number with underscores"),
+    ("yes", "true", "a boolean"),
+    ("No", "false", "a boolean"),
+    ("ON", "true", "a boolean"),
+    ("off", "false", "a boolean"),
+]
+
+
+@pytest.mark.parametrize("text, value, kind", YAML11, ids=[t for t, _, _ in YAML11])
+def test_yaml11_numbers_and_booleans_are_refused_with_their_value(
+    text: str, value: str, kind: str
+) -> None:
+    with pytest.raises(LoadError) as caught:
+        load_text(f"spec:\n  roles:\n    - gpus: {text}\n", "s.yaml")
+    error = caught.value
+    assert (error.line, error.col, error.pointer) == (3, 13, "$.spec.roles[0].gpus")
+    assert error.reason == f"`{text}` is {kind} in YAML 1.1, read as {value}"
+    assert error.hint == f'write {value}, or "{text}" if you meant a string'
+    assert str(error).startswith("s.yaml:3:13: $.spec.roles[0].gpus: `")
+    quoted = load_text(f'spec: {{gpus: "{text}"}}\n', "s.yaml")
+    assert quoted.data == {"spec": {"gpus": text}}  # quoted, it is the text
+
+
+def test_plain_numbers_and_booleans_are_what_everyone_reads() -> None:
+    text = "a: 10\nb: -5\nc: 0\nd: true\ne: False\nf: +3\ng: 1.5\nh: y\n"
+    assert _load_plain(text) == {"a": 10, "b": -5, "c": 0, "d": True, "e": False, "f": 3,
+                                 "g": 1.5, "h": "y"}
+
+
+def test_keys_are_their_text() -> None:
+    data = load_text("m:\n  yes: 1\n  0x10: 2\n  010: 3\n  null: 4\n", "k.yaml").data
+    assert data == {"m": {"yes": 1, "0x10": 2, "010": 3, "null": 4}}

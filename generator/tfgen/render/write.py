@@ -55,14 +55,16 @@ class RenderLocked(EnvironmentProblem):
 
 
 @contextlib.contextmanager
-def render_lock(root: Path, wait_seconds: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
-    """Hold the render lock of the repository at `root` (see the module docstring).
+def render_lock(root: Path, wait_seconds: float | None = None) -> Iterator[None]:
+    """Hold the render lock of the repository at `root` (see the module docstring); wait at
+    most `wait_seconds` (default LOCK_WAIT_SECONDS) for another render to let go.
 
     The lock file holds the holder's process id and is removed on release; a lock taken on a
     file that was removed meanwhile is dropped and taken again on the new one.
     """
     path = root / layout.RENDER_LOCK
     shown = layout.shown(path)
+    wait_seconds = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
     deadline = time.monotonic() + wait_seconds
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
