@@ -62,3 +62,9 @@ def test_option_like_ref_is_a_usage_error(repo: Path) -> None:
     with pytest.raises(OptionsError, match="looks like an option"):
         resolve(repo, "--output=/tmp/x")
     assert check_ref("origin/main") == "origin/main"
+
+
+def test_base_outside_a_git_repository_says_so(tmp_path: Path) -> None:
+    folder = build_file_tree(tmp_path / "plain", {"tfgen.yaml": "x: 1\n"})
+    with pytest.raises(EnvironmentProblem, match="is not in a Git repository"):
+        resolve(folder, "HEAD")

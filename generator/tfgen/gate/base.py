@@ -45,6 +45,9 @@ def resolve(repo: Path, ref: str) -> str:
     """Commit id of a revision: an OptionsError when `ref` cannot be one, EnvironmentProblem
     when this clone does not have it."""
     check_ref(ref)
+    if _git(repo, "rev-parse", "--git-dir").returncode != 0:
+        raise EnvironmentProblem(f"--base {ref}: {repo} is not in a Git repository (--base "
+                                 "compares with a revision of one; clone it, or leave --base out)")
     result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if result.returncode != 0:
         # exit 2: the machine lacks the revision (not fetched), nothing in the repo is wrong
