@@ -284,3 +284,31 @@ def test_github_annotations(runner: CliRunner, repo: Path) -> None:
     assert out.exit_code == 1
     assert re.search(rf"^::error file={re.escape(MNIST)},line=\d+,col=\d+::", out.stdout,
                      re.MULTILINE), out.stdout
+
+
+def test_values_helm_reads_otherwise_are_refused_with_helms_message(
+    runner: CliRunner, repo: Path
+) -> None:
+    # A hand edit that PyYAML reads as the string "y" and helm (YAML 1.1) as true: the file is
+    # not in the writer's form, so helm renders it itself, schema check included, as Argo CD.
+    values = repo / "argo/experiments/cpu-linear/values.yaml"
+    text = values.read_text()
+    assert "  owner: data-team@example.com\n" in text
+    values.write_text(text.replace("  owner: data-team@example.com\n", "  owner: y\n"))
+    out = check(runner, repo, "--no-cache")
+    assert out.exit_code == 1
+    assert "helm template cpu-linear" in out.output and "got boolean, want string" in out.output
+    assert "/experiment/owner" in out.output
+
+
+def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
+    runner: CliRunner, repo: Path
+) -> None:
+    # `name: y` is an Application named "true" to Argo CD and "y" to PyYAML.
+    app = repo / "argo/experiments/cpu-linear/app.yaml"
+    app.write_text(app.read_text().replace("name: cpu-linear\n", "name: y\n"))
+    out = check(runner, repo, "--no-cache")
+    assert out.exit_code == 1
+    assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
+            "may read it otherwise than tfgen") in out.output
+    assert "2 of 2 application(s)" in out.output

@@ -4,7 +4,9 @@
 generator matches, and produces the Applications the controller would generate: Go-template
 placeholders substituted with missing keys as errors, value files resolved against the chart
 path under Argo CD's rules, the controller's own namespace and finalizer. The gate renders and
-checks exactly these, so what it passes is what the cluster gets.
+checks exactly these, so what it passes is what the cluster gets. A generator file that is
+not in the writer's canonical form is reported and not resolved: the controller reads it with
+go-yaml v2 (YAML 1.1), and only the canonical form is proven to mean the same there.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import yaml
 
 from ..problems import Problem
+from ..render.generated import read_canonical
 from ..repo import layout
 
 _PLACEHOLDER = re.compile(
@@ -184,12 +187,21 @@ def resolve_applications(repo_root: Path) -> Resolution:
         if not any(_glob_match(g, rel) for g in globs):
             continue
         try:
-            data = yaml.safe_load((repo_root / rel).read_text(encoding="utf-8"))
+            text = (repo_root / rel).read_text(encoding="utf-8")
+            data = yaml.safe_load(text)
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             problems.append(Problem(rel, message=f"cannot be read: {exc}"))
             continue
         if not isinstance(data, Mapping):
             problems.append(Problem(rel, message="must be a mapping of generator parameters"))
+            continue
+        if read_canonical(text) is None:
+            # Argo CD reads it with YAML 1.1 rules (an unquoted `y` is true there): only the
+            # writer's form is known to mean to Argo CD what it means here.
+            problems.append(Problem(rel, message=(
+                "is not in the form tfgen writes, so Argo CD may read it otherwise than tfgen "
+                "(YAML 1.1: an unquoted y, on or 1e3 is no string there); not resolved"),
+                hint="run `tfgen render` and commit the result"))
             continue
         try:
             app = substitute(dict(template), _generator_params(data, rel))

@@ -50,7 +50,7 @@ import jsonschema_rs
 import yaml
 
 from ..errors import EnvironmentProblem, HelmError, InputError
-from ..render.generated import dump_yaml
+from ..render.generated import dump_yaml, read_canonical
 from ..repo import chart as chart_facts
 from . import helm as helm_mod
 from .applications import ResolvedApplication
@@ -64,9 +64,6 @@ _RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
 _TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
 _ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
 _DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
-# The leading comment lines a canonical values file may have: printable ASCII only, because
-# YAML 1.1 also ends a line (and so a comment) at NEL, U+2028 and U+2029.
-_HEADER_LINES = re.compile(r"(?:#[ -~]*\n)*")
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -160,14 +157,8 @@ def _load_yaml_file(path: Path) -> Any:
 def canonical_values(text: str) -> dict[str, Any] | None:
     """The values of a file in the writer's canonical form (helm reads it as tfgen does, see the
     module docstring), else None."""
-    body = text[_HEADER_LINES.match(text).end():]  # type: ignore[union-attr]
-    try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506
-    except yaml.YAMLError:
-        return None
-    if not isinstance(data, dict) or not data or dump_yaml(data) != body:
-        return None
-    return data
+    data = read_canonical(text)
+    return data if isinstance(data, dict) and data else None
 
 
 def _typed(data: Any) -> str:
