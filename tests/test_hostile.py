@@ -51,6 +51,11 @@ SLOW = 2.0
 # this repository peaks far below (see the session summary).
 MEMORY_LIMIT = 1 << 30
 
+# No file a case's processes write (their output included) may grow past this: a case that
+# copies /dev/zero to its output is stopped by SIGXFSZ instead of filling the disk. Generated
+# files and the cache are a few KiB.
+FILE_LIMIT = 64 << 20
+
 # The keys of a case file and the type each must have; anything else is a typo and an error.
 REQUIRED = {"about": str, "run": list, "exit": int, "expect": list}
 OPTIONAL = {
@@ -269,17 +274,19 @@ class Outcome:
     max_rss_kib: int
     hung: bool
     problems: list[str] = field(default_factory=list)
+    about: str = ""
 
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
 
 
-# Set inside the child before tfgen starts, so the limit covers tfgen and everything it runs.
+# Set inside the child before tfgen starts, so the limits cover tfgen and everything it runs.
 # A launcher rather than `preexec_fn`, which is not safe with the threads that run cases.
 LAUNCHER = (
     "import resource, runpy, sys\n"
     f"resource.setrlimit(resource.RLIMIT_DATA, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n"
+    f"resource.setrlimit(resource.RLIMIT_FSIZE, ({FILE_LIMIT}, {FILE_LIMIT}))\n"
     "sys.argv = ['tfgen', *sys.argv[1:]]\n"
     "runpy.run_module('tfgen', run_name='__main__', alter_sys=True)\n"
 )
@@ -363,6 +370,7 @@ def run_case(path: Path, session: Session) -> Outcome:
     before, outside_before = snapshot(root / "argo"), snapshot(outside)
     args = [_fill(arg, root, outside) for arg in case["run"]]
     outcome = run_tfgen(args, root, tfgen_env(case, root, outside), case.get("stdin"), where)
+    outcome.about = case["about"]
     problems = outcome.problems
     if outcome.hung:
         problems.append(f"hang: still running after {HANG_LIMIT:.0f} s, killed")
@@ -463,9 +471,8 @@ def test_case(case_file: Path, hostile_outcomes: dict[Path, Any]) -> None:
     if isinstance(outcome, ValueError):
         pytest.fail(str(outcome), pytrace=False)
     if outcome.problems:
-        about = load_case(case_file)["about"]
         pytest.fail(
-            f"{case_id(case_file)} ({about}):\n  " + "\n  ".join(outcome.problems)
+            f"{case_id(case_file)} ({outcome.about}):\n  " + "\n  ".join(outcome.problems)
             + f"\n--- stdout ---\n{outcome.stdout[-3000:]}"
             + f"\n--- stderr ---\n{outcome.stderr[-3000:]}",
             pytrace=False,
