@@ -44,6 +44,19 @@ ROOT_OPTION = click.option(
     help="Repository root (default: the nearest directory with tfgen.yaml).")
 
 
+def _require_repository(root: Path | None) -> Path:
+    """The folder check and diff start from, when a tfgen repository is there or above: the
+    gate of a folder without tfgen.yaml would report every file of a tfgen repository as
+    missing (exit 1) instead of saying where to run it (exit 2, as `tfgen render` does)."""
+    from .render.plan import NotARepository
+    from .repo import layout
+
+    start = root or Path.cwd()
+    if layout.find_root(cwd=start) is None:
+        raise NotARepository(start.resolve())
+    return start
+
+
 def handle_errors(func: F) -> F:
     """Turn a TfgenError into its output and exit code: the problems it carries on stdout, one
     red line on stderr. An OSError is the machine refusing something (exit 2, one line naming
@@ -330,11 +343,12 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
 
     if base is not None:
         check_ref(base)
+    start = _require_repository(root)
+    options = CheckOptions(base=base, changed_only=changed_only, validator=validator,
+                           use_cache=not no_cache)
     progress = _Progress(sys.stderr.isatty())
     try:
-        result = run_check(root or Path.cwd(), CheckOptions(base=base, changed_only=changed_only,
-                                              validator=validator, use_cache=not no_cache),
-                           progress=progress)
+        result = run_check(start, options, progress=progress)
     finally:
         progress.close()
     if fmt == "json" or result.problems:
@@ -360,7 +374,7 @@ def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None
     """
     from .gate.diff import format_diff, run_diff
 
-    result = run_diff(root or Path.cwd(), base, use_cache=not no_cache)
+    result = run_diff(_require_repository(root), base, use_cache=not no_cache)
     if result.diffs or not result.problems:  # never "no changes" when nothing could be compared
         click.echo(format_diff(result, fmt))
     if result.problems:
