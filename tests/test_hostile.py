@@ -36,6 +36,7 @@ CASE_FILES = sorted(CORPUS.rglob("*.yaml"))
 
 # The walkthrough experiment; `spec:` cases change a copy of it.
 WALKTHROUGH = "experiments/distributed-mnist.yaml"
+WALKTHROUGH_NAME = Path(WALKTHROUGH).stem  # a `spec:` without a name replaces it
 
 # A command still running after this long is killed and the case fails as a hang. The issue's
 # bar is 2 s per case; the limit is ten times that so that a loaded machine does not turn a
@@ -75,25 +76,22 @@ TRACEBACK = "Traceback (most recent call last)"
 OUTPUT_LIMIT = 4 << 20
 
 
-def case_id(path: Path) -> str:
-    return path.relative_to(CORPUS).with_suffix("").as_posix()
-
-
-def case_class(path: Path) -> str:
-    return path.relative_to(CORPUS).parts[0]
+def case_id(path: Path, corpus: Path = CORPUS) -> str:
+    return path.relative_to(corpus).with_suffix("").as_posix()
 
 
 # --- reading a case -----------------------------------------------------------------------------
 
 
-def load_case(path: Path) -> dict[str, Any]:
+def load_case(path: Path, corpus: Path = CORPUS) -> dict[str, Any]:
     """The case in `path`, or ValueError naming every way it is malformed."""
+    name = case_id(path, corpus)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ValueError(f"{case_id(path)}: not YAML: {exc}") from None
+        raise ValueError(f"{name}: not YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{case_id(path)}: a case is a mapping")
+        raise ValueError(f"{name}: a case is a mapping")
     errors = []
     for key, kind in REQUIRED.items():
         if key not in data:
@@ -117,25 +115,27 @@ def load_case(path: Path) -> dict[str, Any]:
         spec = data["spec"]
         errors += [f"unknown key `spec.{k}` (known: name, set)"
                    for k in sorted(set(spec) - SPEC_KEYS)]
-        name = spec.get("name", "distributed-mnist")
+        name = spec.get("name", WALKTHROUGH_NAME)
         if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
             errors.append("`spec.name` is a file name (use `files` for other paths)")
         if not isinstance(spec.get("set", {}), dict):
             errors.append("`spec.set` maps dotted paths to values")
     for key in ("files", "symlinks", "outside"):
-        for rel, value in (data.get(key) or {}).items():
+        mapping = data.get(key)
+        for rel, value in (mapping.items() if isinstance(mapping, dict) else ()):
             if not _inside(str(rel)):
                 errors.append(f"`{key}`: {rel!r} is not a relative path inside the copy")
             if not (isinstance(value, str) or (value is None and key == "files")):
                 errors.append(f"`{key}.{rel}` must be a string")
-    for rel in data.get("fifos") or []:
+    for rel in data["fifos"] if isinstance(data.get("fifos"), list) else ():
         if isinstance(rel, str) and not _inside(rel):
             errors.append(f"`fifos`: {rel!r} is not a relative path inside the copy")
-    for name, value in (data.get("env") or {}).items():
+    env = data.get("env")
+    for name, value in (env.items() if isinstance(env, dict) else ()):
         if not isinstance(value, (str, type(None))):
             errors.append(f"`env.{name}` is a string, or null to unset it")
     if errors:
-        raise ValueError(f"{case_id(path)}: " + "; ".join(errors))
+        raise ValueError(f"{name}: " + "; ".join(errors))
     return data
 
 
@@ -204,7 +204,7 @@ def prepare(case: dict[str, Any], base: Path, walkthrough: dict[str, Any],
         (outside / rel).write_text(text, encoding="utf-8")
     if "spec" in case:
         spec = case["spec"]
-        name = spec.get("name", "distributed-mnist")
+        name = spec.get("name", WALKTHROUGH_NAME)
         data = copy.deepcopy(walkthrough)
         data["metadata"]["name"] = name
         for dotted, value in (spec.get("set") or {}).items():
@@ -387,19 +387,23 @@ def run_case(path: Path, session: Session) -> Outcome:
         problems.append("wrote outside the repository (the folder outside it changed)")
     after = snapshot(root / "argo")
     if after != before:
-        problems += _check_argo(case, session, where, before, after)
+        problems += argo_problems(before, after, clean_render(case, session, where))
     return outcome
 
 
-def _check_argo(case: dict[str, Any], session: Session, where: Path,
-                before: Snapshot, after: Snapshot) -> list[str]:
-    """argo/ changed: each entry must be its old state or what a clean render of the same input
-    leaves (`render --prune`, so that pruned files count as rendered too)."""
+def clean_render(case: dict[str, Any], session: Session, where: Path) -> Snapshot:
+    """argo/ as a clean `render --prune` (pruned files count as rendered too) leaves it, in a
+    second copy with the same input."""
     reference_where = where / "reference"
     reference_where.mkdir()
     root, outside = prepare(case, session.base, session.walkthrough, reference_where)
     run_tfgen(["render", "--prune"], root, tfgen_env(case, root, outside), None, reference_where)
-    reference = snapshot(root / "argo")
+    return snapshot(root / "argo")
+
+
+def argo_problems(before: Snapshot, after: Snapshot, reference: Snapshot) -> list[str]:
+    """Every entry of argo/ that is neither as it was before the command nor as the clean
+    render leaves it (a half-written file, a wrong kind of entry, a file that vanished)."""
     problems = []
     for rel in sorted(set(before) | set(after)):
         state = after.get(rel)
@@ -518,3 +522,30 @@ def test_memory_limit_stops_runaway_allocation(tmp_path: Path) -> None:
     )
     assert result.returncode != 0 and "MemoryError" in result.stderr
 
+
+
+def test_argo_problems_accepts_only_old_or_clean_content() -> None:
+    before = {".": ("dir", None), "a.yaml": ("file", b"old"), "gone.yaml": ("file", b"x")}
+    reference = {".": ("dir", None), "a.yaml": ("file", b"new")}
+    assert argo_problems(before, dict(before), reference) == []
+    assert argo_problems(before, reference, reference) == []  # written and pruned as render does
+    half = {**before, "a.yaml": ("file", b"ne")}
+    assert argo_problems(before, half, reference) == [
+        "argo/a.yaml is a file that is neither its old content nor a clean render's"]
+    link = {**before, "b": ("link", "/etc")}
+    assert argo_problems(before, link, reference) == [
+        "argo/b is a link that is neither its old content nor a clean render's"]
+
+
+def test_malformed_cases_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "hostile" / "demo"
+    folder.mkdir(parents=True)
+    bad = folder / "typo.yaml"
+    bad.write_text("about: x\nrun: [validate]\nexit: 0\nexpect: [ok]\nexpcet: [typo]\n"
+                   "files: [not, a, mapping]\nsymlinks: {../out: /etc}\n")
+    with pytest.raises(ValueError) as info:
+        load_case(bad, corpus=tmp_path / "hostile")
+    message = str(info.value)
+    assert "unknown key `expcet`" in message
+    assert "`files` must be a dict" in message
+    assert "'../out' is not a relative path inside the copy" in message
