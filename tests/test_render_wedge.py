@@ -37,9 +37,13 @@ def make_repo(root: Path, count: int) -> Path:
     return root
 
 
+# tfgen's command line in a process of its own (as the installed `tfgen` script runs it).
+TFGEN = [sys.executable, "-c", "from tfgen.cli import main; main()"]
+
+
 def tfgen(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfgen", *args], cwd=root, text=True,
-                          capture_output=True, timeout=timeout, check=False)
+    return subprocess.run([*TFGEN, *args], cwd=root, text=True, capture_output=True,
+                          timeout=timeout, check=False)
 
 
 def temps(root: Path) -> list[str]:
@@ -88,7 +92,7 @@ def test_a_render_killed_mid_write_does_not_wedge_the_next(tmp_path: Path) -> No
 def test_concurrent_renders_are_serialised(tmp_path: Path) -> None:
     for attempt in range(3):
         root = make_repo(tmp_path / f"repo-{attempt}", 40)
-        command = [sys.executable, "-m", "tfgen", "render"]
+        command = [*TFGEN, "render"]
         runs = [subprocess.Popen(command, cwd=root, text=True, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE) for _ in range(3)]
         outcomes = [(run.wait(timeout=60), *run.communicate()) for run in runs]
