@@ -11,8 +11,9 @@ from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "tfgen"
-# Each stage may import the ones after it in this list, never one before it.
-LAYERS = ("cli", "run", "gate", "render", "validate", "repo", "problems", "errors")
+# Each stage may import the ones after it in this list, never one before it (`__main__`, for
+# `python -m tfgen`, only starts the cli).
+LAYERS = ("__main__", "cli", "run", "gate", "render", "validate", "repo", "problems", "errors")
 
 
 @cache
