@@ -108,11 +108,9 @@ def config() -> RepoConfig:
 def validate(data: dict[str, Any]) -> tuple[dict[str, Any] | None, list[Any]]:
     """The validate stage on `data` written as a file (JSON, a subset of YAML whose escapes
     carry every character): (complete data or None, problems)."""
-    name = data["metadata"]["name"]
     raw = json.dumps(data).encode()
-    checked, problems = check_file(
-        ROOT / "experiments" / f"{name}.yaml", f"experiments/{name}.yaml", raw, config()
-    )
+    # always the walkthrough's file: a hostile name is judged as a name, not as a file name
+    checked, problems = check_file(WALKTHROUGH, "experiments/distributed-mnist.yaml", raw, config())
     return (checked.data if checked and not problems else None), problems
 
 
@@ -156,7 +154,7 @@ def test_the_baseline_sets_every_string_field_and_validates(tmp_path: Path) -> N
     assert len(baseline(tmp_path)) == 6
 
 
-@settings(max_examples=150, derandomize=True, deadline=None,
+@settings(max_examples=150, derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(field=st.sampled_from(FIELDS), text=hostile_text, keep=st.booleans())
 def test_hostile_text_is_refused_or_stays_a_value(
