@@ -12,7 +12,8 @@ that says "no problems". So every entry carries an HMAC-SHA256 made with a key t
 leaves this machine (`$TFGEN_CACHE_KEY_FILE`, else `$XDG_CACHE_HOME/tfgen/key` or
 `~/.cache/tfgen/key`, created mode 0600, refused inside the repository): a copied, committed
 or edited entry is a miss, and is written again. A cache folder tracked by Git is not read or
-written at all, and `tfgen check` reports it (`tracked_problem`).
+written at all, and `tfgen check` reports it (`tracked_problem`); nor is one that is a symlink
+or holds anything but regular files.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
@@ -74,7 +76,7 @@ def key_path() -> Path:
     return Path(base) / "tfgen" / "key"
 
 
-def machine_key(repository: Path) -> bytes | None:
+def machine_key(repository: Path, _retry: bool = True) -> bytes | None:
     """This machine's cache key, created on first use; None when there is none to be had
     (then nothing is cached). A key inside the repository could be committed with the cache,
     so it is never used."""
@@ -83,13 +85,17 @@ def machine_key(repository: Path) -> bytes | None:
     if path.resolve() == repo or repo in path.resolve().parents:
         return None
     try:
-        data = path.read_bytes()
+        # a regular file of a key's size only: never a FIFO, a device or a huge file
+        with open(path, "rb", opener=_no_follow_fifo) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(KEY_BYTES * 4)
     except FileNotFoundError:
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another run made it first: use theirs
-            return machine_key(repository)
+        except FileExistsError:  # another run made it first: use theirs (a dangling link: none)
+            return machine_key(repository, _retry=False) if _retry else None
         except OSError:
             return None
         data = secrets.token_hex(KEY_BYTES).encode()
@@ -98,6 +104,26 @@ def machine_key(repository: Path) -> bytes | None:
     except OSError:
         return None
     return data if len(data) >= KEY_BYTES else None
+
+
+def _no_follow_fifo(path: str, flags: int) -> int:
+    # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+def _usable_folder(folder: Path) -> bool:
+    """The cache folder may be used: a real folder inside its repository (no symlink that
+    would make tfgen write elsewhere) holding only regular files (SQLite would follow a
+    symlinked database or journal, and block on a FIFO)."""
+    try:
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            return False
+        if folder.parent.resolve() != folder.resolve().parent:
+            return False
+        return all(entry.is_file(follow_symlinks=False)
+                   for entry in os.scandir(folder)) if folder.exists() else True
+    except OSError:
+        return False
 
 
 def tracked_entries(folder: Path) -> list[str]:
@@ -159,7 +185,8 @@ class Cache:
             assert self.path is not None
             if self._key is None:
                 self._key = machine_key(self.path.parent.parent)
-            if self._key is None or tracked_entries(self.path.parent):
+            if (self._key is None or not _usable_folder(self.path.parent)
+                    or tracked_entries(self.path.parent)):
                 self._broken = True  # no key, or a committed cache: not read, not written
                 return None
             try:
