@@ -317,6 +317,18 @@ def test_pv_forms(renders: dict[str, dict[str, str]]) -> None:
     assert "nfsvers=4.1" in nfs["mountOptions"]
 
 
+def test_flexvolume_mode_is_optional(tmp_path: Path) -> None:
+    """Without mode the driver leaves permissions alone: no mode option is rendered (with one,
+    it runs chmod -R on the whole NAS path at every mount)."""
+    unset = tmp_path / "no-mode.yaml"
+    unset.write_text('storage: {nas: {mode: ""}}\n')
+    pv = next(o for o in objects(render("flexvolume", 4, unset))
+              if o["kind"] == "PersistentVolume")
+    options = pv["spec"]["flexVolume"]["options"]
+    assert {"server", "path", "vers"} <= set(options)
+    assert "mode" not in options
+
+
 def test_tensorboard_deployment(renders: dict[str, dict[str, str]]) -> None:
     def deployment(scenario: str) -> dict[str, Any]:
         return next(o for o in objects(renders[scenario]["helm4"]) if o["kind"] == "Deployment")
