@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import mnist_spec
+from helpers import ARGOCD, mnist_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tfgen.render.argo import argo_files
 from tfgen.render.generated import dump_yaml, header, is_generated, is_plain
 from tfgen.render.values import build_values
 
@@ -131,3 +132,16 @@ def test_any_text_reads_back_as_itself(text: str) -> None:
     assert yaml.safe_load(dump_yaml({text: [text]})) == {text: [text]}
     if is_plain(text):
         assert yaml.safe_load(text) == text
+
+
+def test_argo_files_quote_what_tfgen_yaml_holds() -> None:
+    # tfgen.yaml is validated elsewhere; the templates must still write any text safely.
+    hostile = "https://example.com/r.git\u2028kind: Secret\x85\x9f\"#"
+    argocd = {**ARGOCD, "repoURL": hostile, "project": "p\nq: 1"}
+    for generated in argo_files(argocd):
+        assert "\u2028" not in generated.content and "\x85" not in generated.content
+        data = yaml.safe_load(generated.content)
+        assert isinstance(data, dict)
+        if data["kind"] == "ApplicationSet":
+            assert data["spec"]["template"]["spec"]["source"]["repoURL"] == hostile
+            assert data["spec"]["template"]["spec"]["project"] == "p\nq: 1"

@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 
 from ..repo import chart, layout, naming, resources
-from .generated import GeneratedFile, dump_yaml
+from .generated import GeneratedFile, dump_yaml, quoted
 
 # What the generated headers name as the source of the cluster-wide files.
 CONFIG_SOURCE = layout.CONFIG_NAME
@@ -40,8 +40,9 @@ def _go_placeholder(key: str) -> str:
 
 
 def _yaml_scalar(value: Any) -> str:
-    # A JSON string is a valid double-quoted YAML scalar: safe for any character.
-    return json.dumps(value, ensure_ascii=False)
+    # Always quoted, whatever the text: the writer's double-quoted form, safe for any character
+    # (JSON alone would leave U+2028 or C1 controls raw, which YAML folds or forbids).
+    return quoted(value) if isinstance(value, str) else json.dumps(value)
 
 
 @cache

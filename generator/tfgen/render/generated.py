@@ -75,12 +75,15 @@ def is_plain(value: str) -> bool:
     )
 
 
+def quoted(value: str) -> str:
+    """`value` as a double-quoted YAML scalar: JSON, with what YAML forbids or folds escaped."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 @lru_cache(maxsize=65536)
 def _scalar_str(value: str) -> str:
-    if is_plain(value):
-        return value
-    quoted = json.dumps(value, ensure_ascii=False)
-    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+    return value if is_plain(value) else quoted(value)
 
 
 def _float(value: float) -> str:
