@@ -186,3 +186,24 @@ def test_missing_tensorflow_container_is_an_input_error() -> None:
 
 def test_go_json_escapes_like_go() -> None:
     assert tfconfig.go_json({"a": "<&>"}) == '{"a":"\\u003c\\u0026\\u003e"}'
+
+
+@pytest.mark.parametrize("count", ["abc", 1.5, True, -1, 1001, 10**8])
+def test_replica_count_outside_the_operator_range_is_an_input_error(count: object) -> None:
+    # The chart is the repository's own: what it renders is input, never trusted to be sane.
+    with pytest.raises(InputError, match="expected a whole number from 0 to 1000"):
+        tfconfig.replica_count({"replicas": count})
+
+
+def test_gpu_limit_must_be_whole_devices() -> None:
+    replica = {"template": {"spec": {"containers": [
+        {"name": "tensorflow", "resources": {"limits": {"nvidia.com/gpu": "500m"}}}]}}}
+    with pytest.raises(InputError, match="expected a whole number"):
+        tfconfig._gpus(replica)
+
+
+def test_port_must_be_a_port_number() -> None:
+    replica = {"template": {"spec": {"containers": [
+        {"name": "tensorflow", "ports": [{"name": "tfjob-port", "containerPort": "abc"}]}]}}}
+    with pytest.raises(InputError, match="expected a port number"):
+        tfconfig.replica_port(replica)

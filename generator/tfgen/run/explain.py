@@ -19,7 +19,8 @@ from typing import Any
 
 from ..errors import InputError, OptionsError, ProblemsFound
 from ..gate import helm
-from ..gate.manifests import parse_manifest
+from ..gate.manifests import ManifestValidator, parse_manifest
+from ..problems import Problem
 from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import layout, resources
@@ -84,12 +85,27 @@ def explain_objects(
     cluster_domain: str = "",
     values: Mapping[str, Any] | None = None,
     source: str = "",
+    validator: ManifestValidator | None = None,
 ) -> Explanation:
-    """Explain already-rendered objects: the TFJob among them gives the pods."""
+    """Explain already-rendered objects: the TFJob among them gives the pods. With a
+    `validator`, the TFJob is first checked as the gate checks it: the chart is the
+    repository's own, so what it renders is input like any other."""
     tfjobs = [o for o in objects if o.get("kind") == "TFJob"]
     if len(tfjobs) != 1:
         raise InputError(f"{source or 'rendered chart'}: expected one TFJob, found {len(tfjobs)}")
     tfjob = tfjobs[0]
+    if validator is not None:
+        errors = validator.errors(tfjob)
+        if errors:
+            where = source or "rendered chart"
+            meta = tfjob.get("metadata")
+            name = meta.get("name", "") if isinstance(meta, dict) else ""
+            raise ProblemsFound(
+                [Problem(where, pointer=f"TFJob/{name} {pointer}", message=message)
+                 for pointer, message in errors],
+                f"the chart renders a TFJob the training operator would refuse "
+                f"({len(errors)} problem{'s' if len(errors) != 1 else ''}); fix the chart",
+            )
     meta = tfjob.get("metadata") or {}
     return Explanation(
         job=str(meta.get("name", "")),
@@ -111,7 +127,8 @@ def explain_values(
     source: str = "",
     helm_binary: str | None = None,
 ) -> Explanation:
-    """Render the chart with these values through the real helm and explain the result."""
+    """Render the chart with these values through the real helm and explain the result; the
+    rendered TFJob is validated strictly first (Kubernetes `kube_version`, tfgen's schemas)."""
     experiment = values.get("experiment") or {}
     name, namespace = str(experiment.get("name", "")), str(experiment.get("namespace", ""))
     with tempfile.TemporaryDirectory(prefix="tfgen-explain-") as tmp:
@@ -120,8 +137,10 @@ def explain_values(
         rendered = helm.template(
             chart, name, namespace, [values_file], kube_version=kube_version, helm=helm_binary
         )
+    validator = ManifestValidator(kube_version, resources.schema_dir()) if kube_version else None
     return explain_objects(
-        parse_objects(rendered), cluster_domain=cluster_domain, values=values, source=source
+        parse_objects(rendered), cluster_domain=cluster_domain, values=values, source=source,
+        validator=validator,
     )
 
 

@@ -108,9 +108,17 @@ def replica_specs(tfjob: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def replica_count(replica: Mapping[str, Any]) -> int:
-    """Replicas of one replica spec; the operator defaults a missing count to 1."""
+    """Replicas of one replica spec; the operator defaults a missing count to 1. A count that
+    is not a whole number from 0 to naming.MAX_REPLICAS is an InputError: listing a million
+    pods would explain nothing."""
     count = replica.get("replicas")
-    return 1 if count is None else int(count)
+    if count is None:
+        return 1
+    if isinstance(count, bool) or not isinstance(count, int) or not (
+            0 <= count <= naming.MAX_REPLICAS):
+        raise InputError(f"replicas {count!r}: expected a whole number from 0 to "
+                         f"{naming.MAX_REPLICAS}")
+    return count
 
 
 def is_distributed(tfjob: Mapping[str, Any]) -> bool:
@@ -140,7 +148,12 @@ def replica_port(replica: Mapping[str, Any]) -> int:
     container = _tensorflow_container(replica) or {}
     for port in container.get("ports") or []:
         if port.get("name") == PORT_NAME:
-            return int(port["containerPort"])
+            number = port.get("containerPort")
+            if isinstance(number, bool) or not isinstance(number, int) or not (
+                    0 < number < 65536):
+                raise InputError(f"port {PORT_NAME} {number!r}: expected a port number "
+                                 "from 1 to 65535")
+            return number
     return DEFAULT_PORT
 
 
@@ -212,6 +225,8 @@ def _gpus(replica: Mapping[str, Any]) -> int:
         limits = ((container.get("resources") or {}).get("limits")) or {}
         for resource, amount in limits.items():
             if str(resource).endswith("/gpu"):
+                if not str(amount).isdigit():  # GPUs are whole devices, never "500m"
+                    raise InputError(f"{resource} limit {amount!r}: expected a whole number")
                 total += int(str(amount))
     return total
 
