@@ -69,6 +69,7 @@ def test_missing_kubeconform_is_exit_2(runner: CliRunner, tmp_path: Path,
     assert find_kubeconform() is None
     with pytest.raises(EnvironmentProblem):
         require_kubeconform()
+    (tmp_path / "tfgen.yaml").write_text("apiVersion: tfgen.io/v1\nkind: RepoConfig\n")
     result = runner.invoke(main, ["check", "--root", str(tmp_path), "--validator",
                                   "kubeconform"], catch_exceptions=False)
     assert result.exit_code == 2
