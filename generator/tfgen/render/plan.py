@@ -203,12 +203,13 @@ def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[P
 
 
 class NotARepository(EnvironmentProblem):
-    """`tfgen render` run where no tfgen.yaml is: it writes argo/ only in a tfgen repository."""
+    """A command that needs a tfgen repository run where no tfgen.yaml is (render writes argo/
+    only in a tfgen repository)."""
 
     def __init__(self, start: Path) -> None:
         super().__init__(
             f"no {layout.CONFIG_NAME} in {start} or any folder above: not a "
-            f"tfgen repository, so nothing is rendered here. Run tfgen in a repository's "
+            f"tfgen repository. Run tfgen in a repository's "
             f"folder (or pass --root), or start one: a {layout.CONFIG_NAME} holding "
             f"`apiVersion: tfgen.io/v1` and `kind: RepoConfig`, specs in "
             f"{layout.EXPERIMENTS_DIR}/<name>.yaml")
