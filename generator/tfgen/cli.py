@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -34,7 +35,7 @@ always gets clean JSON.
 \b
 Exit codes, every command: 0 ok, 1 problems found in the input (or drift, or a
 failed run), 2 usage error (bad option or argument) or environment (helm, git,
-a file the system refuses)."""
+a file the system refuses); 130 when interrupted (Ctrl-C)."""
 
 
 # --root of render, check and diff: an existing folder (a typo must not fall back to the
@@ -75,6 +76,15 @@ def handle_errors(func: F) -> F:
             if exc.message:
                 click.secho(f"error: {exc.message}", fg="red", err=True)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("tfgen: interrupted", err=True)
+            sys.exit(130)  # 128 + SIGINT, as a shell reports it
+        except BrokenPipeError:
+            # The reader went away (`tfgen ... | head`): nothing left to say to it. Point stdout
+            # at /dev/null so that the interpreter's final flush does not complain either.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             click.secho(f"error: {where}{exc.strerror or exc}", fg="red", err=True)
