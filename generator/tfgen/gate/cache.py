@@ -47,7 +47,8 @@ def digest(*parts: bytes | str) -> str:
     """SHA-256 hex of the parts, each length-prefixed so ("ab", "c") != ("a", "bc")."""
     h = hashlib.sha256()
     for part in parts:
-        data = part.encode() if isinstance(part, str) else part
+        # surrogateescape: a file name that is not UTF-8 is hashed as its bytes, not a crash
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "big"))
         h.update(data)
     return h.hexdigest()
