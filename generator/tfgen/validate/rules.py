@@ -40,8 +40,9 @@ TTL_HINT = (
 # Mount targets that would hide what a container needs to run (its system files, the kernel's
 # interfaces, the service account token the kubelet mounts) or that the TensorBoard pod already
 # mounts (its /tmp scratch volume: the API server refuses two mounts at one path). Each is
-# refused as a mount path, and so is everything below the ones in BELOW.
-SYSTEM_DIRECTORIES = ("/", "/tmp")
+# refused as a mount path, and so is everything below the ones in BELOW. "/" itself is refused
+# by the mountPath pattern, which the spec schema shares with the chart's values schema.
+SYSTEM_DIRECTORIES = ("/tmp",)
 SYSTEM_DIRECTORIES_BELOW = (
     "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys",
     "/usr", "/var/run",
