@@ -66,8 +66,18 @@ def export_tree(repo: Path, ref: str, dest: Path) -> Path:
         raise EnvironmentProblem(f"git archive {ref} failed: {result.stderr.decode().strip()}")
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
-        archive.extractall(dest, filter="data")
+        archive.extractall(dest, filter=_inside_only)
     return dest
+
+
+def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's `data` filter, except that a member it refuses (a symlink to an absolute path
+    or out of the tree, a device) is left out instead of ending the export: the readers then
+    meet a missing file and say so, as they would of such a link in the work tree."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None
 
 
 @contextmanager
