@@ -14,7 +14,7 @@ from helpers import ARGOCD, mnist_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.render.argo import argo_files
-from tfgen.render.generated import dump_yaml, header, is_generated, is_plain
+from tfgen.render.generated import dump_yaml, header, is_generated, is_plain, read_canonical
 from tfgen.render.values import build_values
 
 TRICKY = [
@@ -145,3 +145,23 @@ def test_argo_files_quote_what_tfgen_yaml_holds() -> None:
         if data["kind"] == "ApplicationSet":
             assert data["spec"]["template"]["spec"]["source"]["repoURL"] == hostile
             assert data["spec"]["template"]["spec"]["project"] == "p\nq: 1"
+
+
+def test_read_canonical_accepts_only_the_writers_form() -> None:
+    data = {"name": "y", "n": [1, True, None, "1e3"], "m": {}}
+    text = header(["experiments/x.yaml"]) + dump_yaml(data)
+    assert read_canonical(text) == data
+    assert read_canonical(dump_yaml(data)) == data  # the header is optional
+    for other in (
+        text.replace('name: "y"', "name: y"),  # what helm reads as true
+        text.replace('name: "y"', "name: 'y'"),  # same data, other quoting
+        text + "\n",  # a trailing blank line
+        "\ufeff" + text,  # a byte-order mark
+        text.replace("# Source: experiments/x.yaml", "# Source: x\u2028name: other"),
+        text.replace("# Source: experiments/x.yaml", "# Source: x\x85name: other"),
+        "{name: \"y\"}\n",  # flow style
+        "a: &x 1\nb: *x\n",  # an alias
+        "a: [\n",  # not YAML
+        "",  # nothing
+    ):
+        assert read_canonical(other) is None, other
