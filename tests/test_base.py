@@ -68,3 +68,17 @@ def test_base_outside_a_git_repository_says_so(tmp_path: Path) -> None:
     folder = build_file_tree(tmp_path / "plain", {"tfgen.yaml": "x: 1\n"})
     with pytest.raises(EnvironmentProblem, match="is not in a Git repository"):
         resolve(folder, "HEAD")
+
+
+def test_export_leaves_out_links_that_leave_the_tree(tmp_path: Path) -> None:
+    root = build_file_tree(tmp_path / "repo", {"experiments/a.yaml": "a: 1\n"})
+    (root / "argo").mkdir()
+    (root / "argo" / "abs").symlink_to("/etc")
+    (root / "argo" / "up").symlink_to("../../outside")
+    (root / "argo" / "in").symlink_to("../experiments/a.yaml")
+    git_init(root)
+    tree = export_tree(root, "HEAD", tmp_path / "tree")
+    assert (tree / "experiments" / "a.yaml").read_text() == "a: 1\n"
+    assert not (tree / "argo" / "abs").is_symlink()
+    assert not (tree / "argo" / "up").is_symlink()
+    assert (tree / "argo" / "in").read_text() == "a: 1\n"  # a link inside the tree is kept
