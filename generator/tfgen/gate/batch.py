@@ -446,6 +446,9 @@ class BatchRenderer:
             on_progress(hits)
         chunks: list[list[tuple[int, str]]] = []
         for members in todo.values():
+            chart = self.chart(jobs[members[0][0]].chart)
+            if len(members) > 1 and chart.batchable:
+                self.defaults_agree(chart)  # asked once, here, rather than by every worker
             # small sets in one process (each process costs ~65 ms to start), large ones spread
             size = min(self.chunk_size, max(MIN_CHUNK, -(-len(members) // self.workers)))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
