@@ -62,6 +62,7 @@ REQUIRED = {"about": str, "run": list, "exit": int, "expect": list}
 OPTIONAL = {
     "spec": dict, "files": dict, "symlinks": dict, "fifos": list, "commit": bool,
     "env": dict, "stdin": str, "forbid": list, "stdout": list, "stderr": list, "outside": dict,
+    "then": dict,
 }
 SPEC_KEYS = {"name", "set"}
 
@@ -120,12 +121,14 @@ def load_case(path: Path, corpus: Path = CORPUS) -> dict[str, Any]:
             errors.append("`spec.name` is a file name (use `files` for other paths)")
         if not isinstance(spec.get("set", {}), dict):
             errors.append("`spec.set` maps dotted paths to values")
-    for key in ("files", "symlinks", "outside"):
+    if "then" in data and not data.get("commit"):
+        errors.append("`then` changes files after the commit: it needs `commit: true`")
+    for key in ("files", "symlinks", "outside", "then"):
         mapping = data.get(key)
         for rel, value in (mapping.items() if isinstance(mapping, dict) else ()):
             if not _inside(str(rel)):
                 errors.append(f"`{key}`: {rel!r} is not a relative path inside the copy")
-            if not (isinstance(value, str) or (value is None and key == "files")):
+            if not (isinstance(value, str) or (value is None and key in ("files", "then"))):
                 errors.append(f"`{key}.{rel}` must be a string")
     for rel in data["fifos"] if isinstance(data.get("fifos"), list) else ():
         if isinstance(rel, str) and not _inside(rel):
@@ -195,7 +198,7 @@ def _remove(path: Path) -> None:
 def prepare(case: dict[str, Any], base: Path, walkthrough: dict[str, Any],
             where: Path) -> tuple[Path, Path]:
     """A fresh copy of `base` under `where` with the case's changes; returns (root, outside).
-    Order: spec, files, symlinks, commit, FIFOs (a FIFO cannot be committed)."""
+    Order: spec, files, symlinks, commit, then, FIFOs (a FIFO cannot be committed)."""
     root, outside = where / "repo", where / "outside"
     shutil.copytree(base, root, symlinks=True)
     outside.mkdir()
@@ -211,12 +214,7 @@ def prepare(case: dict[str, Any], base: Path, walkthrough: dict[str, Any],
             set_path(data, str(dotted), value)
         (root / "experiments" / f"{name}.yaml").write_text(
             yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    for rel, text in (case.get("files") or {}).items():
-        path = root / rel
-        _remove(path)
-        if text is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+    _write_files(root, case.get("files") or {})
     for rel, target in (case.get("symlinks") or {}).items():
         path = root / rel
         _remove(path)
@@ -225,12 +223,22 @@ def prepare(case: dict[str, Any], base: Path, walkthrough: dict[str, Any],
     if case.get("commit"):
         git(root, "add", "-A")
         git(root, "commit", "-q", "--allow-empty", "-m", "case")
+        _write_files(root, case.get("then") or {})
     for rel in case.get("fifos") or []:
         path = root / rel
         _remove(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         os.mkfifo(path)
     return root, outside
+
+
+def _write_files(root: Path, files: dict[str, str | None]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        _remove(path)
+        if text is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
 
 Snapshot = dict[str, tuple[str, Any]]
