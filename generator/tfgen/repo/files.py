@@ -60,6 +60,24 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _look_below(path: str, top: str) -> os.stat_result | None:
+    """The status of `path` when it lies in `top` and exists with no symlink on the way down
+    from `top` (then it is its own real path there: cheaper than resolving every component
+    from /); None otherwise, and the careful way decides."""
+    if not path.startswith(top.rstrip(os.sep) + os.sep):
+        return None
+    current = top
+    try:
+        for part in path[len(top):].strip(os.sep).split(os.sep):
+            current = os.path.join(current, part)
+            status = os.lstat(current)
+            if stat.S_ISLNK(status.st_mode):
+                return None
+    except OSError:
+        return None  # missing, or not a folder on the way: the careful way says which
+    return status
+
+
 def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) -> str:
     """The real path of an input file after every symlink, refused (`Refused`) when a link
     dangles or loops, or leads out of `root` from a path that lies in it.
@@ -67,6 +85,8 @@ def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) 
     A path given outside `root` is a person's explicit choice and is not refused for that.
     """
     text = os.path.abspath(path)
+    if root is not None and _look_below(text, os.path.abspath(root)) is not None:
+        return text
     try:
         real = os.path.realpath(text, strict=True)
     except FileNotFoundError:
@@ -94,11 +114,14 @@ def read_input(
 ) -> bytes:
     """The bytes of one input file, or `Refused`: see the module docstring. `shown` is how
     messages name the file; `root` the repository it must not leave through a symlink."""
-    real = resolve_input(path, shown, root)
-    try:
-        looked = os.stat(real)
-    except OSError as exc:
-        raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
+    real = os.path.abspath(path)
+    looked = _look_below(real, os.path.abspath(root)) if root is not None else None
+    if looked is None:
+        real = resolve_input(path, shown, root)
+        try:
+            looked = os.stat(real)
+        except OSError as exc:
+            raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
     kind = _kind(looked.st_mode)
     if kind is not None:
         raise Refused(shown, f"is {kind}, not a regular file",
@@ -121,10 +144,10 @@ def read_input(
         size = 0
         while size <= limit:
             chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
             chunks.append(chunk)
             size += len(chunk)
+            if not chunk or size == looked.st_size:
+                break  # all of it (the size it had when looked at), without one more read
     except OSError as exc:
         raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
     finally:
