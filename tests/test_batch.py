@@ -220,3 +220,20 @@ def test_batched_result_is_what_the_repo_server_renders(tmp_path: Path, helm: st
         else:
             assert argo.returncode != 0 and "got boolean, want string" in argo.stderr
             assert "got boolean, want string" in result.error, job.name
+
+
+def test_chart_defaults_helm_reads_otherwise_are_not_batched(tmp_path: Path) -> None:
+    # The chart's own values.yaml says `mode: y`: a string to PyYAML, true to helm. Merging it
+    # in tfgen's reading would hand helm a string it never sees from the file: one by one.
+    files = dict(CHART)
+    files["values.yaml"] = CHART["values.yaml"] + "mode: y\n"
+    files["values.schema.json"] = json.dumps({"type": "object"})
+    files["templates/mode.yaml"] = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m-{{ .Values.experiment.name }}\n"
+        "data:\n  mode: {{ kindOf .Values.mode | quote }}\n")
+    chart = build_file_tree(tmp_path / "tiny", files)
+    jobs = _jobs(tmp_path, chart)
+    renderer = BatchRenderer(workers=1)
+    results = renderer.render(jobs)
+    assert renderer.stats.helm_processes == 1 + len(jobs)  # the defaults, then one by one
+    assert all('mode: "bool"' in r.manifest for r in results), results[0].manifest
