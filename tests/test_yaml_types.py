@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,13 @@ def values_shapes() -> dict[str, dict[str, Any]]:
         filled["env"] = [{"name": text, "value": text} for text in TRICKY]
         filled["args"] = list(TRICKY) + NON_STRINGS
         shapes[experiment.data["metadata"]["name"]] = filled
+    # the chart's test scenarios: the value shapes the bundled experiments do not use (NFS,
+    # FlexVolume, ingress, tolerations, an existing claim ...)
+    scenarios = sorted((REPO_ROOT / "charts/tfjob-experiment/ci").glob("*-values.yaml"))
+    assert scenarios
+    for offset, path in enumerate(scenarios):
+        corpus = itertools.cycle(TRICKY[offset * 5:] + TRICKY[:offset * 5])
+        shapes[f"ci/{path.name}"] = fill(yaml.safe_load(path.read_text()), corpus)
     return shapes
 
 
@@ -156,3 +164,24 @@ def test_the_probe_sees_what_plain_yaml_1_1_means(helm: str, tmp_path: Path) -> 
     assert seen['["e"]'] == ("string", "60:30")
     assert seen['["f"]'] == ("float64", 1000.0)
     assert seen['["true"]'] == ("string", "x")
+
+
+def random_texts(count: int, seed: int) -> list[str]:
+    """Deterministic random strings over the characters YAML cares about: indicators, digits
+    and signs, the letters of its booleans, spaces, line breaks of every kind, controls."""
+    alphabet = ("yYnNoOeEfFtTxXbB0123456789._+-:#&*!|>'\"%@`{}[],?<=~ \t\n\r/\\"
+                "\x00\x07\x1b\x7f\x85\x9f\xa0\u2028\u2029\ufeff\ufffe\u00e9\U0001f600")
+    rng = random.Random(seed)
+    return [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        for _ in range(count)
+    ]
+
+
+def test_helm_reads_random_text_exactly_as_written(helm: str, tmp_path: Path) -> None:
+    texts = random_texts(600, seed=10)
+    data = {"values": {f"k{i}": text for i, text in enumerate(texts)},
+            "keys": {text: i for i, text in enumerate(texts)},
+            "list": texts}
+    probe(helm, tmp_path, GeneratedFile("values.yaml", ("experiments/x.yaml",),
+                                        dump_yaml(data)), data)
