@@ -31,6 +31,9 @@ IMAGE_REFERENCE = (
     "(@(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?$"
 )
 
+# The schemas' $defs/line: text that cannot add a line to the YAML tfgen and the chart write.
+ONE_LINE = "^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+
 # Each pattern in the schemas, said in words. tests/test_schema.py checks none is missing.
 PATTERN_WORDS: dict[str, str] = {
     naming.DNS1035.pattern: naming.NAME_RULE,
@@ -76,9 +79,7 @@ PATTERN_WORDS: dict[str, str] = {
         "must be empty or a host name: lowercase letters, digits, '-' and '.'"
     ),
     "^[0-7]{3}$": 'must be exactly three octal digits such as "755"',
-    "^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$": (
-        "must be one line: no line breaks, tabs or other control characters"
-    ),
+    ONE_LINE: "must be one line: no line breaks, tabs or other control characters",
     IMAGE_REFERENCE: (
         "must be an image reference: [registry[:port]/]repository[:tag][@digest], the "
         "repository in lowercase letters, digits and separators ('.', '_', '__', '-') between "
@@ -199,6 +200,9 @@ class Translator:
         # problem says it all, so value checks at a wrongly typed pointer are dropped.
         self.wrong_type: set[str] = set()
         self.value_checks: set[tuple[str, str]] = set()
+        # A value with a line break also breaks its field's own grammar; the line break is the
+        # one thing to fix, so the grammar's complaint is dropped.
+        self.multi_line: set[str] = set()
 
     def add(
         self,
@@ -220,11 +224,14 @@ class Translator:
             )
 
     def result(self) -> list[Problem]:
-        """The problems, without enum/pattern complaints about a value of the wrong type."""
+        """The problems, without enum/pattern complaints about a value of the wrong type or
+        grammar complaints about a value that is not one line."""
         return [
             problem
             for key, problem in self.problems.items()
             if not (key in self.value_checks and key[0] in self.wrong_type)
+            and not (key in self.value_checks and key[0] in self.multi_line
+                     and not key[1].endswith(PATTERN_WORDS[ONE_LINE]))
         ]
 
     def error(self, err: ValidationError) -> None:
@@ -320,6 +327,8 @@ class Translator:
             self.type_error(parts, value, instance)
         elif kind == "pattern":
             words = PATTERN_WORDS.get(str(value), f"must match the pattern {value}")
+            if value == ONE_LINE:
+                self.multi_line.add(pointer_text(parts))
             self.add(parts, f"{shown(instance)} is not valid: it {words}", kind="value")
         elif kind == "maxLength":
             if parts == ("metadata", "name"):
