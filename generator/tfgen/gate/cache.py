@@ -87,7 +87,7 @@ def machine_key(repository: Path, _retry: bool = True) -> bytes | None:
         return None
     try:
         # a regular file of a key's size only: never a FIFO, a device or a huge file
-        with open(path, "rb", opener=_no_follow_fifo) as handle:
+        with open(path, "rb", opener=_open_nonblocking) as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
             data = handle.read(KEY_BYTES * 4)
@@ -107,7 +107,7 @@ def machine_key(repository: Path, _retry: bool = True) -> bytes | None:
     return data if len(data) >= KEY_BYTES else None
 
 
-def _no_follow_fifo(path: str, flags: int) -> int:
+def _open_nonblocking(path: str, flags: int) -> int:
     # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
     return os.open(path, flags | os.O_NONBLOCK)
 
@@ -188,7 +188,7 @@ class Cache:
                 self._key = machine_key(self.path.parent.parent)
             if (self._key is None or not _usable_folder(self.path.parent)
                     or tracked_entries(self.path.parent)):
-                self._broken = True  # no key, or a committed cache: not read, not written
+                self._broken = True  # no key, an odd folder, a committed cache: never used
                 return None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
