@@ -11,7 +11,9 @@ nothing is printed here.
 
 Speed comes from the cache (`cache`), keyed by content: the whole result (nothing changed since
 the last identical run), each spec's verdict, the resolved Applications, each experiment's
-rendered manifest and the verdict on its objects.
+rendered manifest and the verdict on its objects. Its entries are signed with a key of this
+machine, so a pull request cannot bring its own verdicts; a committed cache is not used and is
+reported as a problem.
 """
 
 from __future__ import annotations
