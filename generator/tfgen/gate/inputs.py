@@ -9,12 +9,12 @@ input (`repo.files.read_input`): the gate is not the one place where a pipe hang
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from ..repo import layout
-from ..repo.files import read_input, resolve_input
+from ..repo.files import Refused, read_input, resolve_input
 from .cache import digest
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
@@ -24,15 +24,20 @@ INPUT_DIRS = (layout.EXPERIMENTS_DIR, layout.ARGO_DIR, "charts", "schemas")
 
 @dataclass(frozen=True)
 class Inputs:
-    """Repository-relative POSIX path -> bytes of every input file."""
+    """Repository-relative POSIX path -> bytes of every input file; `refused`: the files in
+    experiments/ the safe reader refused, path -> why (the validate stage reports each one as a
+    problem of that file, in the run's format, as `tfgen validate` does)."""
 
     files: dict[str, bytes]
+    refused: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def digest(self) -> str:
         parts: list[bytes | str] = []
         for rel, data in self.files.items():
             parts += [rel, data]
+        for rel, reason in self.refused.items():
+            parts += ["refused", rel, reason]
         return digest(*parts)
 
     @property
@@ -47,13 +52,15 @@ class Inputs:
 
 def snapshot(root: Path) -> Inputs:
     """Every input file under `root`, in a stable order, read through the one safe reader
-    (`Refused` for a pipe, a device, a link out of the repository, a file over the limit).
+    (`Refused` for a pipe, a device, a link out of the repository, a file over the limit; a
+    spec the reader refuses is recorded in `refused` instead, for validate to report).
 
     Symlinked folders are not entered; one that leads out of the repository is refused, and
     so is a tree where `tfgen render` could not write (`layout.check_generated_tree`).
     """
     layout.check_generated_tree(root)
     files: dict[str, bytes] = {}
+    refused: dict[str, str] = {}
     config = root / layout.CONFIG_NAME
     if os.path.lexists(config):
         files[layout.CONFIG_NAME] = read_input(config, layout.shown(config), root)
@@ -70,5 +77,10 @@ def snapshot(root: Path) -> Inputs:
                 rel = f"{rel_dir}/{name}"
                 if layout.is_temp_name(name) or rel == layout.RENDER_LOCK:
                     continue  # a render at work (or killed): not an input
-                files[rel] = read_input(path, layout.shown(path), root)
-    return Inputs(files)
+                try:
+                    files[rel] = read_input(path, layout.shown(path), root)
+                except Refused as exc:
+                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                        raise
+                    refused[rel] = exc.reason
+    return Inputs(files, refused)
