@@ -379,8 +379,8 @@ def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None
     """Show the rendered objects that change since REF, one unified diff per object.
 
     Experiments touched since REF are rendered at REF and now with helm; each added, removed
-    or changed object is shown. Exit 0 (also when objects differ), 1 if a spec is invalid or
-    a side fails to render (the problems instead of the diff), 2 usage or missing tool.
+    or changed object is shown. Exit 0 (also when objects differ); 1 with the problems when a
+    spec is invalid (then no diff at all) or a side fails to render; 2 usage or missing tool.
     """
     from .gate.diff import format_diff, run_diff
 
