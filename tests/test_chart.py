@@ -380,7 +380,8 @@ def expectations(case: str) -> list[str]:
 
 # helm 3 and helm 4 share the template engine and the JSON-schema library, so every case runs
 # under helm 4 and a sample (a fail() list and schema errors) under helm 3 as well.
-HELM3_SAMPLE = ["many-problems", "bad-name", "zero-replicas", "ttl-after-finished"]
+HELM3_SAMPLE = ["many-problems", "bad-name", "zero-replicas", "ttl-after-finished",
+                "owner-line-separator", "image-newline", "replicas-over-1000"]
 
 
 @pytest.mark.parametrize(("case", "helm_name"), [(c, "helm4") for c in INVALID_CASES]
