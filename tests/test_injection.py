@@ -243,3 +243,19 @@ def test_hostile_text_reached_helm() -> None:
     if not ACCEPTED:
         pytest.skip("runs after the property test (run the whole file)")
     assert len({path[:2] for path in ACCEPTED}) >= 2
+
+
+@pytest.mark.parametrize("where", [("metadata", "labels"), ("metadata", "annotations"),
+                                   ("spec", "roles", "worker", "nodeSelector")])
+@pytest.mark.parametrize("key", ["team\nhostNetwork", "a: b", "{{ x }}", "a\u2028b", "#x", "a b"])
+def test_hostile_map_keys_are_refused(where: tuple[str, ...], key: str) -> None:
+    """Map keys reach the chart through toYaml, but a key is a name: it must be a label key."""
+    data = copy.deepcopy(BASE)
+    node = data
+    for part in where:
+        node = node.setdefault(part, {})
+    node[key] = "v"
+    complete, problems = validate(data)
+    assert complete is None
+    assert any("label/annotation key" in p.text() and p.line > 0 for p in problems), [
+        p.text() for p in problems]
