@@ -84,6 +84,7 @@ class Judge:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
             found += policy.tfjob_problems(obj, "")
+        found += policy.one_tfjob_problems(objects, "")
         found += policy.data_safety_problems(objects, "")
         found += wiring.object_problems(objects, app, self.projects.get(app.project), "")
         return Verdict(tuple(found), tuple(o.key for o in objects))

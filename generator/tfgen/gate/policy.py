@@ -141,6 +141,18 @@ def _claims(pod: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def one_tfjob_problems(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
+    """An experiment is one training run: its Application renders exactly one TFJob. None
+    would pass every other rule while Argo CD trains nothing (a chart without the template, a
+    `helm` that is not helm and prints nothing)."""
+    count = sum(1 for o in objects if o.kind == "TFJob")
+    if count == 1:
+        return []
+    return [Problem(path, pointer="TFJob", message=f"the chart rendered {count} TFJobs for this "
+                    "experiment; it must render exactly one",
+                    hint="check charts/tfjob-experiment/templates and the helm tfgen runs")]
+
+
 def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
     """Rules that keep the NAS data of one experiment alive through every sync."""
     pvs = [o for o in objects if o.kind == chart.VOLUME]
