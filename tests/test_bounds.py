@@ -54,6 +54,8 @@ SHARED = {
     "spec.roles.worker.tolerations.[].operator": "roles.worker.tolerations.[].operator",
     "spec.roles.worker.tolerations.[].value": "roles.worker.tolerations.[].value",
     "spec.roles.worker.tolerations.[].effect": "roles.worker.tolerations.[].effect",
+    "spec.roles.worker.tolerations.[].tolerationSeconds":
+        "roles.worker.tolerations.[].tolerationSeconds",
     "spec.storage.existingClaim": "storage.existingClaim",
     "spec.storage.mountPath": "storage.mountPath",
     "spec.storage.nas.driver": "storage.nas.driver",
