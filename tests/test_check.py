@@ -312,3 +312,12 @@ def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
     assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
             "may read it otherwise than tfgen") in out.output
     assert "2 of 2 application(s)" in out.output
+
+
+def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo: Path) -> None:
+    # helm's toYaml prints it as a plain `- <<`, which Kubernetes reads as the string
+    spec = repo / MNIST
+    spec.write_text(spec.read_text().replace("  args:\n", "  args:\n    - <<\n", 1))
+    render_repo(repo)
+    result = check(runner, repo, "--no-cache")
+    assert result.exit_code == 0, result.output

@@ -150,3 +150,9 @@ def test_plain_numbers_and_booleans_are_what_everyone_reads() -> None:
 def test_keys_are_their_text() -> None:
     data = load_text("m:\n  yes: 1\n  0x10: 2\n  010: 3\n  null: 4\n", "k.yaml").data
     assert data == {"m": {"yes": 1, "0x10": 2, "010": 3, "null": 4}}
+
+
+def test_a_lone_merge_key_is_the_text() -> None:
+    # as Helm and Kubernetes read it (go-yaml v2); PyYAML alone would fail on it
+    assert load_text("spec:\n  args:\n  - <<\n  - --x\n", "m.yaml").data == {
+        "spec": {"args": ["<<", "--x"]}}

@@ -132,3 +132,13 @@ def test_duplicate_keys_are_refused() -> None:
 def test_duplicate_keys_are_refused_in_yaml_1_1_documents_too() -> None:
     with pytest.raises(InputError, match="duplicate mapping key"):
         parse_manifest("kind: A\nmetadata: {name: a}\ndata:\n  x: yes\n  x: no\n")
+
+
+def test_a_lone_merge_key_is_the_text_as_kubernetes_reads_it() -> None:
+    # helm's toYaml prints an argument "<<" unquoted; go-yaml v2 reads it back as the string,
+    # and a real merge key still merges
+    text = ("kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+            "    args:\n    - <<\n    - x\nbase: &b {k: 1}\nmerged:\n  <<: *b\n")
+    [obj] = parse_manifest(text)
+    assert obj.doc["spec"]["containers"][0]["args"] == ["<<", "x"]
+    assert obj.doc["merged"] == {"k": 1}

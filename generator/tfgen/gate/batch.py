@@ -52,6 +52,7 @@ import yaml
 from ..errors import EnvironmentProblem, HelmError, InputError
 from ..render.generated import dump_yaml, read_canonical
 from ..repo import chart as chart_facts
+from ..repo.yamlread import SafeLoader
 from . import helm as helm_mod
 from .applications import ResolvedApplication
 from .cache import Cache, CacheKeys, tool_digest, tool_version, tree_digest
@@ -64,11 +65,6 @@ _RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
 _TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
 _ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
 _DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
-
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
 
 Progress = Callable[[int], None]
 
@@ -146,7 +142,7 @@ def split_umbrella(text: str, chart_name: str) -> dict[str, str]:
 
 def _load_yaml_file(path: Path) -> Any:
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)  # noqa: S506
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
     except yaml.YAMLError as exc:

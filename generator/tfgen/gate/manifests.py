@@ -25,14 +25,10 @@ import yaml
 
 from ..errors import EnvironmentProblem, InputError
 from ..problems import Problem
-
-try:  # the C loader is ~10x faster; fall back where PyYAML was built without libyaml
-    _BaseLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _BaseLoader = yaml.SafeLoader
+from ..repo.yamlread import SafeLoader
 
 
-class _YamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+class _YamlLoader(SafeLoader):  # type: ignore[misc]
     """PyYAML refusing duplicate keys, as Kubernetes' strict decoding (and yaml_rs) does."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:

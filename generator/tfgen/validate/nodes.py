@@ -18,13 +18,13 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import InputError
 from ..problems import Problem
+from ..repo.yamlread import MERGE_TAG, SafeLoader
 from .document import Document, PointerParts, Positions, pointer_text
 
 MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred
 MAX_DEPTH = 64
 
 STR_TAG = "tag:yaml.org,2002:str"
-MERGE_TAG = "tag:yaml.org,2002:merge"
 TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 INT_TAG = "tag:yaml.org,2002:int"
 BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -34,7 +34,7 @@ BOOL_TAG = "tag:yaml.org,2002:bool"
 # YAML 1.2 readers do not share; a spec must say the number or the boolean itself.
 PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 PLAIN_BOOLS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
-BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+BaseLoader: type[Any] = SafeLoader
 
 
 class LoadError(InputError):
