@@ -531,7 +531,6 @@ def test_memory_limit_stops_runaway_allocation(tmp_path: Path) -> None:
     assert result.returncode != 0 and "MemoryError" in result.stderr
 
 
-
 def test_argo_problems_accepts_only_old_or_clean_content() -> None:
     before = {".": ("dir", None), "a.yaml": ("file", b"old"), "gone.yaml": ("file", b"x")}
     reference = {".": ("dir", None), "a.yaml": ("file", b"new")}
