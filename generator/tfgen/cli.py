@@ -393,3 +393,51 @@ def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None
         click.echo(f"{count} problem{'s' if count != 1 else ''}: the diff against {base} is "
                    "incomplete", err=True)
         sys.exit(1)
+
+
+# --- tfgen import -----------------------------------------------------------------------------
+
+
+@main.command("import")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--name", metavar="NAME",
+              help="Experiment name (default: the TFJob's name); only with one TFJob.")
+@click.option("--owner", metavar="EMAIL", required=True,
+              help="Who answers for the experiment (the spec's metadata.owner).")
+@click.option("--write", is_flag=True,
+              help="Write experiments/<name>.yaml (never over an existing file) instead of "
+              "printing the spec.")
+@handle_errors
+def import_command(files: tuple[Path, ...], name: str | None, owner: str, write: bool) -> None:
+    """Turn existing TFJob, PV/PVC and TensorBoard manifests into experiment specs.
+
+    FILES are YAML manifests: multi-document files, `kubectl get -o yaml` Lists, or folders of
+    them. Each TFJob (kubeflow.org/v1alpha1, v1alpha2, v1beta1 or v1) becomes one spec: its
+    replica groups as roles, the claim its pods mount as storage (the NAS PV behind it when the
+    input holds the claim, else an existing claim), and a Deployment running TensorBoard on the
+    same claim as the TensorBoard. Every input field the spec cannot express is listed on
+    stderr with the reason. The spec is validated first; without --write it is printed on
+    stdout. Writing needs every spec valid and new: all are written or none.
+
+    Exit codes: 0 imported, 1 input that cannot be imported or an invalid spec (nothing
+    written), 2 usage error.
+    """
+    from .importer import import_manifests
+
+    result = import_manifests(files, name=name, owner=owner, write=write)
+    if not write:
+        click.echo("---\n".join(result.specs.values()), nl=False)
+    for line in result.left_out:
+        click.echo(f"not imported: {line}", err=True)
+    for line in result.notes:
+        click.echo(f"note: {line}", err=True)
+    for path in result.written:
+        click.echo(path)
+    what = " ".join(result.written) or "experiments/<name>.yaml"
+    click.echo(
+        f"{len(result.specs)} spec{'s' if len(result.specs) != 1 else ''} imported"
+        f"{', written' if write else ''}. Next: "
+        + ("" if write else f"save the spec as {what} (or run again with --write), ")
+        + f"`tfgen validate {what}`, `tfgen render`, then open a pull request with the spec "
+        "and argo/.", err=True)

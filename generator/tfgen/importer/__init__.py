@@ -1,0 +1,97 @@
+"""The import stage: existing TFJob, PV/PVC and TensorBoard manifests -> experiment specs.
+
+`import_manifests` is the way in (`tfgen import`): it reads the input (`manifests`), brings
+each TFJob of any API version to one shape (`versions`), maps it with its claim, volume and
+TensorBoard to a spec (`mapping`), validates each spec as `tfgen validate` would, and writes
+them only when every one is valid and new (`write`). Nothing is dropped silently: the result
+lists every input field no spec carries, with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import OptionsError, ProblemsFound
+from ..problems import Problem
+from ..repo import layout
+from ..validate.config import load_config
+from .manifests import ManifestError, read_manifests
+from .mapping import Imported, build_spec, leftovers
+from .versions import read_job
+from .write import problems_of, spec_text, target, write_new
+
+__all__ = ["ImportResult", "ManifestError", "import_manifests"]
+
+
+@dataclass
+class ImportResult:
+    """The specs made (name -> text), where they were written, what the input said that they
+    do not (`left_out`), and changes in meaning (`notes`)."""
+
+    specs: dict[str, str]
+    written: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def import_manifests(
+    paths: Sequence[Path | str], *, name: str | None = None, owner: str | None = None,
+    write: bool = False, cwd: Path | None = None,
+) -> ImportResult:
+    """Read `paths`, make one spec per TFJob, validate every one and, with `write`, write them
+    to experiments/ (all or none). ManifestError for input that cannot be imported,
+    ProblemsFound when a spec would be invalid, OptionsError for options that do not fit."""
+    config = load_config(cwd=cwd)
+    if write and config.path is None:
+        raise OptionsError(f"{(cwd or Path.cwd()).resolve()}: not inside a tfgen repository "
+                           f"(no {layout.CONFIG_NAME} here or above); run --write in one")
+    manifests = read_manifests(paths)
+    jobs = [m for m in manifests if m.kind == "TFJob"]
+    if not jobs:
+        raise ManifestError("no TFJob in the input; tfgen import makes one spec per TFJob")
+    seen: dict[tuple[str, str], str] = {}
+    for job in jobs:
+        key = (job.namespace, job.name)
+        if key in seen:
+            raise ManifestError(f"{job.where}: a second TFJob named {job.name!r} (the first is "
+                                f"at {seen[key]}); keep one of them")
+        seen[key] = job.where
+    if name is not None and len(jobs) > 1:
+        raise OptionsError(f"--name names one spec, and the input has {len(jobs)} TFJobs; "
+                           "import them one at a time or without --name")
+    if not owner:
+        raise OptionsError("--owner is required: every spec names who answers for it "
+                           "(metadata.owner, e.g. someone@example.com)")
+    names = [name or job.name for job in jobs]
+    if len(set(names)) < len(names):
+        raise ManifestError("TFJobs of the same name in different namespaces would be one "
+                            "experiment; import them one at a time with --name")
+    imported: list[Imported] = [
+        build_spec(read_job(job), manifests, spec_name, owner)
+        for job, spec_name in zip(jobs, names, strict=True)
+    ]
+    used = [m for item in imported for m in item.used]
+    result = ImportResult(specs={}, left_out=leftovers(manifests, used))
+    problems: list[Problem] = []
+    for item in imported:
+        text = spec_text(item.spec, [m.shown for m in item.used])
+        result.specs[item.name] = text
+        result.notes.extend(item.notes)
+        problems += problems_of(config, item.name, text)
+    if problems:
+        raise ProblemsFound(problems, "the imported spec would not be valid (the problems "
+                            "name its fields); nothing written: fix those in the input")
+    if write:
+        for spec_name in result.specs:
+            path = target(config, spec_name)
+            if path.exists():
+                raise ManifestError(f"{layout.shown(path, config.root)}: exists already; tfgen "
+                                    "import never overwrites a spec (choose another --name, or "
+                                    "remove the file)")
+        for spec_name, text in result.specs.items():
+            path = target(config, spec_name)
+            write_new(path, text)
+            result.written.append(layout.shown(path, config.root))
+    return result

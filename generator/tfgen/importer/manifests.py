@@ -1,0 +1,226 @@
+"""Reading the manifests to import: files, folders and `kubectl get -o yaml` Lists -> objects.
+
+Input to `tfgen import` comes from anywhere (a tutorial, a cluster dump), so it is read like
+any other input: bytes through the one safe reader (`repo.files.read_input`), YAML through the
+shared loader (`repo.yamlread.SafeLoader`), with a bound on the values a file may expand to
+(aliases and merge keys counted as they expand), so a YAML bomb is refused at once. Each
+object remembers where it came from (file and line) and which of its fields the conversion
+used, so that every field left over can be listed (`Manifest.leftovers`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from ..errors import InputError
+from ..repo.files import read_input
+from ..repo.layout import YAML_SUFFIXES
+from ..repo.yamlread import SafeLoader
+
+# Values one input file may hold after aliases and merge keys are expanded. A spec needs a few
+# hundred (the spec loader's bound is 10,000); a `kubectl get -o yaml` List of a namespace's
+# TFJobs, volumes and Deployments holds a few thousand per object, so the bound is larger,
+# and still reached in milliseconds by a bomb.
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+Path_ = tuple[str | int, ...]
+
+
+class ManifestError(InputError):
+    """Input that cannot be imported; the message names the file, line and what to do."""
+
+
+class _Loader(SafeLoader):  # type: ignore[misc,valid-type]
+    """The shared loader keeping date-like text as text, as Kubernetes reads an untyped field."""
+
+
+_Loader.add_constructor(
+    "tag:yaml.org,2002:timestamp", lambda loader, node: str(loader.construct_scalar(node))
+)
+
+
+def pointer(parts: Path_) -> str:
+    """`spec.tfReplicaSpecs.Worker.template.spec.containers[0].image`: how a field is named."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+@dataclass
+class Manifest:
+    """One Kubernetes object of the input, where it came from and which fields were used."""
+
+    doc: dict[str, Any]
+    shown: str  # the file, as messages name it
+    line: int
+    used: set[Path_] = field(default_factory=set)
+
+    @property
+    def kind(self) -> str:
+        return str(self.doc.get("kind", ""))
+
+    @property
+    def api_version(self) -> str:
+        return str(self.doc.get("apiVersion", ""))
+
+    @property
+    def name(self) -> str:
+        meta = self.doc.get("metadata")
+        return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+    @property
+    def namespace(self) -> str:
+        meta = self.doc.get("metadata")
+        value = meta.get("namespace", "") if isinstance(meta, dict) else ""
+        return str(value or "")
+
+    @property
+    def ref(self) -> str:
+        """`TFJob/mnist`, how people name an object."""
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.shown}:{self.line}:1"
+
+    def get(self, *parts: str | int) -> Any:
+        """The value at `parts` (None when absent), without marking it used."""
+        value: Any = self.doc
+        for part in parts:
+            if isinstance(part, int):
+                if not isinstance(value, list) or part >= len(value):
+                    return None
+            elif not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        return value
+
+    def take(self, *parts: str | int) -> Any:
+        """The value at `parts`, marked as carried into the spec (with everything below it)."""
+        value = self.get(*parts)
+        if value is not None:
+            self.used.add(tuple(parts))
+        return value
+
+    def leftovers(self) -> Iterator[tuple[Path_, Any]]:
+        """(path, value) of every leaf the conversion did not use; empty maps and lists count
+        as leaves, so that `nodeSelector: {}` is said too."""
+        yield from self._walk(self.doc, ())
+
+    def _walk(self, value: Any, parts: Path_) -> Iterator[tuple[Path_, Any]]:
+        if any(parts[: len(used)] == used for used in self.used):
+            return
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                yield from self._walk(item, (*parts, key))
+        elif isinstance(value, list) and value:
+            for index, item in enumerate(value):
+                yield from self._walk(item, (*parts, index))
+        else:
+            yield parts, value
+
+
+def _count(node: Node, budget: list[int], depth: int, shown: str) -> None:
+    """Visit `node` as the constructor will expand it (an alias is its node again, each time),
+    refusing past MAX_NODES values or MAX_DEPTH levels."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        mark = node.start_mark
+        what = (f"more than {MAX_NODES:,} values after expanding YAML aliases and merge keys"
+                if budget[0] < 0 else f"nested more than {MAX_DEPTH} levels deep")
+        raise ManifestError(
+            f"{shown}:{mark.line + 1}:{mark.column + 1}: {what} (anchors and merge keys that "
+            "expand exponentially are refused; export the objects again without them)")
+    if isinstance(node, SequenceNode):
+        for item in node.value:
+            _count(item, budget, depth + 1, shown)
+    elif isinstance(node, MappingNode):
+        for key, value in node.value:
+            _count(key, budget, depth + 1, shown)
+            _count(value, budget, depth + 1, shown)
+
+
+def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
+    """(data, line) of each document of one file, the whole file within the node budget."""
+    loader = _Loader(text)
+    budget = [MAX_NODES]
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            _count(node, budget, 0, shown)
+            yield loader.construct_document(node), node.start_mark.line + 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
+        raise ManifestError(f"{where}: invalid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{shown}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise ManifestError(f"{shown}: YAML nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
+    """The Kubernetes objects of one document: itself, or the items of a List."""
+    if data is None:
+        return  # an empty document (a trailing `---`), as kubectl skips it
+    if not isinstance(data, dict) or not data.get("kind") or not data.get("apiVersion"):
+        raise ManifestError(
+            f"{shown}:{line}:1: not a Kubernetes object (a mapping with apiVersion and kind); "
+            "give tfgen import the TFJob, PersistentVolume(Claim) and Deployment manifests")
+    kind = str(data["kind"])
+    if kind == "List" or (kind.endswith("List") and isinstance(data.get("items"), list)):
+        items = data.get("items")
+        if not isinstance(items, list):
+            raise ManifestError(f"{shown}:{line}:1: a {kind} without a list of items")
+        for item in items:
+            yield from _objects(item, shown, line)
+        return
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not (
+            metadata.get("name")):
+        raise ManifestError(f"{shown}:{line}:1: {kind} has no metadata.name")
+    yield Manifest(data, shown, line)
+
+
+def _files(path: Path) -> list[tuple[Path, Path | None]]:
+    """(file, the folder it must not leave) for a given path: a file, or a folder's YAML."""
+    if path.is_dir():
+        found = sorted(entry for entry in path.iterdir()
+                       if entry.suffix.lower() in (*YAML_SUFFIXES, ".json"))
+        if not found:
+            raise ManifestError(f"{path}: a folder without .yaml, .yml or .json files")
+        return [(entry, path) for entry in found]
+    return [(path, None)]
+
+
+def read_manifests(paths: Sequence[Path | str]) -> list[Manifest]:
+    """Every object in `paths` (files, folders of files, Lists), in input order."""
+    objects: list[Manifest] = []
+    for given in paths:
+        for path, folder in _files(Path(given)):
+            shown = os.path.normpath(str(path))
+            raw = read_input(path, shown, root=folder)
+            if b"\x00" in raw:
+                raise ManifestError(f"{shown}: a binary file, not YAML (it contains NUL bytes)")
+            try:
+                text = raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise ManifestError(f"{shown}: not UTF-8 text") from None
+            for data, line in _documents(text, shown):
+                objects.extend(_objects(data, shown, line))
+    if not objects:
+        raise ManifestError("no Kubernetes objects in the input")
+    return objects

@@ -1,0 +1,82 @@
+"""An imported spec as a file: its text, its validation, and writing it without overwriting.
+
+The text opens with the schema modeline (editors complete and check as people type) and is
+written by tfgen's canonical YAML writer, so Helm, Argo CD and tfgen read it alike. It is
+validated as `tfgen validate` would validate it at `experiments/<name>.yaml` (this repository's
+tfgen.yaml, its other specs) before anything is written; then it is written to a temporary
+file, synced, and linked to its name, which fails if a spec of that name exists: a spec is
+never overwritten and never half written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..problems import Problem
+from ..render.generated import dump_yaml
+from ..repo import layout
+from ..validate.config import RepoConfig
+from ..validate.experiments import check_file
+from ..validate.loader import LoadError, read_file
+from ..validate.rules import repo_problems
+from .manifests import ManifestError
+
+MODELINE = "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
+
+
+def spec_text(spec: dict[str, Any], sources: list[str]) -> str:
+    """The spec file: modeline, where it came from, the spec."""
+    said = ", ".join(sorted(set(sources)))
+    return f"{MODELINE}# Imported by tfgen import from {said}.\n{dump_yaml(spec)}"
+
+
+def target(config: RepoConfig, name: str) -> Path:
+    return config.experiments_dir / f"{name}{layout.SPEC_SUFFIX}"
+
+
+def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
+    """What `tfgen validate` would say of `text` as experiments/<name>.yaml, next to the
+    repository's other specs."""
+    path = target(config, name)
+    shown = layout.shown(path, config.root)
+    checked, problems = check_file(path, shown, text.encode("utf-8"), config)
+    if checked is None or problems:
+        return problems
+    others = []
+    directory = config.experiments_dir
+    for other in layout.spec_files(directory) if directory.is_dir() else []:
+        try:
+            raw = read_file(other, layout.shown(other, config.root), config.root)
+        except LoadError:
+            continue  # its own problem, for `tfgen validate` to report
+        item, _ = check_file(other, layout.shown(other, config.root), raw, config)
+        if item is not None:
+            others.append(item)
+    return [p for p in repo_problems([checked, *others]) if p.path == shown]
+
+
+def write_new(path: Path, text: str) -> None:
+    """Write `text` at `path` atomically; ManifestError when a file is there already."""
+    if os.path.lexists(path):
+        raise ManifestError(f"{path}: exists already; tfgen import never overwrites a spec "
+                            "(choose another --name, or remove the file)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{layout.TEMP_MARK}")
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; a spec is as readable as any file
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, path)  # fails when the name exists, unlike a rename
+        except FileExistsError:
+            raise ManifestError(f"{path}: exists already; tfgen import never overwrites a "
+                                "spec (choose another --name, or remove the file)") from None
+    finally:
+        os.unlink(temp)
