@@ -129,6 +129,8 @@ def test_golden(renders: dict[str, dict[str, str]], scenario: str, update_golden
 def test_walkthrough_objects(renders: dict[str, dict[str, str]]) -> None:
     kinds = [(o["kind"], o["metadata"]["name"]) for o in objects(renders["walkthrough"]["helm4"])]
     assert kinds == [
+        ("NetworkPolicy", "distributed-mnist"),
+        ("NetworkPolicy", "distributed-mnist-tensorboard"),
         ("PersistentVolume", "default-distributed-mnist-data"),
         ("PersistentVolumeClaim", "distributed-mnist-data"),
         ("Service", "distributed-mnist-tensorboard"),
@@ -157,7 +159,11 @@ def test_existing_claim_renders_no_volume(renders: dict[str, dict[str, str]]) ->
 
 def test_tensorboard_off_renders_no_tensorboard(renders: dict[str, dict[str, str]]) -> None:
     kinds = {o["kind"] for o in objects(renders["tensorboard-off"]["helm4"])}
-    assert kinds == {"PersistentVolume", "PersistentVolumeClaim", "TFJob"}
+    assert kinds == {"NetworkPolicy", "PersistentVolume", "PersistentVolumeClaim", "TFJob"}
+    policies = [o for o in objects(renders["tensorboard-off"]["helm4"])
+                if o["kind"] == "NetworkPolicy"]
+    # the training pods' policy only: no TensorBoard to guard
+    assert [p["metadata"]["name"] for p in policies] == ["mnist-quiet"]
 
 
 # --- strict validation of every rendered object -------------------------------------------------
@@ -542,7 +548,8 @@ def test_longest_names_fit(tmp_path: Path) -> None:
     rendered = template(CHART, name, namespace, [CI_DIR / "walkthrough-values.yaml", values],
                         kube_version=KUBE_VERSION, helm=find_helm(4))
     objs = objects(rendered)
-    assert len(objs) == 5  # the walkthrough's PV, PVC, Service, Deployment and TFJob
+    # the walkthrough's two NetworkPolicies, PV, PVC, Service, Deployment and TFJob
+    assert len(objs) == 7
     for obj in objs:
         meta = obj["metadata"]
         limit = 253 if obj["kind"] == "PersistentVolume" else 63

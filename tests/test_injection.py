@@ -151,8 +151,9 @@ def _set(data: Any, path: tuple[Any, ...], value: str) -> None:
 
 def test_the_baseline_sets_every_string_field_and_validates(tmp_path: Path) -> None:
     assert len(FIELDS) >= 40
-    # PV, PVC, TFJob, TensorBoard Deployment, Service and Ingress: every template renders
-    assert len(baseline(tmp_path)) == 6
+    # PV, PVC, TFJob, TensorBoard Deployment, Service and Ingress, two NetworkPolicies: every
+    # template renders
+    assert len(baseline(tmp_path)) == 8
 
 
 @settings(max_examples=150, derandomize=True, database=None, deadline=None,

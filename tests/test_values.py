@@ -9,7 +9,7 @@ from tfgen.validate.defaults import apply_defaults
 CONTRACT_TOP_KEYS = [
     "experiment", "image", "imagePullPolicy", "imagePullSecrets", "command", "args",
     "workingDir", "env", "roles", "storage", "tensorboard", "runPolicy", "priorityClassName",
-    "schedulerName", "serviceAccountName", "podSecurityContext", "istioSidecar",
+    "schedulerName", "serviceAccountName", "podSecurityContext", "istioSidecar", "networkPolicy",
 ]
 ROLE_KEYS = ["replicas", "image", "command", "args", "env", "resources", "nodeSelector",
              "tolerations", "restartPolicy"]
@@ -29,6 +29,13 @@ def test_values_have_exactly_the_contract_keys() -> None:
         "name": "distributed-mnist", "namespace": "default", "owner": "someone@example.com",
         "labels": {"team": "vision"}, "annotations": {},
     }
+
+
+def test_network_policy_comes_from_the_repository_not_the_spec() -> None:
+    assert build_values(mnist_spec())["networkPolicy"] == {
+        "enabled": True, "ingressNamespace": "ingress-nginx"}  # tfgen.yaml's schema defaults
+    off = build_values(mnist_spec(), {"enabled": False, "ingressNamespace": "traefik"})
+    assert off["networkPolicy"] == {"enabled": False, "ingressNamespace": "traefik"}
 
 
 def test_role_resources_from_cpu_memory_gpus() -> None:

@@ -70,6 +70,18 @@ app.kubernetes.io/managed-by: {{ .context.Release.Service | quote }}
 {{- end }}
 
 {{/*
+The labels training-operator v1.9 sets on every pod of this experiment's TFJob (its controller
+name and the job name; it also sets replica-type, replica-index and, on the leader, job-role).
+The NetworkPolicy selects the job's pods by them. Their one home on the Python side is
+tfgen/repo/chart.py, which a test holds in step with this helper.
+Usage: {{ include "tfjob-experiment.operatorSelector" . }}
+*/}}
+{{- define "tfjob-experiment.operatorSelector" -}}
+training.kubeflow.org/operator-name: "tfjob-controller"
+training.kubeflow.org/job-name: {{ include "tfjob-experiment.fullname" . | quote }}
+{{- end }}
+
+{{/*
 Labels for top-level object metadata: the pod labels plus version and helm.sh/chart.
 Usage: {{ include "tfjob-experiment.labels" (dict "context" . "component" "storage") }}
 */}}

@@ -251,6 +251,7 @@ class _Gate:
     def drift(self, specs: ValidationResult) -> list[Problem]:
         """Committed generated files that differ from what `tfgen render` would write."""
         plan = render.plan_render(self.root, specs.experiments, self.config.argocd,
+                                  network_policy=self.config.network_policy,
                                   committed=self.inputs.generated(),
                                   pending=specs.invalid_names)
         return [replace(p, path=layout.shown(p.path, self.root))

@@ -81,9 +81,13 @@ class RenderPlan:
         return "".join(change.diff() for change in self.drift)
 
 
-def experiment_files(experiment: Experiment) -> list[GeneratedFile]:
-    """The two generated files of one experiment: chart values and generator input."""
-    values = build_values(experiment.data)
+def experiment_files(
+    experiment: Experiment, network_policy: Mapping[str, Any] | None = None
+) -> list[GeneratedFile]:
+    """The two generated files of one experiment: chart values and generator input.
+
+    `network_policy` is tfgen.yaml's `networkPolicy` block (its defaults when None)."""
+    values = build_values(experiment.data, network_policy)
     meta = values["experiment"]
     values_path = f"{layout.generated_folder(meta['name'])}/{layout.VALUES_FILE}"
     return [
@@ -93,9 +97,12 @@ def experiment_files(experiment: Experiment) -> list[GeneratedFile]:
 
 
 def wanted_files(
-    experiments: Iterable[Experiment], argocd: Mapping[str, Any]
+    experiments: Iterable[Experiment],
+    argocd: Mapping[str, Any],
+    network_policy: Mapping[str, Any] | None = None,
 ) -> tuple[list[GeneratedFile], list[Problem]]:
-    """Everything tfgen generates for these experiments and this Argo CD config."""
+    """Everything tfgen generates for these experiments and tfgen.yaml's `argocd` and
+    `networkPolicy` blocks."""
     files = argo.argo_files(argocd)
     problems: list[Problem] = []
     for experiment in sorted(experiments, key=lambda e: e.rel):
@@ -106,7 +113,7 @@ def wanted_files(
                                     message=f"{experiment.name!r} is not a DNS-1035 label",
                                     hint=naming.NAME_RULE))
             continue
-        files += experiment_files(experiment)
+        files += experiment_files(experiment, network_policy)
     return files, problems
 
 
@@ -122,6 +129,7 @@ def plan_render(
     experiments: Iterable[Experiment],
     argocd: Mapping[str, Any],
     *,
+    network_policy: Mapping[str, Any] | None = None,
     committed: Mapping[str, bytes] | None = None,
     pending: Collection[str] = (),
 ) -> RenderPlan:
@@ -130,11 +138,12 @@ def plan_render(
     `committed` maps repository-relative paths where tfgen writes (`layout.generated_files`)
     to their bytes; read from `root` when not given. `pending` names experiments whose spec
     exists but did not validate: their generated files are neither wanted nor orphans (the
-    spec's problems say what to fix).
+    spec's problems say what to fix). `network_policy` is tfgen.yaml's block of that name
+    (None: its defaults).
     """
     if committed is None:
         committed = layout.generated_files(root)
-    files, problems = wanted_files(experiments, argocd)
+    files, problems = wanted_files(experiments, argocd, network_policy)
     changes: list[FileChange] = []
     for generated in files:
         raw = committed.get(generated.path)
@@ -195,11 +204,13 @@ def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[P
     if not layout.spec_files(folder) and not layout.misplaced_specs(folder):
         # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
         # and every per-experiment file becomes an orphan.
-        return plan_render(config.root, [], config.argocd), []
+        return plan_render(config.root, [], config.argocd,
+                           network_policy=config.network_policy), []
     result = validate_paths([folder], config)
     if result.problems:
         return None, list(result.problems)
-    return plan_render(config.root, result.experiments, config.argocd), []
+    return plan_render(config.root, result.experiments, config.argocd,
+                       network_policy=config.network_policy), []
 
 
 class NotARepository(EnvironmentProblem):

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..repo import naming
+from ..validate.config import builtin_data
 from ..validate.defaults import object_defaults
 
 
@@ -136,8 +137,20 @@ def _run_policy(policy: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_values(experiment: Mapping[str, Any]) -> dict[str, Any]:
-    """A validated experiment document (apiVersion/kind/metadata/spec) -> chart values."""
+def _network_policy(block: Mapping[str, Any] | None) -> dict[str, Any]:
+    block = block if block is not None else builtin_data()["networkPolicy"]
+    return {"enabled": bool(block["enabled"]), "ingressNamespace": block["ingressNamespace"]}
+
+
+def build_values(
+    experiment: Mapping[str, Any], network_policy: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A validated experiment document (apiVersion/kind/metadata/spec) -> chart values.
+
+    `network_policy` is tfgen.yaml's `networkPolicy` block (a repository's choice, not the
+    spec's: whoever writes a spec must not be able to open the job's ports); None means the
+    schema's defaults.
+    """
     metadata, spec = experiment["metadata"], experiment["spec"]
     roles = spec["roles"]
     return {
@@ -164,4 +177,5 @@ def build_values(experiment: Mapping[str, Any]) -> dict[str, Any]:
         "serviceAccountName": spec["serviceAccountName"],
         "podSecurityContext": _sorted_map(spec["securityContext"]),
         "istioSidecar": spec["istioSidecar"],
+        "networkPolicy": _network_policy(network_policy),
     }

@@ -8,6 +8,7 @@ the chart emits exactly these kinds.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 
@@ -35,8 +36,37 @@ KINDS = (
     Kind("apps", "Deployment"),
     Kind("kubeflow.org", "TFJob"),
     Kind("networking.k8s.io", "Ingress"),
+    Kind("networking.k8s.io", "NetworkPolicy"),
 )
 
 # APIs helm is told the cluster serves (`--api-versions`), as Argo CD passes every group/version
 # of the cluster; the training operator's is the one the chart needs beyond Kubernetes itself.
 API_VERSIONS = (TFJOB_API_VERSION,)
+
+# The labels training-operator v1.9 puts on every pod of a TFJob (GenLabels in the common job
+# controller, plus replica type and index in its pod reconciler; job-role on the Chief or
+# Master, or on worker 0 of a job with neither). Kept in one place here; the chart's
+# NetworkPolicy selects on the first two, and a test holds the chart and this in step.
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+OPERATOR_NAME = "tfjob-controller"  # the TFJob controller's name in the operator
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"  # the replica type, lower-cased
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+LEADER_REPLICA_TYPES = ("Chief", "Master")
+
+
+def operator_pod_labels(
+    job: str, replica_types: Collection[str], replica_type: str, index: int
+) -> dict[str, str]:
+    """The labels the operator sets on pod `index` of `replica_type` of TFJob `job`, whose
+    replica types are `replica_types`."""
+    labels = {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job,
+              REPLICA_TYPE_LABEL: replica_type.lower(), REPLICA_INDEX_LABEL: str(index)}
+    if any(t in replica_types for t in LEADER_REPLICA_TYPES):
+        leader = replica_type in LEADER_REPLICA_TYPES
+    else:
+        leader = replica_type == "Worker" and index == 0
+    if leader:
+        labels[JOB_ROLE_LABEL] = "master"
+    return labels

@@ -93,8 +93,11 @@ RESERVED_NAMES = {
 }
 
 # Label and annotation prefixes the chart sets itself (names, selectors, sync waves, data
-# safety); a user key there would clash with them or weaken them.
-RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")
+# safety), or the training operator sets on the pods (the NetworkPolicies select on them: a
+# pod carrying another job's labels would be let into that job); a user key there would clash
+# with them or weaken them.
+RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/",
+                     "training.kubeflow.org/")
 
 
 def label_key_prefix_problem(key: str) -> str | None:

@@ -26,7 +26,8 @@ class RepoConfig:
 
     `root` is the repository root (where tfgen.yaml is, else the starting directory), `path`
     the config file (None when the built-in defaults are used), `data` the complete config as
-    a dict (keys as in the contract: kubernetesVersion, clusterDomain, argocd, defaults).
+    a dict (keys as in the contract: kubernetesVersion, clusterDomain, argocd, networkPolicy,
+    defaults).
     """
 
     root: Path
@@ -51,12 +52,24 @@ class RepoConfig:
         return list(self.data["argocd"]["namespaces"])
 
     @property
+    def network_policy(self) -> dict[str, Any]:
+        """`networkPolicy`: whether experiments render NetworkPolicies, and the ingress
+        controller's namespace that may reach TensorBoard."""
+        return dict(self.data["networkPolicy"])
+
+    @property
     def defaults(self) -> dict[str, Any]:
         return dict(self.data["defaults"])
 
     @property
     def experiments_dir(self) -> Path:
         return self.root / layout.EXPERIMENTS_DIR
+
+
+def builtin_data() -> dict[str, Any]:
+    """The complete config of a repository whose tfgen.yaml sets nothing: the schema's
+    defaults, their only home."""
+    return apply_defaults({"apiVersion": "tfgen.io/v1", "kind": "RepoConfig"}, CONFIG_SCHEMA)
 
 
 def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> RepoConfig:
@@ -66,9 +79,7 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
     """
     root = layout.find_root(paths, cwd)
     if root is None:
-        builtin = {"apiVersion": "tfgen.io/v1", "kind": "RepoConfig"}
-        data = apply_defaults(builtin, CONFIG_SCHEMA)
-        return RepoConfig(root=(cwd or Path.cwd()).resolve(), path=None, data=data)
+        return RepoConfig(root=(cwd or Path.cwd()).resolve(), path=None, data=builtin_data())
     path = root / layout.CONFIG_NAME
     try:
         document = load_file(path, display=layout.shown(path), root=root)
