@@ -9,6 +9,7 @@ lists every input field no spec carries, with the reason.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,13 @@ def import_manifests(
         build_spec(read_job(job), manifests, spec_name, owner)
         for job, spec_name in zip(jobs, names, strict=True)
     ]
+    if write:  # said first: a spec that exists would also fail validation as a duplicate
+        for item in imported:
+            path = target(config, item.name)
+            if os.path.lexists(path):
+                raise ManifestError(f"{layout.shown(path, config.root)}: exists already; tfgen "
+                                    "import never overwrites a spec (choose another --name, or "
+                                    "remove the file)")
     used = [m for item in imported for m in item.used]
     result = ImportResult(specs={}, left_out=leftovers(manifests, used))
     problems: list[Problem] = []
@@ -84,12 +92,6 @@ def import_manifests(
         raise ProblemsFound(problems, "the imported spec would not be valid (the problems "
                             "name its fields); nothing written: fix those in the input")
     if write:
-        for spec_name in result.specs:
-            path = target(config, spec_name)
-            if path.exists():
-                raise ManifestError(f"{layout.shown(path, config.root)}: exists already; tfgen "
-                                    "import never overwrites a spec (choose another --name, or "
-                                    "remove the file)")
         for spec_name, text in result.specs.items():
             path = target(config, spec_name)
             write_new(path, text)

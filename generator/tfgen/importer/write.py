@@ -48,6 +48,8 @@ def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
     others = []
     directory = config.experiments_dir
     for other in layout.spec_files(directory) if directory.is_dir() else []:
+        if other == path:
+            continue  # the spec being imported: its own name is no duplicate
         try:
             raw = read_file(other, layout.shown(other, config.root), config.root)
         except LoadError:
@@ -60,9 +62,6 @@ def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
 
 def write_new(path: Path, text: str) -> None:
     """Write `text` at `path` atomically; ManifestError when a file is there already."""
-    if os.path.lexists(path):
-        raise ManifestError(f"{path}: exists already; tfgen import never overwrites a spec "
-                            "(choose another --name, or remove the file)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{layout.TEMP_MARK}")
     try:

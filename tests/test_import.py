@@ -1,0 +1,319 @@
+"""`tfgen import` end to end: the walkthrough's manifests in every TFJob API version and storage
+form become specs that `tfgen check` passes, and render (the real chart, the real helm) to the
+replica specs and PV source they were imported from; malformed and hostile input is refused
+with one line, exit 1, nothing written.
+
+Fixtures: `fixtures/import/jobs/<apiVersion>.yaml` (1 master, 2 GPU workers, 2 PS, all
+mounting the claim mnist-nas) and `fixtures/import/storage/<form>.yaml` (the PV and claim, or
+none for an existing claim, and a TensorBoard Deployment on the claim); each test imports one
+job with one storage form.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+from helpers import FIXTURES, copy_repo_parts
+from tfgen.cli import main
+from tfgen.gate.helm import template
+from tfgen.importer.manifests import MAX_NODES
+from tfgen.importer.write import MODELINE
+from tfgen.repo import layout, naming
+
+IMPORT = FIXTURES / "import"
+JOBS = sorted(p.stem for p in (IMPORT / "jobs").glob("*.yaml"))
+STORAGE = sorted(p.stem for p in (IMPORT / "storage").glob("*.yaml"))
+CASES = list(itertools.product(JOBS, STORAGE))
+OWNER = "someone@example.com"
+
+
+def spec_name(job: str, storage: str) -> str:
+    return f"mnist-{job}-{storage}"
+
+
+def run_import(runner: CliRunner, *args: str | Path) -> Result:
+    return runner.invoke(main, ["import", *map(str, args)], catch_exceptions=False)
+
+
+def inputs(job: str, storage: str) -> tuple[Path, Path]:
+    return IMPORT / "jobs" / f"{job}.yaml", IMPORT / "storage" / f"{storage}.yaml"
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this repository with every job x storage case imported with --write and
+    rendered."""
+    root = copy_repo_parts(tmp_path_factory.mktemp("import") / "repo")
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        for job, storage in CASES:
+            result = run_import(runner, *inputs(job, storage), "--owner", OWNER,
+                                "--name", spec_name(job, storage), "--write")
+            assert result.exit_code == 0, result.output
+        result = runner.invoke(main, ["render", "--root", str(root)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    return root
+
+
+def test_the_fixtures_cover_every_version_and_storage_form() -> None:
+    assert JOBS == ["v1", "v1alpha1", "v1alpha2", "v1beta1"]
+    assert STORAGE == ["csi", "existing-claim", "flexvolume", "nfs"]
+
+
+def test_every_imported_spec_passes_check(runner: CliRunner, imported: Path) -> None:
+    result = runner.invoke(main, ["check", "--root", str(imported), "--no-cache"],
+                           catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    written = sorted(p.stem for p in (imported / "experiments").glob("mnist-*.yaml"))
+    assert written == sorted(spec_name(*case) for case in CASES)
+
+
+def test_written_spec_form(imported: Path) -> None:
+    for job, storage in CASES:
+        path = imported / "experiments" / f"{spec_name(job, storage)}.yaml"
+        text = path.read_text()
+        assert text.startswith(MODELINE)
+        assert yaml.safe_load(text)["metadata"]["name"] == path.stem
+        assert oct(path.stat().st_mode & 0o777) != oct(0o600)
+    leftovers = [p.name for p in (imported / "experiments").iterdir()
+                 if layout.is_temp_name(p.name)]
+    assert leftovers == []
+
+
+# --- round trip -----------------------------------------------------------------------------
+
+
+def _objects(rendered: str) -> dict[str, dict[str, Any]]:
+    return {doc["kind"]: doc for doc in yaml.safe_load_all(rendered) if doc}
+
+
+def _input(job: str, storage: str) -> dict[str, list[dict[str, Any]]]:
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for path in inputs(job, storage):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                by_kind.setdefault(doc["kind"], []).append(doc)
+    return by_kind
+
+
+def _input_replicas(tfjob: dict[str, Any]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Replica type (as v1 spells it) -> (group, pod template), in any API version; written
+    here independently of the importer, from the operator's documented shapes."""
+    spec = tfjob["spec"]
+    out = {}
+    if tfjob["apiVersion"].endswith("v1alpha1"):
+        for group in spec["replicaSpecs"]:
+            template_ = group["template"]
+            container = template_["spec"]["containers"][0]
+            container.setdefault("image", spec["tfImage"])
+            kind = naming.REPLICA_TYPES[group["tfReplicaType"].lower()]
+            out[kind] = ({"replicas": group["replicas"],
+                          "restartPolicy": template_["spec"]["restartPolicy"]}, template_)
+    else:
+        for kind, group in spec["tfReplicaSpecs"].items():
+            out[kind] = (group, group["template"])
+    return out
+
+
+def _pv_source(pv: dict[str, Any]) -> dict[str, Any]:
+    spec = pv["spec"]
+    source = {key: spec.get(key) for key in ("capacity", "mountOptions", "storageClassName",
+                                             "accessModes", "persistentVolumeReclaimPolicy")}
+    if "csi" in spec:
+        source["csi"] = {"driver": spec["csi"]["driver"],
+                         "volumeAttributes": spec["csi"]["volumeAttributes"]}
+    for key in ("flexVolume", "nfs"):
+        if key in spec:
+            source[key] = spec[key]
+    return source
+
+
+@pytest.mark.parametrize(("job", "storage"), CASES)
+def test_round_trip(imported: Path, job: str, storage: str) -> None:
+    name = spec_name(job, storage)
+    values = imported / layout.generated_folder(name) / layout.VALUES_FILE
+    rendered = _objects(template(imported / layout.CHART_PATH, name, "default", [values]))
+    given = _input(job, storage)
+    tfjob = rendered["TFJob"]
+    claim = (rendered["PersistentVolumeClaim"]["metadata"]["name"] if "PersistentVolume" in
+             rendered else "mnist-nas")
+    replicas = _input_replicas(given["TFJob"][0])
+    assert set(tfjob["spec"]["tfReplicaSpecs"]) == set(replicas)
+    for kind, (group, pod) in replicas.items():
+        out = tfjob["spec"]["tfReplicaSpecs"][kind]
+        assert out["replicas"] == group["replicas"], kind
+        assert out["restartPolicy"] == group["restartPolicy"], kind
+        want, got = pod["spec"]["containers"][0], out["template"]["spec"]["containers"][0]
+        for field in ("image", "command", "args", "env"):
+            assert got.get(field) == want.get(field), (kind, field)
+        # the chart writes `requests: {}` where the input says nothing: the same to Kubernetes
+        resources = {k: v for k, v in got.get("resources", {}).items() if v}
+        assert resources == want.get("resources", {}), kind
+        mount = want["volumeMounts"][0]["mountPath"]
+        assert got["volumeMounts"] == [{"name": "data", "mountPath": mount}], kind
+        assert out["template"]["spec"]["volumes"] == [
+            {"name": "data", "persistentVolumeClaim": {"claimName": claim}}], kind
+    if "PersistentVolume" in given:
+        assert _pv_source(rendered["PersistentVolume"]) == _pv_source(
+            given["PersistentVolume"][0])
+    else:
+        assert "PersistentVolume" not in rendered
+    board = rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert board["image"] == given["Deployment"][0]["spec"]["template"]["spec"][
+        "containers"][0]["image"]
+    assert board["args"][:2] == ["--logdir", "/training/tensorflow/logs"]
+
+
+# --- what is left out, and output --------------------------------------------------------
+
+
+def test_printed_spec_lists_what_is_left_out(runner: CliRunner, tmp_path: Path) -> None:
+    source = tmp_path / "job.yaml"
+    data = yaml.safe_load((IMPORT / "jobs" / "v1.yaml").read_text())
+    data["status"] = {"conditions": [{"type": "Created"}]}
+    data["spec"]["ttlSecondsAfterFinished"] = 600
+    worker = data["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"][0]["resources"]["limits"]["cpu"] = "8"
+    worker["hostNetwork"] = True
+    source.write_text(yaml.safe_dump(data))
+    result = run_import(runner, source, IMPORT / "storage" / "csi.yaml", "--owner", OWNER)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["metadata"]["name"] == "mnist-v1"
+    errors = result.stderr
+    assert "TFJob/mnist-v1 status.conditions[0].type: Created (the cluster's state" in errors
+    assert "spec.ttlSecondsAfterFinished: 600 (tfgen never sets a TTL" in errors
+    assert "containers[0].resources.limits.cpu: 8 (tfgen sets no CPU limit" in errors
+    assert "Worker.template.spec.hostNetwork: True (the spec has no field for it)" in errors
+    assert "spec.csi.volumeHandle: mnist-nas-pv" in errors
+    assert "tfgen validate" in errors and "tfgen render" in errors and "pull request" in errors
+    assert not (tmp_path / "experiments").exists()
+
+
+def test_a_kubectl_list_and_a_folder(runner: CliRunner, tmp_path: Path) -> None:
+    items = [*_input("v1beta1", "nfs").values()]
+    listing = {"apiVersion": "v1", "kind": "List", "items": [d for docs in items for d in docs]}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "all.yaml").write_text(yaml.safe_dump(listing))
+    (tmp_path / "in" / "notes.txt").write_text("not read")
+    result = run_import(runner, tmp_path / "in", "--owner", OWNER)
+    assert result.exit_code == 0, result.output
+    spec = yaml.safe_load(result.stdout)
+    assert spec["spec"]["storage"]["nas"]["driver"] == "nfs"
+    assert spec["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 3}
+
+
+def test_never_overwrites(runner: CliRunner, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_repo_parts(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    existing = root / "experiments" / "distributed-mnist.yaml"
+    before = existing.read_bytes()
+    result = run_import(runner, *inputs("v1", "csi"), "--owner", OWNER,
+                        "--name", "distributed-mnist", "--write")
+    assert result.exit_code == 1
+    assert "exists already" in result.stderr and "never overwrites" in result.stderr
+    assert existing.read_bytes() == before
+
+
+# --- refused input ------------------------------------------------------------------------
+
+
+def _tfjob_text(**change: Any) -> str:
+    data = yaml.safe_load((IMPORT / "jobs" / "v1.yaml").read_text())
+    data["spec"].update(change)
+    return yaml.safe_dump(data)
+
+
+CLAIM_WITHOUT_PV = """\
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: mnist-nas, namespace: default}
+spec: {accessModes: [ReadWriteMany], storageClassName: nas, volumeName: gone}
+"""
+
+REFUSED = {
+    "not-an-object": ("- just\n- a list\n", "1:1: not a Kubernetes object"),
+    "no-tfjob": (CLAIM_WITHOUT_PV, "no TFJob in the input"),
+    "two-tfjobs": (_tfjob_text() + "---\n" + _tfjob_text(),
+                   "a second TFJob named 'mnist-v1' (the first is at "),
+    "claim-without-pv": (_tfjob_text() + "---\n" + CLAIM_WITHOUT_PV,
+                         "PersistentVolumeClaim/mnist-nas: no PersistentVolume in the input"),
+    "unknown-replica-type": (_tfjob_text(tfReplicaSpecs={"Launcher": {"replicas": 1}}),
+                             "unknown replica type 'Launcher'"),
+    "no-claim": (_tfjob_text(tfReplicaSpecs={"Worker": {"template": {"spec": {
+        "containers": [{"name": "tensorflow", "image": "tf"}]}}}}),
+        "its pods mount no PersistentVolumeClaim"),
+    "old-version": (_tfjob_text().replace("kubeflow.org/v1", "kubeflow.org/v2"),
+                    "not a TFJob version tfgen reads"),
+    "bad-yaml": ("a: [b\n", "invalid YAML"),
+    "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+        for p, c in zip("abcdefg", "bcdefgh", strict=True)),
+        f"more than {MAX_NODES:,} values"),
+    "merge-bomb": ("a: &a {k0: 1, k1: 1, k2: 1, k3: 1, k4: 1, k5: 1, k6: 1, k7: 1}\n" + "".join(
+        f"{c}: &{c} {{" + ", ".join(f"m{i}: {{<<: *{p}}}" for i in range(8)) + "}\n"
+        for p, c in zip("abcdefg", "bcdefgh", strict=True)),
+        f"more than {MAX_NODES:,} values"),
+    "binary": ("\x00\x01", "binary file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_input(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                       case: str) -> None:
+    root = copy_repo_parts(tmp_path / "repo", ("charts", "schemas", "tfgen.yaml"))
+    monkeypatch.chdir(root)
+    text, expected = REFUSED[case]
+    source = tmp_path / f"{case}.yaml"
+    source.write_text(text)
+    result = run_import(runner, source, "--owner", OWNER, "--write")
+    assert result.exit_code == 1, result.output
+    assert expected in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.output
+    assert not (root / "experiments").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "loop"])
+def test_hostile_files(runner: CliRunner, tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "x.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.symlink_to(path)
+    result = run_import(runner, folder, "--owner", OWNER)
+    assert result.exit_code == 1, result.output
+    assert "x.yaml: " in result.stderr and "Traceback" not in result.output
+    assert result.stdout == ""
+
+
+def test_invalid_spec_is_not_written(runner: CliRunner, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_repo_parts(tmp_path / "repo", ("charts", "schemas", "tfgen.yaml"))
+    monkeypatch.chdir(root)
+    source = tmp_path / "job.yaml"
+    source.write_text(_tfjob_text().replace("namespace: default", "namespace: elsewhere"))
+    result = run_import(runner, source, "--owner", OWNER, "--write")
+    assert result.exit_code == 1
+    assert "$.metadata.namespace" in result.stdout
+    assert "nothing written" in result.stderr
+    assert not (root / "experiments").exists()
+
+
+def test_name_with_two_tfjobs_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    source = tmp_path / "jobs.yaml"
+    source.write_text(_tfjob_text() + "---\n" + _tfjob_text().replace("mnist-v1", "other"))
+    result = run_import(runner, source, "--owner", OWNER, "--name", "x")
+    assert result.exit_code == 2
+    assert "--name names one spec" in result.stderr
