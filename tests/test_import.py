@@ -317,3 +317,29 @@ def test_name_with_two_tfjobs_is_a_usage_error(runner: CliRunner, tmp_path: Path
     result = run_import(runner, source, "--owner", OWNER, "--name", "x")
     assert result.exit_code == 2
     assert "--name names one spec" in result.stderr
+
+
+def test_what_the_groups_do_not_share_is_listed(runner: CliRunner, tmp_path: Path) -> None:
+    data = yaml.safe_load((IMPORT / "jobs" / "v1.yaml").read_text())
+    del data["metadata"]["namespace"]
+    groups = data["spec"]["tfReplicaSpecs"]
+    groups["Worker"]["template"]["spec"]["serviceAccountName"] = "trainer"
+    ps = groups["PS"]["template"]["spec"]["containers"][0]
+    ps["env"].append({"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+    del ps["resources"]["limits"]
+    source = tmp_path / "odd\nname.yaml"
+    source.write_text(yaml.safe_dump(data))
+    result = run_import(runner, source, IMPORT / "storage" / "existing-claim.yaml",
+                        "--owner", OWNER)
+    assert result.exit_code == 0, result.output
+    spec = yaml.safe_load(result.stdout)
+    assert "serviceAccountName" not in spec["spec"]
+    assert spec["spec"]["roles"]["ps"]["memory"] == "4Gi"
+    assert '"' + str(tmp_path) + '/odd\\nname.yaml"' in result.stdout.splitlines()[1]
+    errors = result.stderr
+    assert ("Worker.template.spec.serviceAccountName: trainer (the spec sets "
+            "serviceAccountName once for every role, and the groups differ (") in errors
+    assert "env[1].valueFrom.fieldRef.fieldPath: metadata.name" in errors
+    assert "variable POD of PS is not imported" in errors
+    assert "memory 4Gi becomes the limit too" in errors
+    assert "names no namespace: the spec takes tfgen.yaml's default" in errors

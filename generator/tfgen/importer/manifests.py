@@ -63,6 +63,7 @@ class Manifest:
     shown: str  # the file, as messages name it
     line: int
     used: set[Path_] = field(default_factory=set)
+    why: dict[Path_, str] = field(default_factory=dict)  # reasons for fields left out on purpose
 
     @property
     def kind(self) -> str:

@@ -71,6 +71,9 @@ class Imported:
 
 
 def _reason(manifest: Manifest, parts: Path_) -> str:
+    for length in range(len(parts), 0, -1):
+        if parts[:length] in manifest.why:
+            return manifest.why[parts[:length]]
     last_applied = parts[-1:] == ("kubectl.kubernetes.io/last-applied-configuration",)
     if parts[:1] == ("metadata",) and parts[1:2] in (("labels",), ("annotations",)) and (
             manifest.kind != "TFJob" and not last_applied):
@@ -239,7 +242,15 @@ def _shared(pods: list[Pod], spec: dict[str, Any], key: str, read: Any) -> None:
         for pod in pods:
             read(pod, True)
         spec[key] = given[0]
-    # otherwise left over on every pod: the listing says each value
+        return
+    shown = ", ".join(f"{pod.replica.written}: {value!r}" for pod, value in zip(
+        pods, values, strict=True))
+    for pod in pods:  # left over on every pod, each value listed
+        where = pod.container if key in SHARED_CONTAINER_FIELDS else pod.spec
+        if where is not None:
+            field_path = (*where, SHARED_POD_FIELDS.get(key, (key,))[0])
+            pod.job.why[field_path] = (
+                f"the spec sets {key} once for every role, and the groups differ ({shown})")
 
 
 def _security(pod: Pod, take: bool) -> Any:
@@ -501,6 +512,9 @@ def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Im
     metadata: dict[str, Any] = {"name": name}
     if manifest.namespace:
         metadata["namespace"] = manifest.take("metadata", "namespace")
+    else:
+        notes.append(f"{manifest.ref} names no namespace: the spec takes tfgen.yaml's default "
+                     "(set metadata.namespace to choose)")
     metadata["owner"] = owner
     for key in ("labels", "annotations"):
         values = manifest.get("metadata", key) or {}

@@ -10,6 +10,7 @@ never overwritten and never half written.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -29,7 +30,10 @@ MODELINE = "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
 
 def spec_text(spec: dict[str, Any], sources: list[str]) -> str:
     """The spec file: modeline, where it came from, the spec."""
-    said = ", ".join(sorted(set(sources)))
+    # A file name with a line break (or any character YAML ends a comment at) would add
+    # lines to the spec: such a name is written JSON-quoted, in ASCII.
+    said = ", ".join(s if s.isascii() and s.isprintable() else json.dumps(s)
+                     for s in sorted(set(sources)))
     return f"{MODELINE}# Imported by tfgen import from {said}.\n{dump_yaml(spec)}"
 
 
