@@ -156,6 +156,8 @@ def test_round_trip(imported: Path, job: str, storage: str) -> None:
         # the chart writes `requests: {}` where the input says nothing: the same to Kubernetes
         resources = {k: v for k, v in got.get("resources", {}).items() if v}
         assert resources == want.get("resources", {}), kind
+        for field in ("nodeSelector", "tolerations"):
+            assert out["template"]["spec"].get(field) == pod["spec"].get(field), (kind, field)
         mount = want["volumeMounts"][0]["mountPath"]
         assert got["volumeMounts"] == [{"name": "data", "mountPath": mount}], kind
         assert out["template"]["spec"]["volumes"] == [
