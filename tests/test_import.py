@@ -345,3 +345,45 @@ def test_what_the_groups_do_not_share_is_listed(runner: CliRunner, tmp_path: Pat
     assert "variable POD of PS is not imported" in errors
     assert "memory 4Gi becomes the limit too" in errors
     assert "names no namespace: the spec takes tfgen.yaml's default" in errors
+
+
+def _nodes(value: Any, parts: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [parts] if parts else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _nodes(item, (*parts, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _nodes(item, (*parts, index))
+    return out
+
+
+def test_any_node_of_another_type_gets_a_line_not_a_traceback(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """Every node of a TFJob, PV, claim and TensorBoard replaced by a text and a number: the
+    library raises tfgen's errors only (the CLI turns them into one line), never another."""
+    from tfgen.errors import TfgenError
+    from tfgen.importer import import_manifests
+
+    monkeypatch.chdir(tmp_path)
+    docs = [*_input("v1", "flexvolume").values()]
+    base = [doc for group in docs for doc in group]
+    source = tmp_path / "in.yaml"
+    tried = 0
+    for index, doc in enumerate(base):
+        for parts in _nodes(doc):
+            for replacement in ("x", 7):
+                changed = yaml.safe_load(yaml.safe_dump_all(base[index:index + 1]))
+                target = changed
+                for part in parts[:-1]:
+                    target = target[part]
+                target[parts[-1]] = replacement
+                source.write_text(yaml.safe_dump_all([*base[:index], changed,
+                                                      *base[index + 1:]]))
+                try:
+                    import_manifests([source], owner=OWNER)
+                except TfgenError:
+                    pass
+                tried += 1
+    assert tried > 300

@@ -105,6 +105,24 @@ class Manifest:
             value = value[part]
         return value
 
+    def _typed(self, expected: type, what: str, parts: tuple[str | int, ...]) -> Any:
+        value = self.get(*parts)
+        if value is None:
+            return expected()
+        if not isinstance(value, expected):
+            raise ManifestError(
+                f"{self.where}: {self.ref} {pointer(parts)}: expected {what}, found "
+                f"{type(value).__name__} {value!r:.40}; Kubernetes would refuse it too")
+        return value
+
+    def mapping(self, *parts: str | int) -> dict[str, Any]:
+        """The mapping at `parts` ({} when absent); ManifestError when it is something else."""
+        return self._typed(dict, "a mapping", parts)  # type: ignore[no-any-return]
+
+    def sequence(self, *parts: str | int) -> list[Any]:
+        """The list at `parts` ([] when absent); ManifestError when it is something else."""
+        return self._typed(list, "a list", parts)  # type: ignore[no-any-return]
+
     def take(self, *parts: str | int) -> Any:
         """The value at `parts`, marked as carried into the spec (with everything below it)."""
         value = self.get(*parts)

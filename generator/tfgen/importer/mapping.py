@@ -134,6 +134,12 @@ class Pod:
     def ctake(self, *parts: str | int) -> Any:
         return self.job.take(*self.container, *parts) if self.container else None
 
+    def clist(self, *parts: str | int) -> list[Any]:
+        return self.job.sequence(*self.container, *parts) if self.container else []
+
+    def cmap(self, *parts: str | int) -> dict[str, Any]:
+        return self.job.mapping(*self.container, *parts) if self.container else {}
+
 
 def _pod(job: Manifest, replica: Replica) -> Pod:
     spec = (*replica.template, "spec")
@@ -158,9 +164,10 @@ def _pod(job: Manifest, replica: Replica) -> Pod:
 
 def _env(pod: Pod, notes: list[str]) -> list[dict[str, Any]]:
     out = []
-    for index, entry in enumerate(pod.cget("env") or []):
-        if not isinstance(entry, dict) or entry.get("name") == "TF_CONFIG":
-            continue  # left over: the operator sets TF_CONFIG
+    for index, entry in enumerate(pod.clist("env")):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry.get(
+                "name") == "TF_CONFIG":
+            continue  # left over and listed; TF_CONFIG is the operator's
         value_from = entry.get("valueFrom")
         if "value" in entry or not value_from:
             pod.ctake("env", index)
@@ -183,8 +190,9 @@ def _env(pod: Pod, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def _resources(pod: Pod, role: dict[str, Any], notes: list[str]) -> None:
-    requests = pod.cget("resources", "requests") or {}
-    limits = pod.cget("resources", "limits") or {}
+    pod.cmap("resources")
+    requests = pod.cmap("resources", "requests")
+    limits = pod.cmap("resources", "limits")
     what = f"{pod.job.ref} {pod.replica.written}"
     if "cpu" in requests:
         role["cpu"] = str(pod.ctake("resources", "requests", "cpu"))
@@ -300,12 +308,13 @@ def _lift(roles: dict[str, dict[str, Any]], spec: dict[str, Any], key: str) -> N
 
 def _claim_mount(pod: Pod) -> tuple[str, str] | None:
     """(claim, mount path) of the claim the pod mounts, marking both used."""
-    volumes = pod.get("volumes") or []
+    volumes = pod.job.sequence(*pod.spec, "volumes")
+    mounts = pod.clist("volumeMounts")
     for index, volume in enumerate(volumes):
         claim = volume.get("persistentVolumeClaim") if isinstance(volume, dict) else None
         if not isinstance(claim, dict):
             continue
-        for mount_index, mount in enumerate(pod.cget("volumeMounts") or []):
+        for mount_index, mount in enumerate(mounts):
             if isinstance(mount, dict) and mount.get("name") == volume.get("name"):
                 pod.take("volumes", index, "name")
                 pod.take("volumes", index, "persistentVolumeClaim", "claimName")
@@ -342,7 +351,7 @@ def _find_volume(claim: Manifest, manifests: list[Manifest]) -> Manifest:
 
 
 def _nas(volume: Manifest, notes: list[str]) -> dict[str, Any]:
-    spec = volume.get("spec") or {}
+    spec = volume.mapping("spec")
     nas: dict[str, Any]
     if isinstance(spec.get("csi"), dict) and spec["csi"].get("driver") == CSI_DRIVER:
         volume.take("spec", "csi", "driver")
@@ -363,7 +372,7 @@ def _nas(volume: Manifest, notes: list[str]) -> dict[str, Any]:
     elif isinstance(spec.get("nfs"), dict):
         nas = {"driver": "nfs", "server": volume.take("spec", "nfs", "server"),
                "path": volume.take("spec", "nfs", "path")}
-        for option in spec.get("mountOptions") or []:
+        for option in volume.sequence("spec", "mountOptions"):
             key, _, value = str(option).partition("=")
             if key in ("vers", "nfsvers"):
                 nas["vers"] = value
@@ -377,9 +386,9 @@ def _nas(volume: Manifest, notes: list[str]) -> dict[str, Any]:
             "input to import the claim as an existing claim")
     if "vers" not in nas:
         nas["vers"] = "3"  # the driver's default, written so tfgen.yaml defaults cannot change it
-    mount_options = volume.take("spec", "mountOptions")
-    if mount_options and nas["driver"] != "flexvolume":
-        nas["mountOptions"] = [str(o) for o in mount_options]
+    # the chart writes mountOptions for csi and nfs; a FlexVolume's stay listed as left out
+    if volume.sequence("spec", "mountOptions") and nas["driver"] != "flexvolume":
+        nas["mountOptions"] = [str(o) for o in volume.take("spec", "mountOptions")]
     capacity = volume.take("spec", "capacity", "storage")
     if capacity is not None:
         nas["capacity"] = str(capacity)
@@ -427,11 +436,13 @@ def _tensorboard(
     deployment: Manifest, claim: str, mount_path: str, notes: list[str]
 ) -> dict[str, Any] | None:
     spec = ("spec", "template", "spec")
-    containers = deployment.get(*spec, "containers") or []
+    containers = deployment.sequence(*spec, "containers")
     for index, container in enumerate(containers):
         if not isinstance(container, dict):
             continue
-        tokens = [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]
+        at = (*spec, "containers", index)
+        tokens = [str(t) for t in deployment.sequence(*at, "command") + deployment.sequence(
+            *at, "args")]
         log_dir = _logdir(tokens)
         if log_dir is None:
             continue
@@ -517,7 +528,7 @@ def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Im
                      "(set metadata.namespace to choose)")
     metadata["owner"] = owner
     for key in ("labels", "annotations"):
-        values = manifest.get("metadata", key) or {}
+        values = manifest.mapping("metadata", key)
         kept = {k: str(v) for k, v in values.items()
                 if not str(k).startswith(naming.RESERVED_PREFIXES)
                 and k != "kubectl.kubernetes.io/last-applied-configuration"}
