@@ -136,8 +136,8 @@ class Manifest:
         yield from self._walk(self.doc, ())
 
     def _walk(self, value: Any, parts: Path_) -> Iterator[tuple[Path_, Any]]:
-        if any(parts[: len(used)] == used for used in self.used):
-            return
+        if parts in self.used:
+            return  # used with everything below it (the walk stops at the first used prefix)
         if isinstance(value, dict) and value:
             for key, item in value.items():
                 yield from self._walk(item, (*parts, key))
