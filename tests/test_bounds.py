@@ -107,6 +107,10 @@ CHART_ONLY = {
     "roles.master.replicas", "roles.chief.replicas", "roles.evaluator.replicas",
     # tfgen writes resources from cpu/memory/gpus; their bounds are rules.py's
     "resources",
+    # the spec's seccompProfile is the type alone (same enum), written as {type: ...}
+    "podSecurityContext.seccompProfile",
+    # from tfgen.yaml's networkPolicy (same pattern in repo-config.schema.json), not the spec
+    "networkPolicy",
 }
 
 

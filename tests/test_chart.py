@@ -346,14 +346,17 @@ def test_tensorboard_deployment(renders: dict[str, dict[str, str]]) -> None:
         "--reload_interval", "30"]
     assert pod["automountServiceAccountToken"] is False
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["securityContext"]["runAsUser"] == 1000
+    assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (
+        10000, 10000)  # high IDs: no user of the node
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]}}
-    # the trainers' user, so that TensorBoard can read their event files
+    # trainers at 2000:2000 (below 10000): TensorBoard keeps its high IDs and joins their
+    # groups, so that it can read their event files
     chief = deployment("chief-evaluator-csi")["spec"]["template"]["spec"]["securityContext"]
-    assert (chief["runAsUser"], chief["runAsGroup"]) == (2000, 2000)
+    assert (chief["runAsUser"], chief["runAsGroup"]) == (10000, 10000)
+    assert chief["supplementalGroups"] == [3000, 2000]
 
     ingress_scenario = objects(renders["tensorboard-ingress"]["helm4"])
     ingress = next(o for o in ingress_scenario if o["kind"] == "Ingress")
@@ -365,7 +368,7 @@ def test_tensorboard_deployment(renders: dict[str, dict[str, str]]) -> None:
     assert container["livenessProbe"]["httpGet"]["path"] == prefix + "/"
     # trainers run as root here; TensorBoard still does not
     assert deployment("tensorboard-ingress")["spec"]["template"]["spec"]["securityContext"][
-        "runAsUser"] == 1000
+        "runAsUser"] == 10000
 
 
 def test_role_env_is_appended_and_wins(renders: dict[str, dict[str, str]]) -> None:

@@ -78,8 +78,12 @@ def test_everything_explicit_with_defaults() -> None:
         "suspend": False, "schedulingPolicy": {},
     }
     assert values["tensorboard"]["resources"] == {
-        "requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"},
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+        "limits": {"cpu": "500m", "memory": "1Gi"},  # TensorBoard's CPU is capped
     }
+    assert values["podSecurityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    strict = build_values(apply_defaults(written), run_as_non_root=True)["podSecurityContext"]
+    assert strict == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     assert values["tensorboard"]["service"] == {"type": "ClusterIP", "port": 6006}
     assert values["storage"]["existingClaim"] == ""
 

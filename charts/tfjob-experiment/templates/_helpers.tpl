@@ -166,15 +166,41 @@ Usage: {{ include "tfjob-experiment.tensorboardPathPrefix" . }}
 {{- end }}
 
 {{/*
-The user TensorBoard runs as. It must be able to read the event files the training pods write
-on the NAS, so it runs as the experiment's podSecurityContext.runAsUser when that is a non-root
-user, else as 1000 (TensorBoard never runs as root; files written by a root trainer with the
-default umask are world-readable).
+The user TensorBoard runs as: the trainers' podSecurityContext.runAsUser when that is at least
+10000, else 10000. High UIDs never coincide with a user of the node (a container escape lands on
+nobody); files the trainers write with the default umask are world-readable, so 10000 reads them,
+and trainers that run as a high UID share it with TensorBoard.
 Usage: {{ include "tfjob-experiment.tensorboardUser" . }}
 */}}
 {{- define "tfjob-experiment.tensorboardUser" -}}
-{{- $uid := int (.Values.podSecurityContext.runAsUser | default 0) }}
-{{- if gt $uid 0 }}{{ $uid }}{{ else }}1000{{ end }}
+{{- $uid := int64 (.Values.podSecurityContext.runAsUser | default 0) }}
+{{- if ge $uid 10000 }}{{ $uid }}{{ else }}10000{{ end }}
+{{- end }}
+
+{{/*
+The primary group TensorBoard runs as, by the rule of tensorboardUser (at least 10000).
+Usage: {{ include "tfjob-experiment.tensorboardGroup" . }}
+*/}}
+{{- define "tfjob-experiment.tensorboardGroup" -}}
+{{- $gid := int64 (.Values.podSecurityContext.runAsGroup | default 0) }}
+{{- if ge $gid 10000 }}{{ $gid }}{{ else }}10000{{ end }}
+{{- end }}
+
+{{/*
+TensorBoard's supplementary groups: the trainers' supplementalGroups, and their primary group
+when TensorBoard does not run as it, so that group-readable event files stay readable. Root's
+group 0 is never added. A YAML list, or nothing.
+Usage: {{ include "tfjob-experiment.tensorboardGroups" . }}
+*/}}
+{{- define "tfjob-experiment.tensorboardGroups" -}}
+{{- $sc := .Values.podSecurityContext }}
+{{- $groups := list }}
+{{- range ($sc.supplementalGroups | default list) }}{{ if gt (int64 .) 0 }}{{ $groups = append $groups (int64 .) }}{{ end }}{{ end }}
+{{- $gid := int64 ($sc.runAsGroup | default 0) }}
+{{- if and (gt $gid 0) (ne (toString $gid) (include "tfjob-experiment.tensorboardGroup" .)) }}
+{{- $groups = append $groups $gid }}
+{{- end }}
+{{- with ($groups | uniq) }}{{ toYaml . }}{{ end }}
 {{- end }}
 
 {{/*

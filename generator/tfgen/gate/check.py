@@ -177,8 +177,9 @@ class _Gate:
         argo, argo_problems = objects.argo_objects(self.root, self.inputs.files)
         judge = objects.Judge(ManifestValidator(kube, resources.schema_dir()),
                               wiring.load_projects(argo),
-                              schema_check=self.options.validator != "kubeconform")
-        projects = json.dumps({n: asdict(p) for n, p in sorted(judge.projects.items())})
+                              schema_check=self.options.validator != "kubeconform",
+                              config=self.config)
+        projects = judge.fingerprint()
         verdict_keys = [
             self.keys.objects(self.renderer.key(job), app.namespace, app.project,
                               kube_version=kube, schema_check=judge.schema_check,
@@ -251,7 +252,7 @@ class _Gate:
     def drift(self, specs: ValidationResult) -> list[Problem]:
         """Committed generated files that differ from what `tfgen render` would write."""
         plan = render.plan_render(self.root, specs.experiments, self.config.argocd,
-                                  network_policy=self.config.network_policy,
+                                  config=self.config,
                                   committed=self.inputs.generated(),
                                   pending=specs.invalid_names)
         return [replace(p, path=layout.shown(p.path, self.root))

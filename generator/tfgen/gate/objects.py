@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..problems import Problem
 from ..repo import layout
+from ..validate.config import RepoConfig, builtin_policy
 from . import kubeconform, policy, wiring
 from .applications import ResolvedApplication
 from .batch import RenderResult
@@ -77,6 +78,22 @@ class Judge:
     validator: ManifestValidator
     projects: dict[str, wiring.Project]
     schema_check: bool = True  # False when kubeconform alone validates the schemas
+    config: RepoConfig | None = None  # the namespaces' policies (None: tfgen.yaml's defaults)
+
+    def pod_security(self, namespace: str) -> tuple[str, str]:
+        """(level, where tfgen.yaml sets it) of a namespace's Pod Security Standard."""
+        if self.config is None:
+            return builtin_policy()["podSecurity"], f"{layout.CONFIG_NAME} default"
+        return (self.config.namespace_policy(namespace)["podSecurity"],
+                self.config.policy_source(namespace, "podSecurity"))
+
+    def fingerprint(self) -> str:
+        """Everything besides the objects that a verdict depends on, for its cache key."""
+        policies = {}
+        if self.config is not None:
+            policies = {ns: self.pod_security(ns) for ns in sorted(self.config.data["policy"])}
+        return json.dumps({"projects": {n: asdict(p) for n, p in sorted(self.projects.items())},
+                           "podSecurity": policies}, sort_keys=True)
 
     def verdict(self, app: ResolvedApplication, objects: Sequence[RenderedObject]) -> Verdict:
         found: list[Problem] = []
@@ -86,6 +103,9 @@ class Judge:
             found += policy.tfjob_problems(obj, "")
         found += policy.one_tfjob_problems(objects, "")
         found += policy.data_safety_problems(objects, "")
+        level, source = self.pod_security(app.namespace)
+        found += policy.pod_security_problems(objects, app.namespace, level, source,
+                                              self.validator.kube_version, "")
         found += wiring.object_problems(objects, app, self.projects.get(app.project), "")
         return Verdict(tuple(found), tuple(o.key for o in objects))
 

@@ -1,12 +1,14 @@
 """Rules on rendered objects that a JSON Schema cannot express.
 
-Two families, each returning `Problem`s located at the file a person should open and
+Three families, each returning `Problem`s located at the file a person should open and
 pointing at `Kind/name $.path`:
 
 - TFJob: every replica type runs a container named `tensorflow` (the training operator finds
   the port and injects TF_CONFIG by that name), at most one Chief/Master, no TF_CONFIG in the
   template (the operator owns it), no ttlSecondsAfterFinished (Argo CD self-heal would
   recreate the deleted TFJob and train again).
+- Pod security: every pod template meets the Pod Security Standard level its namespace
+  enforces, as tfgen.yaml declares it (the controls are in `podsecurity`).
 - Data safety: the NAS volume survives every GitOps action: PV Retain, PV and PVC both marked
   Prune=false/Delete=false (kept or deleted together), created in earlier sync waves than
   their users, no hooks and no other writer of the volume.
@@ -18,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
-from ..repo import chart, naming
+from ..repo import chart, layout, naming
+from . import podsecurity
 from .manifests import RenderedObject
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -119,6 +122,53 @@ def tfjob_problems(obj: RenderedObject, path: str) -> list[Problem]:
                             "ttlSecondsAfterFinished deletes the finished TFJob, and Argo CD "
                             "self-heal recreates it, which trains again",
                             "remove it; cleanPodPolicy frees the pods"))
+    return out
+
+
+# --- Pod Security Standards ------------------------------------------------------------------
+
+def _pod_templates(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(pointer, pod spec, template annotations) of every pod template of an object."""
+    spec = obj.doc.get("spec") or {}
+    if not isinstance(spec, dict):
+        return
+    for where, pod in _pod_specs(obj):
+        template: Any = spec
+        for part in where.split(".")[2:-1]:  # $.spec.<...>.template.spec -> the template
+            template = template.get(part) if isinstance(template, dict) else None
+        meta = template.get("metadata") if isinstance(template, dict) else None
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        yield where, pod, annotations if isinstance(annotations, dict) else {}
+
+
+def _pod_security_hint(control: str, namespace: str) -> str:
+    policy = f"policy.{namespace}"
+    if control == "Running as Non-root":
+        return (f"set spec.securityContext.runAsNonRoot: true (and a runAsUser other than 0 "
+                f"unless the image's user is not root), or {policy}.runAsNonRoot: true in "
+                f"{layout.CONFIG_NAME}")
+    return (f"change the spec; or, if the namespace's label allows more, correct "
+            f"{policy}.podSecurity in {layout.CONFIG_NAME}")
+
+
+def pod_security_problems(
+    objects: Sequence[RenderedObject], namespace: str, level: str, source: str,
+    kube_version: str, path: str,
+) -> list[Problem]:
+    """Every pod template checked against the Pod Security level its namespace enforces: the
+    admission controller would refuse the pods, and the TFJob would wait with none."""
+    out = []
+    for obj in objects:
+        for where, pod, notes in _pod_templates(obj):
+            for found in podsecurity.violations(pod, notes, level, kube_version):
+                pointer = (f"{where.rsplit('.', 1)[0]}.{found.pointer}"
+                           if found.pointer.startswith("metadata.") else
+                           f"{where}.{found.pointer}")
+                out.append(obj.problem(
+                    path, pointer,
+                    f"namespace {namespace} enforces Pod Security {level!r} ({source}), "
+                    f"control {found.control}: {found.message}",
+                    _pod_security_hint(found.control, namespace)))
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import EnvironmentProblem
 from ..problems import Problem
 from ..repo import layout, naming
-from ..validate import Experiment, load_config, validate_paths
+from ..validate import Experiment, RepoConfig, load_config, validate_paths
 from . import argo
 from .generated import GeneratedFile, dump_yaml, is_generated
 from .values import build_values
@@ -82,12 +82,18 @@ class RenderPlan:
 
 
 def experiment_files(
-    experiment: Experiment, network_policy: Mapping[str, Any] | None = None
+    experiment: Experiment, config: RepoConfig | None = None
 ) -> list[GeneratedFile]:
     """The two generated files of one experiment: chart values and generator input.
 
-    `network_policy` is tfgen.yaml's `networkPolicy` block (its defaults when None)."""
-    values = build_values(experiment.data, network_policy)
+    `config` gives the repository's choices the values carry (`networkPolicy`, the namespace's
+    `policy`); without it, tfgen.yaml's defaults."""
+    if config is None:
+        values = build_values(experiment.data)
+    else:
+        namespace = experiment.data["metadata"]["namespace"]
+        values = build_values(experiment.data, config.network_policy,
+                              config.namespace_policy(namespace)["runAsNonRoot"])
     meta = values["experiment"]
     values_path = f"{layout.generated_folder(meta['name'])}/{layout.VALUES_FILE}"
     return [
@@ -99,10 +105,10 @@ def experiment_files(
 def wanted_files(
     experiments: Iterable[Experiment],
     argocd: Mapping[str, Any],
-    network_policy: Mapping[str, Any] | None = None,
+    config: RepoConfig | None = None,
 ) -> tuple[list[GeneratedFile], list[Problem]]:
-    """Everything tfgen generates for these experiments and tfgen.yaml's `argocd` and
-    `networkPolicy` blocks."""
+    """Everything tfgen generates for these experiments, tfgen.yaml's `argocd` block and the
+    rest of the repository config (its defaults when None)."""
     files = argo.argo_files(argocd)
     problems: list[Problem] = []
     for experiment in sorted(experiments, key=lambda e: e.rel):
@@ -113,7 +119,7 @@ def wanted_files(
                                     message=f"{experiment.name!r} is not a DNS-1035 label",
                                     hint=naming.NAME_RULE))
             continue
-        files += experiment_files(experiment, network_policy)
+        files += experiment_files(experiment, config)
     return files, problems
 
 
@@ -129,7 +135,7 @@ def plan_render(
     experiments: Iterable[Experiment],
     argocd: Mapping[str, Any],
     *,
-    network_policy: Mapping[str, Any] | None = None,
+    config: RepoConfig | None = None,
     committed: Mapping[str, bytes] | None = None,
     pending: Collection[str] = (),
 ) -> RenderPlan:
@@ -138,12 +144,12 @@ def plan_render(
     `committed` maps repository-relative paths where tfgen writes (`layout.generated_files`)
     to their bytes; read from `root` when not given. `pending` names experiments whose spec
     exists but did not validate: their generated files are neither wanted nor orphans (the
-    spec's problems say what to fix). `network_policy` is tfgen.yaml's block of that name
-    (None: its defaults).
+    spec's problems say what to fix). `config` is the repository config the per-experiment
+    values depend on (None: tfgen.yaml's defaults).
     """
     if committed is None:
         committed = layout.generated_files(root)
-    files, problems = wanted_files(experiments, argocd, network_policy)
+    files, problems = wanted_files(experiments, argocd, config)
     changes: list[FileChange] = []
     for generated in files:
         raw = committed.get(generated.path)
@@ -205,12 +211,12 @@ def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[P
         # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
         # and every per-experiment file becomes an orphan.
         return plan_render(config.root, [], config.argocd,
-                           network_policy=config.network_policy), []
+                           config=config), []
     result = validate_paths([folder], config)
     if result.problems:
         return None, list(result.problems)
     return plan_render(config.root, result.experiments, config.argocd,
-                       network_policy=config.network_policy), []
+                       config=config), []
 
 
 class NotARepository(EnvironmentProblem):

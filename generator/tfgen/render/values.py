@@ -106,6 +106,24 @@ def _storage(storage: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _tensorboard_resources(cpu: str | int | float, memory: str) -> dict[str, dict[str, Any]]:
+    """TensorBoard's CPU is capped at its request, unlike training's: a busy board must not
+    take CPU from the trainers on its node."""
+    out = resources(cpu, memory)
+    out["limits"] = {"cpu": str(cpu), **out["limits"]}
+    return out
+
+
+def _pod_security(context: Mapping[str, Any], run_as_non_root: bool) -> dict[str, Any]:
+    """The spec's securityContext as the pod's: runAsNonRoot when the spec or the namespace's
+    policy asks, seccomp as a profile object."""
+    out = {key: context[key] for key in sorted(context) if key != "seccompProfile"}
+    if run_as_non_root:
+        out["runAsNonRoot"] = True
+    out["seccompProfile"] = {"type": context["seccompProfile"]}
+    return dict(sorted(out.items()))
+
+
 def _tensorboard(tb: Mapping[str, Any], mount_path: str) -> dict[str, Any]:
     service, ingress = tb["service"], tb["ingress"]
     return {
@@ -115,7 +133,7 @@ def _tensorboard(tb: Mapping[str, Any], mount_path: str) -> dict[str, Any]:
         # so it gets the conventional one (unused while disabled) rather than an invalid "".
         "logDir": tb.get("logDir") or f"{mount_path.rstrip('/')}/logs",
         "reloadInterval": tb["reloadInterval"],
-        "resources": resources(tb["cpu"], tb["memory"]),
+        "resources": _tensorboard_resources(tb["cpu"], tb["memory"]),
         "service": {"type": service["type"], "port": service["port"]},
         "ingress": {
             "enabled": ingress["enabled"],
@@ -143,13 +161,16 @@ def _network_policy(block: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def build_values(
-    experiment: Mapping[str, Any], network_policy: Mapping[str, Any] | None = None
+    experiment: Mapping[str, Any],
+    network_policy: Mapping[str, Any] | None = None,
+    run_as_non_root: bool = False,
 ) -> dict[str, Any]:
     """A validated experiment document (apiVersion/kind/metadata/spec) -> chart values.
 
     `network_policy` is tfgen.yaml's `networkPolicy` block (a repository's choice, not the
     spec's: whoever writes a spec must not be able to open the job's ports); None means the
-    schema's defaults.
+    schema's defaults. `run_as_non_root` is the namespace's policy in tfgen.yaml asking for
+    non-root training pods.
     """
     metadata, spec = experiment["metadata"], experiment["spec"]
     roles = spec["roles"]
@@ -175,7 +196,7 @@ def build_values(
         "priorityClassName": spec["priorityClassName"],
         "schedulerName": spec["schedulerName"],
         "serviceAccountName": spec["serviceAccountName"],
-        "podSecurityContext": _sorted_map(spec["securityContext"]),
+        "podSecurityContext": _pod_security(spec["securityContext"], run_as_non_root),
         "istioSidecar": spec["istioSidecar"],
         "networkPolicy": _network_policy(network_policy),
     }

@@ -57,6 +57,21 @@ class RepoConfig:
         controller's namespace that may reach TensorBoard."""
         return dict(self.data["networkPolicy"])
 
+    def namespace_policy(self, namespace: str) -> dict[str, Any]:
+        """The `policy` entry of a namespace, every default filled in (an absent entry is an
+        empty one)."""
+        entry = self.data["policy"].get(namespace)
+        return dict(entry) if isinstance(entry, dict) else builtin_policy()
+
+    def policy_source(self, namespace: str, key: str) -> str:
+        """Where a namespace's policy setting is written: `tfgen.yaml:<line>`, or the schema's
+        default when tfgen.yaml does not set it."""
+        parts = ("policy", namespace, key)
+        if self.document is None or not _has(self.document.data, parts):
+            return f"{layout.CONFIG_NAME} default"
+        line, _ = self.document.locate(parts)
+        return f"{layout.CONFIG_NAME}:{line}"
+
     @property
     def defaults(self) -> dict[str, Any]:
         return dict(self.data["defaults"])
@@ -70,6 +85,20 @@ def builtin_data() -> dict[str, Any]:
     """The complete config of a repository whose tfgen.yaml sets nothing: the schema's
     defaults, their only home."""
     return apply_defaults({"apiVersion": "tfgen.io/v1", "kind": "RepoConfig"}, CONFIG_SCHEMA)
+
+
+def builtin_policy() -> dict[str, Any]:
+    """A namespace's `policy` entry when tfgen.yaml has none: the schema's defaults."""
+    data = {"apiVersion": "tfgen.io/v1", "kind": "RepoConfig", "policy": {"x": {}}}
+    return dict(apply_defaults(data, CONFIG_SCHEMA)["policy"]["x"])
+
+
+def _has(data: Any, parts: tuple[str, ...]) -> bool:
+    for part in parts:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
 
 
 def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> RepoConfig:
