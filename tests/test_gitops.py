@@ -250,3 +250,30 @@ def test_an_odd_applicationset_gives_problems_not_exceptions(tmp_path: Path, cas
     assert resolution.problems, "an unusable ApplicationSet is reported"
     for app in resolution.applications:  # whatever resolves still names a chart and values
         assert isinstance(app.name, str) and isinstance(app.value_files, list)
+
+
+@pytest.mark.parametrize(("version", "named"), [(None, False), ("3.2", False), ("3.3", True),
+                                                ("3.10", True), ("4.0", True)])
+def test_volumes_narrowed_by_name_from_argocd_3_3(
+    tmp_path: Path, version: str | None, named: bool
+) -> None:
+    argocd = {**ARGOCD, "version": version} if version else dict(ARGOCD)
+    apply_plan(plan_render(tmp_path, [experiment(mnist_spec())], argocd))
+    project = load(tmp_path, "argo/project.yaml")
+    assert not schema_errors(project)
+    entries = project["spec"]["clusterResourceWhitelist"]
+    if named:
+        assert entries == [{"group": "", "kind": "PersistentVolume",
+                            "name": f"{ns}-*-data"} for ns in sorted(ARGOCD["namespaces"])]
+    else:
+        assert entries == [{"group": "", "kind": "PersistentVolume"}]
+    assert "signatureKeys" not in project["spec"]
+
+
+def test_signature_keys(tmp_path: Path) -> None:
+    argocd = {**ARGOCD, "signatureKeys": ["4AEE18F83AFDEB23", "0123456789ABCDEF"]}
+    apply_plan(plan_render(tmp_path, [experiment(mnist_spec())], argocd))
+    project = load(tmp_path, "argo/project.yaml")
+    assert not schema_errors(project)
+    assert project["spec"]["signatureKeys"] == [{"keyID": "4AEE18F83AFDEB23"},
+                                                {"keyID": "0123456789ABCDEF"}]

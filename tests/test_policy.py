@@ -127,3 +127,37 @@ def test_project_whitelists() -> None:
     assert kind_allowed(project, "kubeflow.org", "TFJob")
     assert not kind_allowed(project, "apps", "Deployment")
     assert not kind_allowed(project, "", "Secret")
+
+
+def test_project_whitelist_by_name_pattern() -> None:
+    """Argo CD 3.3 name globs: a volume named outside tfgen's pattern is refused."""
+    project = Project("p", "argo/project.yaml", ["*"], [],
+                      cluster_whitelist=[{"group": "", "kind": "PersistentVolume",
+                                          "name": "default-*-data"}],
+                      cluster_blacklist=[{"group": "", "kind": "PersistentVolume",
+                                          "name": "default-keep-*"}],
+                      namespace_whitelist=None, namespace_blacklist=[])
+    assert kind_allowed(project, "", "PersistentVolume")  # the kind, for some names
+    assert kind_allowed(project, "", "PersistentVolume", "default-mnist-data")
+    assert not kind_allowed(project, "", "PersistentVolume", "ml-team-mnist-data")
+    assert not kind_allowed(project, "", "PersistentVolume", "pvc-4f1c")
+    assert not kind_allowed(project, "", "PersistentVolume", "default-keep-x-data")
+
+
+def test_only_nas_volumes() -> None:
+    """A hostPath (or any non-NAS) PersistentVolume would hand a node's disk to a spec."""
+    objects = storage()
+    assert not data_safety_problems(objects, "s.yaml")
+    spec = objects[0].doc["spec"]
+    spec.pop("csi")
+    spec["hostPath"] = {"path": "/"}
+    assert ("PersistentVolume/default-mnist-data $.spec: volume source hostPath is not the NAS "
+            "(csi with driver nasplugin.csi.alibabacloud.com, flexVolume with driver "
+            "alicloud/nas, or nfs)") in messages(data_safety_problems(objects, "s.yaml"))
+    spec.pop("hostPath")
+    spec["csi"] = {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}
+    assert "volume source csi is not the NAS" in messages(data_safety_problems(objects, "s.yaml"))
+    spec["csi"] = {"driver": "nasplugin.csi.alibabacloud.com", "volumeHandle": "x"}
+    spec["nfs"] = {"server": "s", "path": "/"}  # two sources: not a volume tfgen renders
+    assert "volume source csi, nfs is not the NAS" in messages(
+        data_safety_problems(objects, "s.yaml"))

@@ -207,7 +207,8 @@ def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[P
     """Rules that keep the NAS data of one experiment alive through every sync."""
     pvs = [o for o in objects if o.kind == chart.VOLUME]
     pvcs = [o for o in objects if o.kind == chart.CLAIM]
-    return (_no_hooks_or_classes(objects, path) + _storage_kept(pvs, pvcs, path)
+    return (_no_hooks_or_classes(objects, path) + _nas_only(pvs, path)
+            + _storage_kept(pvs, pvcs, path)
             + _storage_first(objects, pvs, pvcs, path) + _only_tfjob_writes(objects, path))
 
 
@@ -225,6 +226,36 @@ def _no_hooks_or_classes(objects: Sequence[RenderedObject], path: str) -> list[P
                                    "provision (and delete) volumes dynamically",
                                    "NAS volumes are static PVs; remove it"))
     return out
+
+
+def _nas_only(pvs: list[RenderedObject], path: str) -> list[Problem]:
+    """A PersistentVolume is the NAS, through one of the chart's three drivers: a hostPath (or
+    any other) volume would hand a node's disk to whoever writes a spec."""
+    out = []
+    for pv in pvs:
+        raw = pv.doc.get("spec")
+        spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        csi: dict[str, Any] = spec["csi"] if isinstance(spec.get("csi"), dict) else {}
+        flex: dict[str, Any] = (spec["flexVolume"] if isinstance(spec.get("flexVolume"), dict)
+                                else {})
+        sources = [k for k, v in spec.items() if isinstance(v, dict) and k in _PV_SOURCES]
+        if (sources == ["csi"] and csi.get("driver") == chart.NAS_CSI_DRIVER
+                or sources == ["flexVolume"] and flex.get("driver") == chart.NAS_FLEX_DRIVER
+                or sources == ["nfs"]):
+            continue
+        out.append(pv.problem(path, "$.spec", f"volume source {', '.join(sources) or 'none'} "
+                              "is not the NAS", f"csi with driver {chart.NAS_CSI_DRIVER}, "
+                              f"flexVolume with driver {chart.NAS_FLEX_DRIVER}, or nfs"))
+    return out
+
+
+# Every volume source a PersistentVolumeSpec may hold (Kubernetes 1.30 and newer).
+_PV_SOURCES = frozenset({
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc",
+    "flexVolume", "flocker", "gcePersistentDisk", "glusterfs", "hostPath", "iscsi", "local",
+    "nfs", "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
+    "vsphereVolume",
+})
 
 
 def _storage_kept(

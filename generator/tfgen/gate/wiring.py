@@ -80,24 +80,36 @@ def _glob_allowed(patterns: Iterable[str], value: str) -> bool:
     return allowed
 
 
-def _kind_listed(entries: Iterable[dict[str, Any]], group: str, kind: str) -> bool:
+def _kind_listed(
+    entries: Iterable[dict[str, Any]], group: str, kind: str, name: str | None = None
+) -> bool:
+    """An entry matches group and kind, and its `name` glob (Argo CD 3.3; none or empty: any
+    name) matches `name`; `name=None` asks about the kind alone. Names of Kubernetes objects
+    hold no `/`, so fnmatch and Go's filepath.Match agree on them."""
     return any(
         fnmatch.fnmatchcase(group, str(e.get("group", ""))) and
-        fnmatch.fnmatchcase(kind, str(e.get("kind", "")))
+        fnmatch.fnmatchcase(kind, str(e.get("kind", ""))) and
+        (name is None or not e.get("name") or fnmatch.fnmatchcase(name, str(e["name"])))
         for e in entries
     )
 
 
-def kind_allowed(project: Project, group: str, kind: str) -> bool:
-    """Whether Argo CD lets an Application of this project manage a kind."""
+def kind_allowed(project: Project, group: str, kind: str, name: str | None = None) -> bool:
+    """Whether Argo CD lets an Application of this project manage a kind (and, with `name`,
+    that object: whitelist entries may narrow a kind to name patterns)."""
+    def denied(entries: list[dict[str, Any]]) -> bool:
+        # asked about the kind alone, only a blacklist entry for every name denies it
+        named = entries if name is not None else [e for e in entries if not e.get("name")]
+        return _kind_listed(named, group, kind, name)
+
     if kind in CLUSTER_SCOPED:
-        return (_kind_listed(project.cluster_whitelist or [], group, kind)
-                and not _kind_listed(project.cluster_blacklist, group, kind))
+        return (_kind_listed(project.cluster_whitelist or [], group, kind, name)
+                and not denied(project.cluster_blacklist))
     if project.namespace_whitelist is not None and not _kind_listed(
-        project.namespace_whitelist, group, kind
+        project.namespace_whitelist, group, kind, name
     ):
         return False
-    return not _kind_listed(project.namespace_blacklist, group, kind)
+    return not denied(project.namespace_blacklist)
 
 
 def destination_allowed(project: Project, server: str, name: str, namespace: str) -> bool:
@@ -184,15 +196,21 @@ def object_problems(
     destination = spec.get("destination") or {}
     for obj in objects:
         group = obj.api_version.rpartition("/")[0]
+        which = ("clusterResourceWhitelist" if obj.kind in CLUSTER_SCOPED
+                 else "namespaceResourceWhitelist")
         if not kind_allowed(project, group, obj.kind):
-            which = ("clusterResourceWhitelist" if obj.kind in CLUSTER_SCOPED
-                     else "namespaceResourceWhitelist")
             out.append(Problem(path, pointer=f"{obj.ref} $.kind",
                                message=f"kind {group or 'core'}/{obj.kind} is not on the "
                                        f"{which} of project {project.name!r} ({project.path}); "
                                        f"Argo CD would refuse to sync it",
                                hint="render only kinds the project allows, or extend the "
                                     "project template deliberately"))
+        elif not kind_allowed(project, group, obj.kind, obj.name):
+            out.append(Problem(path, pointer=f"{obj.ref} $.metadata.name",
+                               message=f"{obj.kind} {obj.name!r} matches none of the name "
+                                       f"patterns of the {which} of project {project.name!r} "
+                                       f"({project.path}); Argo CD would refuse to sync it",
+                               hint="keep tfgen's names (<namespace>-<name>-data for volumes)"))
         if obj.kind not in CLUSTER_SCOPED and obj.namespace and not destination_allowed(
             project, str(destination.get("server", "")), str(destination.get("name", "")),
             obj.namespace,

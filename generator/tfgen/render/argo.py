@@ -25,6 +25,9 @@ HEALTH_LUA_SOURCE = f"generator/tfgen/templates/{resources.HEALTH_LUA}"
 # The files the ApplicationSet's git files generator reads: one per experiment.
 GENERATOR_GLOB = f"{layout.GENERATED_DIR}/*/{layout.APP_FILE}"
 
+# The first Argo CD version whose AppProject whitelists match resource names (globs).
+NAME_PATTERNS_SINCE = (3, 3)
+
 # The argo/ files rendered from the repository config, with their templates.
 ARGO_TEMPLATES = {
     layout.PROJECT_FILE: "project.yaml.j2",
@@ -60,10 +63,34 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def cluster_whitelist(argocd: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The AppProject's clusterResourceWhitelist: the chart's cluster-scoped kinds, the
+    PersistentVolume narrowed to tfgen's names (one glob per namespace) where Argo CD can
+    match names, so an experiment cannot create or take over any other volume of the cluster."""
+    by_name = bool(argocd.get("version")) and (
+        _version(str(argocd["version"])) >= NAME_PATTERNS_SINCE)
+    out = []
+    for k in chart.KINDS:
+        if k.namespaced:
+            continue
+        if by_name and k.kind == chart.VOLUME:
+            out += [{"group": k.group, "kind": k.kind, "name": naming.volume_name_pattern(ns)}
+                    for ns in sorted(set(argocd.get("namespaces") or ()))]
+        else:
+            out.append({"group": k.group, "kind": k.kind})
+    return out
+
+
 def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
     """The cluster-wide argo/ files for the `argocd` block of tfgen.yaml."""
     context = {
         "argocd": argocd,
+        "cluster_whitelist": cluster_whitelist(argocd),
+        "signature_keys": list(argocd.get("signatureKeys") or ()),
         "namespaces": sorted(set(argocd.get("namespaces") or ())),
         "applicationset_name": naming.APPLICATIONSET_NAME,
         "bootstrap_name": naming.BOOTSTRAP_NAME,
@@ -71,7 +98,6 @@ def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
         "chart_path": layout.CHART_PATH,
         "experiments_dir": layout.GENERATED_DIR,
         "values_file": layout.VALUES_FILE,
-        "cluster_kinds": [k for k in chart.KINDS if not k.namespaced],
         "namespaced_kinds": [k for k in chart.KINDS if k.namespaced],
         "health_lua": resources.health_lua().rstrip("\n"),
     }

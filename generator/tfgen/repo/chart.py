@@ -26,6 +26,10 @@ TFJOB = (TFJOB_API_VERSION, "TFJob")
 # The training operator finds the port and injects TF_CONFIG into this container only.
 TFJOB_CONTAINER = "tensorflow"
 VOLUME = "PersistentVolume"
+# The volume sources the chart's PersistentVolume uses (storage.nas.driver): the NAS CSI driver,
+# the 2018 FlexVolume driver, or in-tree NFS. Anything else (hostPath above all) is not NAS.
+NAS_CSI_DRIVER = "nasplugin.csi.alibabacloud.com"
+NAS_FLEX_DRIVER = "alicloud/nas"
 CLAIM = "PersistentVolumeClaim"
 
 # Sorted by group, then kind: the order of the AppProject's whitelists.

@@ -79,6 +79,11 @@ def volume_name(namespace: str, name: str) -> str:
     return f"{namespace}-{name}{CLAIM_SUFFIX}"
 
 
+def volume_name_pattern(namespace: str) -> str:
+    """The glob every PersistentVolume of a namespace's experiments matches (`volume_name`)."""
+    return volume_name(namespace, "*")
+
+
 def tensorboard_name(name: str) -> str:
     """The TensorBoard Deployment, Service and Ingress."""
     return f"{name}{TENSORBOARD_SUFFIX}"

@@ -49,6 +49,8 @@ PATTERN_WORDS: dict[str, str] = {
         "must be empty or a Kubernetes object name: lowercase letters, digits, '-' and '.', "
         "starting and ending with a letter or digit"
     ),
+    "^[1-9][0-9]*\\.[0-9]+$": 'must be a minor version such as "3.3"',
+    "^[0-9A-F]{16}$": "must be a GnuPG key ID: 16 upper-case hexadecimal digits",
     "^/": "must be an absolute path, starting with '/'",
     "^/[^/]": "must be an absolute path of a directory below '/' (not '/' itself)",
     "^(/.*)?$": "must be empty or an absolute path, starting with '/'",
