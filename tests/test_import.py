@@ -390,3 +390,18 @@ def test_any_node_of_another_type_gets_a_line_not_a_traceback(tmp_path: Path,
                     import_manifests([source], owner=OWNER)
                 tried += 1
     assert tried > 150
+
+
+def test_owner_defaults_to_gits_user_email(runner: CliRunner, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gitconfig"
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.chdir(tmp_path)
+    config.write_text("")
+    result = run_import(runner, *inputs("v1", "csi"))
+    assert result.exit_code == 2 and "--owner is needed" in result.stderr
+    config.write_text("[user]\n\temail = trainer@example.com\n")
+    result = run_import(runner, *inputs("v1", "csi"))
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["metadata"]["owner"] == "trainer@example.com"

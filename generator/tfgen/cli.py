@@ -403,13 +403,15 @@ def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None
                 type=click.Path(exists=True, path_type=Path))
 @click.option("--name", metavar="NAME",
               help="Experiment name (default: the TFJob's name); only with one TFJob.")
-@click.option("--owner", metavar="EMAIL", required=True,
-              help="Who answers for the experiment (the spec's metadata.owner).")
+@click.option("--owner", metavar="EMAIL",
+              help="Who answers for the experiment (the spec's metadata.owner; default: "
+              "git config user.email).")
 @click.option("--write", is_flag=True,
               help="Write experiments/<name>.yaml (never over an existing file) instead of "
               "printing the spec.")
 @handle_errors
-def import_command(files: tuple[Path, ...], name: str | None, owner: str, write: bool) -> None:
+def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
+                   write: bool) -> None:
     """Turn existing TFJob, PV/PVC and TensorBoard manifests into experiment specs.
 
     FILES are YAML manifests: multi-document files, `kubectl get -o yaml` Lists, or folders of

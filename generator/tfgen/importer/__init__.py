@@ -10,6 +10,8 @@ lists every input field no spec carries, with the reason.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,16 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
 
 
+def git_email(cwd: Path | None = None) -> str | None:
+    """Who runs the import, as Git knows them (`git config user.email`): the default owner."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    found = subprocess.run([git, "config", "user.email"], cwd=cwd, capture_output=True,
+                           text=True, check=False)
+    return found.stdout.strip() or None if found.returncode == 0 else None
+
+
 def import_manifests(
     paths: Sequence[Path | str], *, name: str | None = None, owner: str | None = None,
     write: bool = False, cwd: Path | None = None,
@@ -62,9 +74,11 @@ def import_manifests(
     if name is not None and len(jobs) > 1:
         raise OptionsError(f"--name names one spec, and the input has {len(jobs)} TFJobs; "
                            "import them one at a time or without --name")
+    owner = owner or git_email(cwd)
     if not owner:
-        raise OptionsError("--owner is required: every spec names who answers for it "
-                           "(metadata.owner, e.g. someone@example.com)")
+        raise OptionsError("--owner is needed: every spec names who answers for it "
+                           "(metadata.owner, e.g. someone@example.com), and Git has no "
+                           "user.email here to use instead")
     names = [name or job.name for job in jobs]
     if len(set(names)) < len(names):
         raise ManifestError("TFJobs of the same name in different namespaces would be one "
