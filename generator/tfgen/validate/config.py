@@ -69,7 +69,7 @@ class RepoConfig:
         parts = ("policy", namespace, key)
         if self.document is None or not _has(self.document.data, parts):
             return f"{layout.CONFIG_NAME} default"
-        line, _ = self.document.locate(parts)
+        line, _ = self.document.locate(parts, key=True)
         return f"{layout.CONFIG_NAME}:{line}"
 
     @property

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from ..problems import Problem
 from ..repo import layout
+from . import team
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
@@ -130,7 +131,8 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
-    return checked, problems + file_problems(checked, config.namespaces)
+    return checked, (problems + file_problems(checked, config.namespaces)
+                     + team.file_problems(checked, config))
 
 
 def _check(
@@ -188,8 +190,9 @@ def validate_paths(
         if item is not None:
             checked.append(item)
     mine = {c.shown for c in checked}
+    every = [*checked, *_context(files, config, context)]
     across = [
-        p for p in repo_problems([*checked, *_context(files, config, context)]) if p.path in mine
+        p for p in repo_problems(every) + team.quota_problems(every, config) if p.path in mine
     ]
     problems += across
     shown = {p.path for p in across}

@@ -92,7 +92,7 @@ class Checked:
         return self._locator
 
 
-def _get(data: Any, *keys: str) -> Any:
+def lookup(data: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(data, dict):
             return None
@@ -100,7 +100,7 @@ def _get(data: Any, *keys: str) -> Any:
     return data
 
 
-class _Collector:
+class Collector:
     def __init__(self, locator: Locator) -> None:
         self.locator = locator
         self.problems: list[Problem] = []
@@ -142,14 +142,14 @@ def _has_key(data: Any, key: str) -> bool:
     return False
 
 
-def _check_ttl(data: dict[str, Any], out: _Collector) -> None:
+def _check_ttl(data: dict[str, Any], out: Collector) -> None:
     if not _has_key(data, TTL_KEY):
         return
     for parts in _find_key(data, TTL_KEY):
         out.add(parts, TTL_MESSAGE, TTL_HINT)
 
 
-def _check_reserved_keys(metadata: dict[str, Any], out: _Collector) -> None:
+def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
     for where in ("labels", "annotations"):
         keys = metadata.get(where)
         if not isinstance(keys, dict):
@@ -164,7 +164,7 @@ def _check_reserved_keys(metadata: dict[str, Any], out: _Collector) -> None:
                 )
 
 
-def _check_annotation_size(metadata: dict[str, Any], out: _Collector) -> None:
+def _check_annotation_size(metadata: dict[str, Any], out: Collector) -> None:
     annotations = metadata.get("annotations")
     if not isinstance(annotations, dict):
         return
@@ -183,7 +183,7 @@ def _check_annotation_size(metadata: dict[str, Any], out: _Collector) -> None:
         )
 
 
-def _check_key_prefixes(keyed: Iterable[tuple[PointerParts, Any]], out: _Collector) -> None:
+def _check_key_prefixes(keyed: Iterable[tuple[PointerParts, Any]], out: Collector) -> None:
     """Label-style keys (labels, annotations, node selectors, taint keys) whose DNS prefix is
     longer than Kubernetes allows. `keyed`: (where, mapping or key) pairs."""
     for parts, value in keyed:
@@ -204,7 +204,7 @@ def _roles(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(name, role) for name, role in roles.items() if isinstance(role, dict)]
 
 
-def _check_tolerations(spec: dict[str, Any], out: _Collector) -> None:
+def _check_tolerations(spec: dict[str, Any], out: Collector) -> None:
     """What the API server refuses in a toleration beyond each field's own grammar."""
     for name, role in _roles(spec):
         tolerations = role.get("tolerations")
@@ -237,7 +237,7 @@ def _check_tolerations(spec: dict[str, Any], out: _Collector) -> None:
                 )
 
 
-def _check_quantities(spec: dict[str, Any], out: _Collector) -> None:
+def _check_quantities(spec: dict[str, Any], out: Collector) -> None:
     places: list[tuple[PointerParts, Any]] = [
         (("spec", "roles", name), role) for name, role in _roles(spec)
     ]
@@ -265,7 +265,7 @@ def _check_quantities(spec: dict[str, Any], out: _Collector) -> None:
                     "write a size with its suffix, e.g. 512Mi or 8Gi",
                     key=False,
                 )
-    capacity = _get(spec, "storage", "nas", "capacity")
+    capacity = lookup(spec, "storage", "nas", "capacity")
     amount = quantity(capacity) if isinstance(capacity, str) else None
     if amount is not None and not 0 < amount <= MAX_CAPACITY_BYTES:
         out.add(
@@ -287,7 +287,7 @@ def _path_problem(path: str) -> str | None:
     return None
 
 
-def _check_paths(spec: dict[str, Any], out: _Collector) -> None:
+def _check_paths(spec: dict[str, Any], out: Collector) -> None:
     storage = spec.get("storage")
     paths: list[PointerParts] = [
         ("spec", "storage", "mountPath"),
@@ -297,7 +297,7 @@ def _check_paths(spec: dict[str, Any], out: _Collector) -> None:
         ("spec", "workingDir"),
     ]
     for parts in paths:
-        value = _get(spec, *(str(p) for p in parts[1:]))
+        value = lookup(spec, *(str(p) for p in parts[1:]))
         if not isinstance(value, str) or not value.startswith("/"):
             continue  # the schema reports relative paths
         problem = _path_problem(value)
@@ -322,7 +322,7 @@ def _check_paths(spec: dict[str, Any], out: _Collector) -> None:
             )
 
 
-def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
+def _check_roles(spec: dict[str, Any], out: Collector) -> None:
     roles = spec.get("roles")
     if not isinstance(roles, dict):
         return
@@ -355,7 +355,7 @@ def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
                 f"set spec.image, or spec.roles.{name}.image",
                 missing=True,
             )
-    gang = _get(spec, "runPolicy", "schedulingPolicy", "minAvailable")
+    gang = lookup(spec, "runPolicy", "schedulingPolicy", "minAvailable")
     total = sum(
         r.get("replicas", 1)
         for r in roles.values()
@@ -370,17 +370,17 @@ def _check_roles(spec: dict[str, Any], out: _Collector) -> None:
         )
 
 
-def _check_env(spec: dict[str, Any], out: _Collector) -> None:
+def _check_env(spec: dict[str, Any], out: Collector) -> None:
     lists: list[tuple[PointerParts, Any]] = [(("spec", "env"), spec.get("env"))]
     roles = spec.get("roles")
     if isinstance(roles, dict):
-        lists += [(("spec", "roles", n, "env"), _get(r, "env")) for n, r in roles.items()]
+        lists += [(("spec", "roles", n, "env"), lookup(r, "env")) for n, r in roles.items()]
     for parts, env in lists:
         if not isinstance(env, list):
             continue
         seen: dict[str, int] = {}
         for index, item in enumerate(env):
-            name = _get(item, "name")
+            name = lookup(item, "name")
             if not isinstance(name, str):
                 continue
             if name == "TF_CONFIG":
@@ -400,7 +400,7 @@ def _check_env(spec: dict[str, Any], out: _Collector) -> None:
             seen.setdefault(name, index)
 
 
-def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
+def _check_storage(spec: dict[str, Any], out: Collector) -> None:
     storage = spec.get("storage")
     tensorboard = spec.get("tensorboard")
     if not isinstance(storage, dict):
@@ -456,11 +456,11 @@ def _check_storage(spec: dict[str, Any], out: _Collector) -> None:
         )
 
 
-def _check_tensorboard(spec: dict[str, Any], out: _Collector) -> None:
-    ingress = _get(spec, "tensorboard", "ingress")
+def _check_tensorboard(spec: dict[str, Any], out: Collector) -> None:
+    ingress = lookup(spec, "tensorboard", "ingress")
     if not isinstance(ingress, dict):
         return
-    if ingress.get("enabled") is True and _get(spec, "tensorboard", "enabled") is False:
+    if ingress.get("enabled") is True and lookup(spec, "tensorboard", "enabled") is False:
         out.add(
             ("spec", "tensorboard", "ingress", "enabled"),
             "an Ingress needs the TensorBoard it points to",
@@ -470,10 +470,10 @@ def _check_tensorboard(spec: dict[str, Any], out: _Collector) -> None:
 
 def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> list[Problem]:
     """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any)."""
-    out = _Collector(checked.locator)
+    out = Collector(checked.locator)
     data = checked.data
     _check_ttl(data, out)
-    name = _get(data, "metadata", "name")
+    name = lookup(data, "metadata", "name")
     if naming.is_experiment_name(name) and checked.source.name != f"{name}.yaml":
         out.add(
             ("metadata", "name"),
@@ -495,7 +495,7 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
         _check_key_prefixes(
             [(("metadata", w), metadata.get(w)) for w in ("labels", "annotations")], out
         )
-    namespace = _get(data, "metadata", "namespace")
+    namespace = lookup(data, "metadata", "namespace")
     if namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
         out.add(
             ("metadata", "namespace"),
@@ -518,7 +518,7 @@ def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> 
             tolerations = role.get("tolerations")
             for index, item in enumerate(tolerations if isinstance(tolerations, list) else []):
                 where = ("spec", "roles", name, "tolerations", index, "key")
-                keyed.append((where, _get(item, "key")))
+                keyed.append((where, lookup(item, "key")))
         _check_key_prefixes(keyed, out)
     return out.problems
 
@@ -536,13 +536,13 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
     by_name: dict[str, list[Checked]] = {}
     by_pv: dict[str, list[Checked]] = {}
     for item in experiments:
-        name = _get(item.data, "metadata", "name")
-        namespace = _get(item.data, "metadata", "namespace")
+        name = lookup(item.data, "metadata", "name")
+        namespace = lookup(item.data, "metadata", "namespace")
         if not isinstance(name, str) or not name:
             continue
         by_name.setdefault(name, []).append(item)
         if isinstance(namespace, str) and isinstance(
-            _get(item.data, "spec", "storage", "nas"), dict
+            lookup(item.data, "spec", "storage", "nas"), dict
         ):
             by_pv.setdefault(naming.volume_name(namespace, name), []).append(item)
     for name, items in by_name.items():
@@ -550,7 +550,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
             continue
         for item in items:
             others = _others(items, item)
-            out = _Collector(item.locator)
+            out = Collector(item.locator)
             out.add(
                 ("metadata", "name"),
                 f"experiment name {shown(name)} is also used by {others}",
@@ -559,11 +559,11 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
             )
             problems += out.problems
     for pv, items in by_pv.items():
-        if len(items) < 2 or len({_get(i.data, "metadata", "name") for i in items}) < 2:
+        if len(items) < 2 or len({lookup(i.data, "metadata", "name") for i in items}) < 2:
             continue  # same name: already reported above
         for item in items:
             others = _others(items, item)
-            out = _Collector(item.locator)
+            out = Collector(item.locator)
             out.add(
                 ("metadata", "name"),
                 f"PersistentVolume name {shown(pv)} (<namespace>-<name>-data) is also derived by "

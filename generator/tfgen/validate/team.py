@@ -1,0 +1,153 @@
+"""Team policy: what each namespace's team agreed to in tfgen.yaml `policy.<namespace>`.
+
+Whoever can merge a spec can start GPU pods in a team's namespace, so validate enforces the
+namespace's policy on every spec: image registries and digests, GPUs per experiment, allowed
+service accounts, priority classes and schedulers, TensorBoard's Service type and NAS servers;
+and across the namespace's specs, its GPU quota. Each problem points at the spec field (or the
+tfgen.yaml default it came from) and names the policy and its line in tfgen.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..problems import Problem
+from .config import RepoConfig
+from .document import PointerParts
+from .messages import shown
+from .rules import Checked, Collector, lookup
+
+DOCKER_HUB = "docker.io"
+DIGEST_MARK = "@sha256:"
+
+
+def full_image(image: str) -> str:
+    """An image reference with its registry spelled out, as the container runtime reads it:
+    a first component without '.' or ':' (and not localhost) is a Docker Hub path, and a
+    single-component name lives under library/."""
+    first, slash, rest = image.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return image
+    return f"{DOCKER_HUB}/{image}" if slash else f"{DOCKER_HUB}/library/{image}"
+
+
+def images(spec: dict[str, Any]) -> Iterable[tuple[PointerParts, str]]:
+    """(pointer, image) of every image the spec runs: the default, each role's own, TensorBoard's
+    when it is enabled."""
+    if isinstance(spec.get("image"), str) and spec["image"]:
+        yield ("spec", "image"), spec["image"]
+    roles = spec.get("roles")
+    for name, role in (roles.items() if isinstance(roles, dict) else []):
+        if isinstance(role, dict) and isinstance(role.get("image"), str) and role["image"]:
+            yield ("spec", "roles", name, "image"), role["image"]
+    board = spec.get("tensorboard")
+    if isinstance(board, dict) and board.get("enabled") and isinstance(board.get("image"), str):
+        yield ("spec", "tensorboard", "image"), board["image"]
+
+
+def gpus(spec: dict[str, Any]) -> int:
+    """GPUs an experiment requests: replicas times gpus, summed over its roles."""
+    roles = spec.get("roles")
+    total = 0
+    for role in (roles.values() if isinstance(roles, dict) else []):
+        if isinstance(role, dict):
+            count, each = role.get("replicas", 1), role.get("gpus", 0)
+            if isinstance(count, int) and isinstance(each, int):
+                total += count * each
+    return total
+
+
+def _active(spec: dict[str, Any]) -> bool:
+    """A suspended experiment has no pods, so it holds no GPUs."""
+    return not lookup(spec, "runPolicy", "suspend")
+
+
+class _Policy:
+    def __init__(self, config: RepoConfig, namespace: str, out: Collector) -> None:
+        self.config, self.namespace, self.out = config, namespace, out
+        self.rules = config.namespace_policy(namespace)
+
+    def name(self, key: str) -> str:
+        where = self.config.policy_source(self.namespace, key)
+        return f"policy.{self.namespace}.{key} ({where})"
+
+    def one_of(self, key: str, parts: PointerParts, value: Any, what: str) -> None:
+        """`value` (empty: the cluster's default, always allowed) must be in the list `key`."""
+        allowed = self.rules.get(key)
+        if allowed is None or not isinstance(value, str) or not value or value in allowed:
+            return
+        self.out.add(parts, f"{what} {shown(value)} is not allowed in namespace "
+                     f"{self.namespace} by {self.name(key)}",
+                     "one of: " + (", ".join(allowed) or "none besides the default"), key=False)
+
+
+def file_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
+    """The namespace's policy on one experiment."""
+    namespace, spec = lookup(checked.data, "metadata", "namespace"), checked.data.get("spec")
+    if not isinstance(namespace, str) or not isinstance(spec, dict):
+        return []
+    out = Collector(checked.locator)
+    policy = _Policy(config, namespace, out)
+    rules = policy.rules
+    for parts, image in images(spec):
+        full = full_image(image)
+        prefixes = rules.get("registries")
+        if prefixes is not None and not any(full.startswith(p) for p in prefixes):
+            out.add(parts, f"image {shown(image)} (read as {shown(full)}) comes from a source "
+                    f"namespace {namespace} does not allow by {policy.name('registries')}",
+                    "use an image under " + ", ".join(prefixes), key=False)
+        if rules.get("requireDigest") and DIGEST_MARK not in image:
+            out.add(parts, f"image {shown(image)} is not pinned by digest, which "
+                    f"{policy.name('requireDigest')} requires",
+                    "append @sha256:<digest> (e.g. from `docker buildx imagetools inspect`)",
+                    key=False)
+    limit = rules.get("maxGpusPerExperiment")
+    requested = gpus(spec)
+    if isinstance(limit, int) and requested > limit:
+        out.add(("spec", "roles"), f"the experiment requests {requested} GPUs; "
+                f"{policy.name('maxGpusPerExperiment')} allows {limit} per experiment",
+                "fewer replicas or GPUs per replica", key=False)
+    policy.one_of("serviceAccounts", ("spec", "serviceAccountName"),
+                  spec.get("serviceAccountName"), "ServiceAccount")
+    policy.one_of("priorityClasses", ("spec", "priorityClassName"),
+                  spec.get("priorityClassName"), "PriorityClass")
+    policy.one_of("priorityClasses", ("spec", "runPolicy", "schedulingPolicy", "priorityClass"),
+                  lookup(spec, "runPolicy", "schedulingPolicy", "priorityClass"), "PriorityClass")
+    policy.one_of("schedulers", ("spec", "schedulerName"), spec.get("schedulerName"),
+                  "scheduler")
+    board = spec.get("tensorboard")
+    if isinstance(board, dict) and board.get("enabled"):
+        policy.one_of("serviceTypes", ("spec", "tensorboard", "service", "type"),
+                      lookup(board, "service", "type"), "Service type")
+    policy.one_of("nasServers", ("spec", "storage", "nas", "server"),
+                  lookup(spec, "storage", "nas", "server"), "NAS server")
+    return out.problems
+
+
+def quota_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[Problem]:
+    """Each namespace's active experiments together within its GPU quota; every experiment
+    that requests GPUs in a namespace over quota gets the problem (any of them could give
+    some back)."""
+    by_namespace: dict[str, list[tuple[Checked, int]]] = {}
+    for item in experiments:
+        namespace, spec = lookup(item.data, "metadata", "namespace"), item.data.get("spec")
+        if isinstance(namespace, str) and isinstance(spec, dict) and _active(spec):
+            by_namespace.setdefault(namespace, []).append((item, gpus(spec)))
+    problems: list[Problem] = []
+    for namespace, items in sorted(by_namespace.items()):
+        quota = config.namespace_policy(namespace).get("gpuQuota")
+        total = sum(count for _, count in items)
+        if not isinstance(quota, int) or total <= quota:
+            continue
+        for item, count in items:
+            if not count:
+                continue
+            out = Collector(item.locator)
+            name = f"policy.{namespace}.gpuQuota ({config.policy_source(namespace, 'gpuQuota')})"
+            out.add(("spec", "roles"), f"namespace {namespace}'s active experiments request "
+                    f"{total} GPUs together ({count} here); {name} is {quota}",
+                    "request fewer GPUs, suspend or retire another experiment of the "
+                    "namespace, or agree a larger quota", key=False)
+            problems += out.problems
+    return problems

@@ -1,0 +1,154 @@
+"""Team policy: tfgen.yaml `policy.<namespace>` enforced by validate (and so by check), each
+refusal naming the policy and its line in tfgen.yaml, at the spec field to change."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+from helpers import copy_repo_parts
+from tfgen.cli import main
+from tfgen.validate.team import full_image
+
+SPEC = "experiments/resnet-chief-eval.yaml"  # namespace ml-team: chief 1 GPU, 4 workers x 1
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = copy_repo_parts(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    return root
+
+
+def set_policy(root: Path, **rules: Any) -> dict[str, int]:
+    """ml-team's policy becomes `rules`; the tfgen.yaml line of each rule."""
+    config = root / "tfgen.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["policy"] = {"ml-team": rules}
+    text = yaml.safe_dump(data, sort_keys=False)
+    config.write_text(text)
+    lines = text.splitlines()
+    start = lines.index("policy:")
+    return {key: next(i for i, line in enumerate(lines[start:], start + 1)
+                      if line.strip().startswith(f"{key}:")) for key in rules}
+
+
+def edit_spec(root: Path, rel: str, change: Any, new_name: str | None = None) -> Path:
+    path = root / rel
+    text = path.read_text()
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    data = yaml.safe_load(text)
+    data = copy.deepcopy(data)
+    change(data)
+    if new_name:
+        data["metadata"]["name"] = new_name
+        path = root / "experiments" / f"{new_name}.yaml"
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def validate() -> Result:
+    return CliRunner().invoke(main, ["validate"], catch_exceptions=False)
+
+
+def test_the_bundled_policy_passes(repo: Path) -> None:
+    result = validate()
+    assert result.exit_code == 0, result.output
+
+
+def test_image_from_a_registry_not_allowed(repo: Path) -> None:
+    line = set_policy(repo, registries=["registry.example.com/ml-team/"])["registries"]
+    result = validate()
+    assert result.exit_code == 1
+    assert (f'image "tensorflow/tensorflow:2.16.1-gpu" (read as '
+            f'"docker.io/tensorflow/tensorflow:2.16.1-gpu") comes from a source namespace ml-team '
+            f"does not allow by policy.ml-team.registries (tfgen.yaml:{line})") in result.output
+    assert f"{SPEC}:" in result.output
+
+
+def test_digest_required(repo: Path) -> None:
+    line = set_policy(repo, requireDigest=True)["requireDigest"]
+    result = validate()
+    assert result.exit_code == 1
+    assert (f"is not pinned by digest, which policy.ml-team.requireDigest (tfgen.yaml:{line}) "
+            "requires") in result.output
+    digest = "sha256:" + "a" * 64
+    edit_spec(repo, SPEC, lambda d: (d["spec"].update(image=f"tensorflow/tensorflow@{digest}"),
+                                     d["spec"].setdefault("tensorboard", {}).update(
+                                         image=f"tensorflow/tensorflow:2.16.1@{digest}")))
+    assert validate().exit_code == 0, validate().output
+
+
+def test_gpus_per_experiment(repo: Path) -> None:
+    line = set_policy(repo, maxGpusPerExperiment=4)["maxGpusPerExperiment"]
+    result = validate()
+    assert result.exit_code == 1
+    assert (f"the experiment requests 5 GPUs; policy.ml-team.maxGpusPerExperiment "
+            f"(tfgen.yaml:{line}) allows 4 per experiment") in result.output
+
+
+def test_gpu_quota_over_the_namespace(repo: Path) -> None:
+    line = set_policy(repo, gpuQuota=8)["gpuQuota"]
+    assert validate().exit_code == 0  # 5 of 8
+    edit_spec(repo, SPEC, lambda d: None, new_name="resnet-second")  # 10 of 8
+    result = validate()
+    assert result.exit_code == 1
+    message = (f"namespace ml-team's active experiments request 10 GPUs together (5 here); "
+               f"policy.ml-team.gpuQuota (tfgen.yaml:{line}) is 8")
+    assert result.output.count(message) == 2, result.output  # both experiments hold GPUs
+    # a suspended experiment holds none
+    edit_spec(repo, "experiments/resnet-second.yaml",
+              lambda d: d["spec"].setdefault("runPolicy", {}).update(suspend=True))
+    assert validate().exit_code == 0, validate().output
+
+
+def test_load_balancer_not_allowed_by_default(repo: Path) -> None:
+    """No serviceTypes in the policy: ClusterIP only (the schema's default)."""
+    set_policy(repo, podSecurity="baseline")
+    edit_spec(repo, SPEC, lambda d: d["spec"].setdefault("tensorboard", {}).update(
+        service={"type": "LoadBalancer"}))
+    result = validate()
+    assert result.exit_code == 1
+    assert ('Service type "LoadBalancer" is not allowed in namespace ml-team by '
+            "policy.ml-team.serviceTypes (tfgen.yaml default) (one of: ClusterIP)"
+            ) in result.output
+    set_policy(repo, serviceTypes=["ClusterIP", "LoadBalancer"])
+    assert validate().exit_code == 0
+
+
+def test_accounts_schedulers_and_nas_servers(repo: Path) -> None:
+    lines = set_policy(repo, serviceAccounts=["trainer"], schedulers=["kube-batch"],
+                       nasServers=["nas.example.com"])
+    edit_spec(repo, SPEC, lambda d: d["spec"].update(serviceAccountName="admin"))
+    result = validate()
+    assert result.exit_code == 1
+    out = result.output
+    assert ('ServiceAccount "admin" is not allowed in namespace ml-team by '
+            f"policy.ml-team.serviceAccounts (tfgen.yaml:{lines['serviceAccounts']})") in out
+    assert ('scheduler "volcano" is not allowed in namespace ml-team by '
+            f"policy.ml-team.schedulers (tfgen.yaml:{lines['schedulers']})") in out
+    assert ('NAS server "0a1b2c-xyz.cn-hangzhou.nas.aliyuncs.com" is not allowed in namespace '
+            f"ml-team by policy.ml-team.nasServers (tfgen.yaml:{lines['nasServers']})") in out
+    assert f"{SPEC}:63:15: $.spec.storage.nas.server: NAS server" in out  # at the field
+
+
+def test_check_refuses_what_validate_refuses(repo: Path) -> None:
+    set_policy(repo, maxGpusPerExperiment=1)
+    result = CliRunner().invoke(main, ["check", "--root", str(repo)], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "policy.ml-team.maxGpusPerExperiment" in result.output
+
+
+@pytest.mark.parametrize(("image", "full"), [
+    ("tensorflow/tensorflow:2.16.1", "docker.io/tensorflow/tensorflow:2.16.1"),
+    ("busybox", "docker.io/library/busybox"),
+    ("registry.example.com/team/tf:1", "registry.example.com/team/tf:1"),
+    ("localhost/tf", "localhost/tf"),
+    ("registry:5000/tf", "registry:5000/tf"),
+])
+def test_full_image(image: str, full: str) -> None:
+    assert full_image(image) == full
