@@ -192,6 +192,9 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     assert out.exit_code == 0
     assert out.output.startswith("<!-- tfgen-diff -->")
     assert "TFJob/distributed-mnist <b>changed</b>" in out.output
+    # one more 1-GPU worker in namespace default; ml-team's quota of 16 is untouched
+    assert "| `default` | 3 | 4 (+1) | none |" in out.output
+    assert "| `ml-team` | 5 | 5 | 16 |" in out.output
 
 
 def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,

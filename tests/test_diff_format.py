@@ -57,3 +57,24 @@ def test_markdown_is_one_sticky_comment_and_truncates() -> None:
 def test_text_without_changes() -> None:
     assert "no rendered object changes" in format_diff(DiffResult(base="HEAD"), "text")
     assert "No rendered object changes." in format_diff(DiffResult(base="HEAD"), "markdown")
+
+
+def test_markdown_opens_with_the_gpu_table() -> None:
+    from tfgen.gate.diff import NamespaceGpus
+
+    result = DiffResult(base="main", gpus=[NamespaceGpus("default", 3, 3, None),
+                                           NamespaceGpus("ml-team", 5, 10, 8),
+                                           NamespaceGpus("new-team", None, 2, 4)])
+    text = format_diff(result, "markdown")
+    lines = text.splitlines()
+    assert lines[:2] == [COMMENT_MARKER, "### tfgen diff against `main`"]
+    assert lines[3:8] == [
+        "| Namespace | GPUs before | GPUs after | Quota |",
+        "| --- | ---: | ---: | ---: |",
+        "| `default` | 3 | 3 | none |",
+        "| `ml-team` | 5 | 10 (+5) **over quota** | 8 |",
+        "| `new-team` | ? | 2 | 4 |",
+    ]
+    assert "No rendered object changes." in text
+    assert "GPUs" not in format_diff(result, "text")  # the table is for the comment
+    assert "| Namespace |" not in format_diff(DiffResult(base="main"), "markdown")

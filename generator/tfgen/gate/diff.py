@@ -4,7 +4,8 @@ The experiments touched since REF are rendered twice with the real helm, as Argo
 render them before and after the merge (the base tree exported by `base`, both sides
 through the cached batch renderer), and their objects are paired by kind, namespace and name.
 Each added, removed or changed object becomes one unified diff of helm's own YAML. Text output
-is for terminals; Markdown output is one pull-request comment, opening with a marker line so a
+is for terminals; Markdown output is one pull-request comment, opening with a marker line and a
+table of the GPUs each namespace requests before and after, against its quota, so a
 workflow can find and update the comment it posted before, and cut to fit GitHub's comment
 size limit with a note saying what was left out.
 """
@@ -19,7 +20,9 @@ from pathlib import Path
 from ..errors import InputError
 from ..problems import Problem
 from ..repo import layout
-from ..validate import load_config, validate_repo
+from ..validate import RepoConfig, load_config, team, validate_repo
+from ..validate.experiments import check_file
+from ..validate.loader import LoadError, read_file
 from . import DIFF_FORMATS, base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
@@ -49,12 +52,58 @@ class ObjectDiff:
         return f"{self.kind}/{self.name}"
 
 
+@dataclass(frozen=True)
+class NamespaceGpus:
+    """GPUs a namespace's active experiments request before and after the change (None: the
+    base could not be read), and its quota now (None: no quota)."""
+
+    namespace: str
+    before: int | None
+    after: int
+    quota: int | None
+
+
 @dataclass
 class DiffResult:
     base: str
     experiments: list[str] = field(default_factory=list)  # those whose objects differ
     diffs: list[ObjectDiff] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    gpus: list[NamespaceGpus] = field(default_factory=list)
+
+
+def gpus_by_namespace(config: RepoConfig) -> dict[str, int]:
+    """GPUs requested by each namespace's active experiments, from every spec that loads (an
+    invalid one counts too: an experiment over quota is exactly what the table must show)."""
+    totals: dict[str, int] = {}
+    for path in layout.spec_files(config.experiments_dir):
+        shown = layout.shown(path)
+        try:
+            checked, _ = check_file(path, shown, read_file(path, shown, config.root), config)
+        except LoadError:
+            continue
+        data = checked.data if checked is not None else None
+        spec = data.get("spec") if isinstance(data, dict) else None
+        namespace = (data.get("metadata") or {}).get("namespace") if data else None
+        if not isinstance(spec, dict) or not isinstance(namespace, str):
+            continue
+        if team.active(spec):
+            totals[namespace] = totals.get(namespace, 0) + team.gpus(spec)
+    return totals
+
+
+def gpu_table(config: RepoConfig, before: dict[str, int] | None) -> list[NamespaceGpus]:
+    """One row per namespace that requests GPUs on either side or has a quota."""
+    after = gpus_by_namespace(config)
+    quotas = {ns: config.namespace_policy(ns).get("gpuQuota") for ns in config.data["policy"]}
+    names = set(after) | set(before or {}) | {ns for ns, q in quotas.items() if q is not None}
+    rows = []
+    for ns in sorted(names):
+        old = None if before is None else before.get(ns, 0)
+        new, quota = after.get(ns, 0), quotas.get(ns)
+        if old or new or quota is not None:
+            rows.append(NamespaceGpus(ns, old, new, quota))
+    return rows
 
 
 def _documents(manifest: str) -> dict[tuple[str, str, str], str]:
@@ -103,13 +152,19 @@ def run_diff(
     config = load_config(cwd=root)
     root = config.root
     base.resolve(root, ref)  # a bad --base is a usage error before any work
+    with base.tree_at(root, ref) as tree:
+        try:
+            base_gpus: dict[str, int] | None = gpus_by_namespace(load_config(cwd=tree))
+        except InputError:  # the base's tfgen.yaml is not valid: its GPUs are unknown
+            base_gpus = None
+    table = gpu_table(config, base_gpus)
     specs = validate_repo(cwd=root)
     if specs.problems:
-        return DiffResult(base=ref, problems=list(specs.problems))
+        return DiffResult(base=ref, problems=list(specs.problems), gpus=table)
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
     scope = base.changed_experiments(root, ref)
-    result = DiffResult(base=ref)
+    result = DiffResult(base=ref, gpus=table)
     now_apps = [a for a in resolve_applications(root).applications
                 if scope is None or a.name in scope]
     with base.tree_at(root, ref) as tree:
@@ -148,6 +203,22 @@ def _counts(result: DiffResult) -> str:
             f"{by['changed']} changed, {by['removed']} removed")
 
 
+def _gpu_rows(rows: Sequence[NamespaceGpus]) -> list[str]:
+    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs."""
+    if not rows:
+        return []
+    out = ["| Namespace | GPUs before | GPUs after | Quota |", "| --- | ---: | ---: | ---: |"]
+    for row in rows:
+        before = "?" if row.before is None else str(row.before)
+        change = ""
+        if row.before is not None and row.after != row.before:
+            change = f" ({row.after - row.before:+d})"
+        quota = "none" if row.quota is None else str(row.quota)
+        over = " **over quota**" if row.quota is not None and row.after > row.quota else ""
+        out.append(f"| `{row.namespace}` | {before} | {row.after}{change}{over} | {quota} |")
+    return [*out, ""]
+
+
 def format_diff(result: DiffResult, fmt: str, *, max_chars: int = MAX_MARKDOWN_CHARS,
                 max_object_lines: int = MAX_OBJECT_LINES) -> str:
     """The diff for people (`text`) or for a pull-request comment (`markdown`)."""
@@ -162,6 +233,7 @@ def format_diff(result: DiffResult, fmt: str, *, max_chars: int = MAX_MARKDOWN_C
                          + _clip(d.diff, max_object_lines).rstrip("\n"))
         return "\n".join(parts)
     head = [COMMENT_MARKER, f"### tfgen diff against `{result.base}`", ""]
+    head += _gpu_rows(result.gpus)
     if not result.diffs:
         head.append("No rendered object changes.")
         return "\n".join(head) + "\n"

@@ -58,7 +58,7 @@ def gpus(spec: dict[str, Any]) -> int:
     return total
 
 
-def _active(spec: dict[str, Any]) -> bool:
+def active(spec: dict[str, Any]) -> bool:
     """A suspended experiment has no pods, so it holds no GPUs."""
     return not lookup(spec, "runPolicy", "suspend")
 
@@ -132,7 +132,7 @@ def quota_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[P
     by_namespace: dict[str, list[tuple[Checked, int]]] = {}
     for item in experiments:
         namespace, spec = lookup(item.data, "metadata", "namespace"), item.data.get("spec")
-        if isinstance(namespace, str) and isinstance(spec, dict) and _active(spec):
+        if isinstance(namespace, str) and isinstance(spec, dict) and active(spec):
             by_namespace.setdefault(namespace, []).append((item, gpus(spec)))
     problems: list[Problem] = []
     for namespace, items in sorted(by_namespace.items()):
