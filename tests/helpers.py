@@ -59,15 +59,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_repo_parts(dest: Path, parts: tuple[str, ...] = (
-    "charts", "schemas", "argo", "experiments", "tfgen.yaml",
+    "charts", "schemas", "argo", "experiments", "tfgen.yaml", ".github/CODEOWNERS",
 )) -> Path:
-    """Copy the real repository's chart, schemas, argo/, specs and config into `dest`."""
+    """Copy the real repository's chart, schemas, argo/, specs, config and generated
+    CODEOWNERS into `dest` (a copy with all of them is free of drift)."""
     dest.mkdir(parents=True, exist_ok=True)
     for part in parts:
         source = REPO_ROOT / part
         if source.is_dir():
             shutil.copytree(source, dest / part, ignore=shutil.ignore_patterns(".tfgen-cache"))
         elif source.is_file():
+            (dest / part).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / part)
     return dest
 

@@ -37,12 +37,12 @@ def test_the_repository_is_up_to_date(runner: CliRunner) -> None:
 def test_render_then_rerun_then_check(runner: CliRunner, repo: Path) -> None:
     code, output = run(runner, repo)
     assert code == 0, output
-    assert f"created {VALUES}" in output and "6 created" in output
+    assert f"created {VALUES}" in output and "7 created" in output
     code, output = run(runner, repo)
-    assert code == 0 and "0 created, 0 updated, 6 unchanged" in output
+    assert code == 0 and "0 created, 0 updated, 7 unchanged" in output
     code, output = run(runner, repo, "--check")
     assert code == 0, output
-    assert "argo/ is up to date" in output and "6 unchanged" in output
+    assert "argo/ is up to date" in output and "7 unchanged" in output
 
 
 def test_check_fails_on_one_changed_byte_with_a_diff(runner: CliRunner, repo: Path) -> None:
@@ -69,7 +69,51 @@ def test_deleted_spec_orphans_need_prune(runner: CliRunner, repo: Path) -> None:
     assert code == 0 and f"removed {VALUES}" in output
     assert not (repo / VALUES).exists()
     code, output = run(runner, repo, "--check")
-    assert code == 0 and "argo/ is up to date" in output and "4 unchanged" in output
+    assert code == 0 and "argo/ is up to date" in output and "5 unchanged" in output
+
+
+CODEOWNERS = ".github/CODEOWNERS"
+
+
+def test_check_reports_a_changed_codeowners(runner: CliRunner, repo: Path) -> None:
+    run(runner, repo)
+    path = repo / CODEOWNERS
+    path.write_text(path.read_text().replace("@example-org/ml-platform", "@someone", 1))
+    code, output = run(runner, repo, "--check")
+    assert code == 1 and "out of date" in output
+    assert f"--- a/{CODEOWNERS}" in output and "+/tfgen.yaml @example-org/ml-platform" in output
+    code, output = run(runner, repo)
+    assert code == 0 and f"updated {CODEOWNERS}" in output
+
+
+def test_a_spec_in_a_namespace_without_owners_gets_no_line(runner: CliRunner,
+                                                          repo: Path) -> None:
+    spec = repo / "experiments" / "distributed-mnist.yaml"
+    text = spec.read_text()
+    assert "  namespace: default\n" in text
+    config = repo / "tfgen.yaml"
+    config.write_text(config.read_text().replace(
+        '    default: ["@example-org/ml-platform"]\n', ""))
+    code, output = run(runner, repo)
+    assert code == 0, output
+    lines = (repo / CODEOWNERS).read_text().splitlines()
+    assert "/tfgen.yaml @example-org/ml-platform" in lines
+    assert not [line for line in lines if line.startswith("/experiments/")]
+
+
+def test_no_owners_no_codeowners_and_a_generated_one_is_an_orphan(runner: CliRunner,
+                                                                  repo: Path) -> None:
+    run(runner, repo)
+    assert (repo / CODEOWNERS).is_file()
+    config = repo / "tfgen.yaml"
+    text = config.read_text()
+    start = text.index("owners:")
+    config.write_text(text[:start] + text[text.index("defaults:", start):])
+    code, output = run(runner, repo, "--check")
+    assert code == 1 and f"--- a/{CODEOWNERS}" in output and "+++ /dev/null" in output
+    code, output = run(runner, repo, "--prune")
+    assert code == 0 and f"removed {CODEOWNERS}" in output
+    assert not (repo / CODEOWNERS).exists()
 
 
 def test_invalid_spec_writes_nothing(runner: CliRunner, repo: Path) -> None:
@@ -84,7 +128,7 @@ def test_invalid_spec_writes_nothing(runner: CliRunner, repo: Path) -> None:
 def test_json_format(runner: CliRunner, repo: Path) -> None:
     code, output = run(runner, repo, "--format", "json")
     data = json.loads(output)
-    assert code == 0 and data["counts"]["create"] == 6 and VALUES in data["written"]
+    assert code == 0 and data["counts"]["create"] == 7 and VALUES in data["written"]
     code, output = run(runner, repo, "--check", "--format", "json")
     assert code == 0 and json.loads(output)["upToDate"] is True
 

@@ -151,8 +151,9 @@ def _render_summary(counts: dict[str, int], *, prune: bool, check: bool) -> str:
 
 @main.command()
 @click.option("--check", is_flag=True,
-              help="Write nothing; exit 1 with a unified diff if argo/ differs from what "
-                   "would be generated (changed, missing or orphaned files).")
+              help="Write nothing; exit 1 with a unified diff if argo/ or .github/CODEOWNERS "
+                   "differs from what would be generated (changed, missing or orphaned "
+                   "files).")
 @click.option("--prune", is_flag=True,
               help="Delete generated files whose experiment spec is gone (only files that "
                    "carry tfgen's header).")
@@ -165,8 +166,9 @@ def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
 
     Per experiment: argo/experiments/<name>/values.yaml (chart values) and app.yaml (the
     ApplicationSet's input); once: argo/project.yaml, applicationset.yaml, bootstrap.yaml and
-    argocd-cm-tfjob-health.yaml. Specs are validated first; nothing is written when any is
-    invalid. Files are written atomically and only when their content changes.
+    argocd-cm-tfjob-health.yaml, and .github/CODEOWNERS when tfgen.yaml declares owners.
+    Specs are validated first; nothing is written when any is invalid. Files are written
+    atomically and only when their content changes.
 
     Exit codes: 0 up to date / written, 1 problems or drift (--check), 2 usage.
     """

@@ -64,6 +64,10 @@ def snapshot(root: Path) -> Inputs:
     config = root / layout.CONFIG_NAME
     if os.path.lexists(config):
         files[layout.CONFIG_NAME] = read_input(config, layout.shown(config), root)
+    # The one generated file outside argo/: read alone (the rest of .github/ is no input).
+    codeowners = root / layout.CODEOWNERS_FILE
+    if os.path.lexists(codeowners):
+        files[layout.CODEOWNERS_FILE] = read_input(codeowners, layout.shown(codeowners), root)
     for top in INPUT_DIRS:
         for dirpath, dirnames, filenames in os.walk(root / top):
             for name in dirnames:

@@ -1,7 +1,8 @@
 """Rendering: Experiments -> the generated files in argo/, planned in memory.
 
 `plan_render` computes every file tfgen wants (per experiment: chart values and the
-ApplicationSet generator input; once: the argo/ wiring from tfgen.yaml) and compares it with the
+ApplicationSet generator input; once: the argo/ wiring from tfgen.yaml and, when it declares
+owners, .github/CODEOWNERS) and compares it with the
 committed files, returning a plan of file changes without writing anything. The committed files
 are read from disk, or handed in by the gate, which has read them already. `tfgen render
 --check` and `tfgen check` stop at the plan (its drift); `write.apply_plan` writes it. A file
@@ -21,6 +22,7 @@ from ..problems import Problem
 from ..repo import layout, naming
 from ..validate import Experiment, RepoConfig, load_config, validate_paths
 from . import argo
+from .codeowners import codeowners_file
 from .generated import GeneratedFile, dump_yaml, is_generated
 from .values import build_values
 
@@ -108,9 +110,12 @@ def wanted_files(
     config: RepoConfig | None = None,
 ) -> tuple[list[GeneratedFile], list[Problem]]:
     """Everything tfgen generates for these experiments, tfgen.yaml's `argocd` block and the
-    rest of the repository config (its defaults when None)."""
+    rest of the repository config (its defaults when None: no owners, so no CODEOWNERS)."""
     files = argo.argo_files(argocd)
-    problems: list[Problem] = []
+    experiments = list(experiments)
+    codeowners, problems = codeowners_file(config.owners if config else {}, experiments)
+    if codeowners is not None:
+        files.append(codeowners)
     for experiment in sorted(experiments, key=lambda e: e.rel):
         # Names become folder names: the validate stage allows only names that cannot leave
         # argo/experiments/, and the writer checks it again rather than trust its caller.
@@ -153,6 +158,10 @@ def plan_render(
     changes: list[FileChange] = []
     for generated in files:
         raw = committed.get(generated.path)
+        if generated.path == layout.CODEOWNERS_FILE and pending:
+            # Its lines for the specs that did not validate cannot be known: the specs'
+            # problems are the ones to fix first, not a drift of this file.
+            continue
         old = None if raw is None else _text(raw)
         new = generated.content
         if old is None:

@@ -116,11 +116,11 @@ def render_lock(root: Path, wait_seconds: float | None = None) -> Iterator[None]
 
 
 def remove_stale_temps(root: Path) -> list[str]:
-    """Delete the temporary files a killed render left in argo/ and argo/experiments/*/
-    (only under the render lock: a live render's are its own). Returns their paths."""
+    """Delete the temporary files a killed render left in argo/, argo/experiments/*/ and
+    .github/ (only under the render lock: a live render's are its own). Returns their paths."""
     removed: list[str] = []
     argo = root / layout.ARGO_DIR
-    folders = [argo]
+    folders = [argo, root / layout.CODEOWNERS_FOLDER]
     with contextlib.suppress(OSError), os.scandir(root / layout.GENERATED_DIR) as scan:
         folders += [Path(e.path) for e in scan if e.is_dir(follow_symlinks=False)]
     for folder in folders:

@@ -3,10 +3,11 @@
 The repository root is the nearest directory, from the given paths (or the working directory)
 upwards, that holds `tfgen.yaml`. Below it: `experiments/<name>.yaml` written by people, the
 chart in `charts/tfjob-experiment/`, and `argo/` written by `tfgen render`, with one folder per
-experiment under `argo/experiments/`. `spec_files` is the one definition of which files are
-experiment specs (`*.yaml` directly in `experiments/`); every command finds specs through it,
-and `misplaced_specs` names what looks like a spec but is not one (`.yml`, `.YAML`, sub-folders),
-so that nothing is skipped in silence. Files are read through `files.read_input`.
+experiment under `argo/experiments/` (render also writes `.github/CODEOWNERS`). `spec_files`
+is the one definition of which files are experiment specs (`*.yaml` directly in
+`experiments/`); every command finds specs through it, and `misplaced_specs` names what looks
+like a spec but is not one (`.yml`, `.YAML`, sub-folders), so that nothing is skipped in
+silence. Files are read through `files.read_input`.
 
 Paths in messages are shown relative to the working directory when they lie inside it (what a
 person can paste into an editor), else absolute; paths inside generated files are
@@ -40,6 +41,9 @@ TEMP_MARK = ".tfgen-tmp-"
 RENDER_LOCK = f"{ARGO_DIR}/.tfgen-render.lock"  # held while `tfgen render` writes argo/
 VALUES_FILE = "values.yaml"  # the chart values of one experiment
 APP_FILE = "app.yaml"  # the ApplicationSet generator's parameters for one experiment
+# Written by `tfgen render` from tfgen.yaml's `owners`, where GitHub looks for code owners.
+CODEOWNERS_FOLDER = ".github"
+CODEOWNERS_FILE = f"{CODEOWNERS_FOLDER}/CODEOWNERS"
 # Changes under these affect every experiment's rendering (for `--changed`).
 SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 
@@ -196,8 +200,10 @@ def is_temp_name(name: str) -> bool:
 
 
 def is_generated_location(rel: str) -> bool:
-    """Where tfgen writes: argo/*.yaml and anything below argo/experiments/ (never a file
-    still being written)."""
+    """Where tfgen writes: argo/*.yaml, anything below argo/experiments/ and
+    .github/CODEOWNERS (never a file still being written)."""
+    if rel == CODEOWNERS_FILE:
+        return True
     folder, _, name = rel.rpartition("/")
     if is_temp_name(name):
         return False
@@ -218,15 +224,22 @@ def generated_files(root: Path) -> dict[str, bytes]:
         if is_generated_location(rel):
             found[rel] = read_input(entry.path, shown(entry.path), root)
     _read_below(root, GENERATED_DIR, found)
+    codeowners = root / CODEOWNERS_FILE
+    if os.path.lexists(codeowners):
+        found[CODEOWNERS_FILE] = read_input(codeowners, shown(codeowners), root)
     return found
 
 
 def check_generated_tree(root: Path) -> None:
     """Refuse (`Refused`, one line) what would make a write in argo/ go astray: a file or a
-    link where tfgen writes a folder (argo/, argo/experiments/, a symlinked experiment folder:
+    link where tfgen writes a folder (argo/, argo/experiments/, .github/, a symlinked
+    experiment folder:
     a write through it would leave the repository), a folder where it writes a file."""
-    for rel in (ARGO_DIR, GENERATED_DIR):
+    for rel in (ARGO_DIR, GENERATED_DIR, CODEOWNERS_FOLDER):
         _expect_folder(root, rel)
+    if (root / CODEOWNERS_FILE).is_dir():
+        raise Refused(shown(root / CODEOWNERS_FILE), "is a folder, where tfgen writes a file",
+                      "move it away, then run `tfgen render`")
     for entry in _entries(root / ARGO_DIR):
         if is_generated_location(f"{ARGO_DIR}/{entry.name}") and _is_dir(entry):
             raise Refused(shown(entry.path), "is a folder, where tfgen writes a file",

@@ -73,6 +73,12 @@ class RepoConfig:
         return f"{layout.CONFIG_NAME}:{line}"
 
     @property
+    def owners(self) -> dict[str, Any]:
+        """`owners`: `platform` (a list) and `namespaces` (namespace -> list), each optional;
+        empty when tfgen.yaml declares none (then no CODEOWNERS is generated)."""
+        return dict(self.data.get("owners") or {})
+
+    @property
     def defaults(self) -> dict[str, Any]:
         return dict(self.data["defaults"])
 

@@ -50,6 +50,11 @@ PATTERN_WORDS: dict[str, str] = {
         "starting and ending with a letter or digit"
     ),
     "^[1-9][0-9]*\\.[0-9]+$": 'must be a minor version such as "3.3"',
+    "^(@[A-Za-z0-9](-?[A-Za-z0-9]){0,38}(/[A-Za-z0-9][-A-Za-z0-9_.]*)?"
+    "|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+)$": (
+        "must be a code owner as GitHub accepts one: @user, @org/team or an e-mail address "
+        "(no spaces)"
+    ),
     "^[0-9A-F]{16}$": "must be a GnuPG key ID: 16 upper-case hexadecimal digits",
     "^/": "must be an absolute path, starting with '/'",
     "^/[^/]": "must be an absolute path of a directory below '/' (not '/' itself)",
