@@ -42,7 +42,7 @@ def test_render_then_rerun_then_check(runner: CliRunner, repo: Path) -> None:
     assert code == 0 and "0 created, 0 updated, 7 unchanged" in output
     code, output = run(runner, repo, "--check")
     assert code == 0, output
-    assert "argo/ is up to date" in output and "7 unchanged" in output
+    assert "generated files are up to date" in output and "7 unchanged" in output
 
 
 def test_check_fails_on_one_changed_byte_with_a_diff(runner: CliRunner, repo: Path) -> None:
@@ -69,7 +69,7 @@ def test_deleted_spec_orphans_need_prune(runner: CliRunner, repo: Path) -> None:
     assert code == 0 and f"removed {VALUES}" in output
     assert not (repo / VALUES).exists()
     code, output = run(runner, repo, "--check")
-    assert code == 0 and "argo/ is up to date" in output and "5 unchanged" in output
+    assert code == 0 and "generated files are up to date" in output and "5 unchanged" in output
 
 
 CODEOWNERS = ".github/CODEOWNERS"

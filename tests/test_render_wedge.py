@@ -86,7 +86,7 @@ def test_a_render_killed_mid_write_does_not_wedge_the_next(tmp_path: Path) -> No
     assert "no tfgen header" not in again.stdout + again.stderr
     assert temps(root) == [] and not (root / layout.RENDER_LOCK).exists()
     final = tfgen(root, "render", "--check")
-    assert final.returncode == 0 and "argo/ is up to date" in final.stderr, final.stderr
+    assert final.returncode == 0 and "generated files are up to date" in final.stderr, final.stderr
 
 
 def test_concurrent_renders_are_serialised(tmp_path: Path) -> None:
