@@ -71,11 +71,10 @@ def _yaml11_only(chunk: str) -> bool:
 
 
 @dataclass
-class RenderedObject:
-    """One Kubernetes object from a rendered manifest, with the template that produced it."""
+class KubeObject:
+    """A Kubernetes object's document and what every reader asks of it: kind and name."""
 
     doc: dict[str, Any]
-    source: str = ""  # `# Source:` path helm printed, e.g. tfjob-experiment/templates/pv.yaml
 
     @property
     def kind(self) -> str:
@@ -99,6 +98,13 @@ class RenderedObject:
     def ref(self) -> str:
         """`Kind/name`, how people name an object (`kubectl get TFJob/mnist`)."""
         return f"{self.kind}/{self.name}"
+
+
+@dataclass
+class RenderedObject(KubeObject):
+    """One Kubernetes object from a rendered manifest, with the template that produced it."""
+
+    source: str = ""  # `# Source:` path helm printed, e.g. tfjob-experiment/templates/pv.yaml
 
     @property
     def key(self) -> tuple[str, str, str, str]:

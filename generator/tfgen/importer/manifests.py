@@ -20,6 +20,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from ..errors import InputError
+from ..gate.manifests import KubeObject
 from ..repo.files import read_input
 from ..repo.layout import YAML_SUFFIXES
 from ..repo.yamlread import SafeLoader
@@ -56,38 +57,13 @@ def pointer(parts: Path_) -> str:
 
 
 @dataclass
-class Manifest:
+class Manifest(KubeObject):
     """One Kubernetes object of the input, where it came from and which fields were used."""
 
-    doc: dict[str, Any]
     shown: str  # the file, as messages name it
     line: int
     used: set[Path_] = field(default_factory=set)
     why: dict[Path_, str] = field(default_factory=dict)  # reasons for fields left out on purpose
-
-    @property
-    def kind(self) -> str:
-        return str(self.doc.get("kind", ""))
-
-    @property
-    def api_version(self) -> str:
-        return str(self.doc.get("apiVersion", ""))
-
-    @property
-    def name(self) -> str:
-        meta = self.doc.get("metadata")
-        return str(meta.get("name", "")) if isinstance(meta, dict) else ""
-
-    @property
-    def namespace(self) -> str:
-        meta = self.doc.get("metadata")
-        value = meta.get("namespace", "") if isinstance(meta, dict) else ""
-        return str(value or "")
-
-    @property
-    def ref(self) -> str:
-        """`TFJob/mnist`, how people name an object."""
-        return f"{self.kind}/{self.name}"
 
     @property
     def where(self) -> str:
