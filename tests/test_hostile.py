@@ -502,32 +502,29 @@ def test_set_path() -> None:
     assert data["a"]["b"] == [5, 6]
 
 
+def _under_memory_limit(code: str) -> subprocess.CompletedProcess[str]:
+    """Python `code` run in a child under the harness's memory bound."""
+    limit = (f"import resource\n"
+             f"resource.setrlimit(resource.RLIMIT_DATA, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n")
+    return subprocess.run([sys.executable, "-c", limit + code], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
 def test_memory_limit_lets_helm_run(tmp_path: Path) -> None:
     """The bound is not so tight that the real helm fails under it."""
     outcome = run_tfgen(["--version"], tmp_path, dict(os.environ), None, tmp_path)
     assert outcome.code == 0 and "tfgen" in outcome.stdout
     helm = os.environ.get("TFGEN_HELM") or shutil.which("helm")
     assert helm, "no helm to try"
-    result = subprocess.run(
-        [sys.executable, "-c",
-         f"import resource, subprocess, sys\n"
-         f"resource.setrlimit(resource.RLIMIT_DATA, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n"
-         f"sys.exit(subprocess.run([{helm!r}, 'version']).returncode)"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
+    result = _under_memory_limit(
+        f"import subprocess, sys\nsys.exit(subprocess.run([{helm!r}, 'version']).returncode)")
     assert result.returncode == 0, result.stderr
     assert "Version" in result.stdout
 
 
 def test_memory_limit_stops_runaway_allocation(tmp_path: Path) -> None:
     """The bound holds: a child asking for twice the limit gets MemoryError."""
-    result = subprocess.run(
-        [sys.executable, "-c",
-         f"import resource\n"
-         f"resource.setrlimit(resource.RLIMIT_DATA, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n"
-         f"bytearray({2 * MEMORY_LIMIT})"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
+    result = _under_memory_limit(f"bytearray({2 * MEMORY_LIMIT})")
     assert result.returncode != 0 and "MemoryError" in result.stderr
 
 

@@ -194,7 +194,8 @@ def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
             if drift:
                 click.echo(plan.diff(), nl=False)
             _emit_problems(problems, fmt)
-            click.echo(("generated files are out of date: " if drift else "generated files are up to date: ")
+            state = "out of date" if drift else "up to date"
+            click.echo(f"generated files are {state}: "
                        + _render_summary(counts, prune=prune, check=True)
                        + (" (run `tfgen render`)" if drift else ""), err=True)
         sys.exit(1 if drift or problems else 0)
