@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
+from .checked import Checked, Collector, lookup
 from .config import RepoConfig
 from .document import PointerParts
 from .messages import shown
-from .rules import Checked, Collector, lookup
 
 DOCKER_HUB = "docker.io"
 DIGEST_MARK = "@sha256:"

@@ -1,0 +1,66 @@
+"""One experiment as the rules see it (`Checked`), and what every rule uses to read it and
+to report (`lookup`, `roles`, `Collector`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..problems import Problem
+from .document import Document, Locator, PointerParts
+from .loader import load_bytes
+
+
+@dataclass
+class Checked:
+    """One loaded experiment as the rules see it: complete data, where it came from.
+
+    The locator of a file whose verdict was recalled (not checked in this run) is built from
+    its bytes when a rule across files first needs to point into it.
+    """
+
+    source: Path
+    shown: str
+    data: dict[str, Any]
+    raw: bytes = b""
+    config: Document | None = None
+    _locator: Locator | None = field(default=None, repr=False)
+
+    @property
+    def locator(self) -> Locator:
+        if self._locator is None:
+            self._locator = Locator(load_bytes(self.raw, self.shown), self.config)
+        return self._locator
+
+
+def lookup(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+class Collector:
+    def __init__(self, locator: Locator) -> None:
+        self.locator = locator
+        self.problems: list[Problem] = []
+
+    def add(
+        self,
+        parts: PointerParts,
+        message: str,
+        hint: str = "",
+        *,
+        key: bool = True,
+        missing: bool = False,
+    ) -> None:
+        self.problems.append(self.locator.problem(parts, message, hint, key=key, missing=missing))
+
+
+def roles(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    roles = spec.get("roles")
+    if not isinstance(roles, dict):
+        return []
+    return [(name, role) for name, role in roles.items() if isinstance(role, dict)]
