@@ -34,7 +34,6 @@ than PyYAML does, that chart's experiments are rendered one by one.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import os
 import re
@@ -47,15 +46,20 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
-import yaml
 
 from ..errors import EnvironmentProblem, HelmError, InputError
-from ..render.generated import dump_yaml, read_canonical
+from ..render.generated import dump_yaml
 from ..repo import chart as chart_facts
-from ..repo.yamlread import SafeLoader
 from . import helm as helm_mod
 from .applications import ResolvedApplication
 from .cache import Cache, CacheKeys, tool_digest, tool_version, tree_digest
+from .helmvalues import (
+    canonical_values,
+    coalesce,
+    load_yaml_file,
+    merge_values,
+    typed,
+)
 
 UMBRELLA = "tfgen-batch"
 MIN_CHUNK = 25
@@ -140,74 +144,18 @@ def split_umbrella(text: str, chart_name: str) -> dict[str, str]:
     return {alias: "".join(docs) for alias, docs in parts.items()}
 
 
-def _load_yaml_file(path: Path) -> Any:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)  # noqa: S506
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {exc}") from exc
-    return data if data is not None else {}
-
-
-def canonical_values(text: str) -> dict[str, Any] | None:
-    """The values of a file in the writer's canonical form (helm reads it as tfgen does, see the
-    module docstring), else None."""
-    data = read_canonical(text)
-    return data if isinstance(data, dict) and data else None
-
-
-def _typed(data: Any) -> str:
-    """`data` as JSON with every number a float (helm's values hold float64 only), booleans
-    kept apart from numbers and null map entries left out (helm drops them from a chart's
-    defaults), for a strict comparison of what two parsers read."""
-    def walk(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k): walk(v) for k, v in value.items() if v is not None}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        if isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        return value
-    return json.dumps(walk(data), sort_keys=True, default=str)
-
-
-def merge_values(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Helm's merge of successive `-f` files: maps merge, anything else is replaced."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_values(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def coalesce(values: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """Helm's coalescing of user values over chart defaults: a user `null` deletes the default."""
-    out = dict(values)
-    for key, default in defaults.items():
-        if key not in out:
-            out[key] = copy.deepcopy(default)
-        elif out[key] is None:
-            del out[key]
-        elif isinstance(out[key], dict) and isinstance(default, dict):
-            out[key] = coalesce(out[key], default)
-    return out
-
-
 class ChartInfo:
     """What the batch renderer needs to know about one chart folder, computed once."""
 
     def __init__(self, chart: Path) -> None:
         self.path = chart
-        meta = _load_yaml_file(chart / "Chart.yaml")
+        meta = load_yaml_file(chart / "Chart.yaml")
         if not isinstance(meta, dict) or "name" not in meta:
             raise InputError(f"{chart / 'Chart.yaml'}: not a chart (no name)")
         self.name = str(meta["name"])
         self.version = str(meta.get("version", "0.0.0"))
         values_path = chart / "values.yaml"
-        defaults = _load_yaml_file(values_path) if values_path.exists() else {}
+        defaults = load_yaml_file(values_path) if values_path.exists() else {}
         self.defaults: dict[str, Any] = defaults if isinstance(defaults, dict) else {}
         self.digest = tree_digest(chart)
         schema_path = chart / "values.schema.json"
@@ -301,7 +249,7 @@ class BatchRenderer:
                                         "--show-only", "templates/values.txt"])
                     line = next(x for x in out.splitlines() if x.startswith("values: "))
                     seen = json.loads(base64.b64decode(line.removeprefix("values: ")))
-                    known = str(_typed(seen) == _typed(chart.defaults))
+                    known = str(typed(seen) == typed(chart.defaults))
                 except (HelmError, ValueError, StopIteration):
                     known = "False"  # helm refuses the file: the single renders say why
             self.cache.put("chart-defaults", key, known)
