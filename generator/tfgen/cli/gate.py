@@ -1,0 +1,85 @@
+"""`tfgen check` and `tfgen diff`: the pull-request gate."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..gate import DIFF_FORMATS, VALIDATORS
+from ..problems import FORMATS, format_problems
+from .app import ROOT_OPTION, Progress, handle_errors, main, require_repository
+
+# --- check and diff: the pull-request gate ----------------------------------------------------
+
+
+@main.command("check")
+@click.option("--base", metavar="REF", help="Git revision the change is based on "
+              "(e.g. origin/main): refuse changes a live run cannot take.")
+@click.option("--changed", "changed_only", is_flag=True,
+              help="Only render experiments touched since --base (a chart, schema, argo/ or "
+                   "tfgen.yaml change means all).")
+@click.option("--validator", type=click.Choice(VALIDATORS),
+              default="auto", show_default=True,
+              help="Validator of rendered objects: auto = builtin, plus kubeconform when it is "
+                   "on PATH; kubeconform/both require it.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS),
+              default="text", show_default=True, help="How problems are printed.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@ROOT_OPTION
+@handle_errors
+def check_command(base: str | None, changed_only: bool, validator: str, fmt: str,
+                  no_cache: bool, root: Path | None) -> None:
+    """Run the whole pull-request gate offline.
+
+    Validates every spec, checks the committed generated files, renders every Application
+    with helm exactly as Argo CD would, validates every rendered object strictly against the
+    Kubernetes schemas of tfgen.yaml's kubernetesVersion and schemas/, and applies the TFJob,
+    data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
+    """
+    from ..gate.base import check_ref
+    from ..gate.check import CheckOptions, run_check
+
+    if base is not None:
+        check_ref(base)
+    start = require_repository(root)
+    options = CheckOptions(base=base, changed_only=changed_only, validator=validator,
+                           use_cache=not no_cache)
+    progress = Progress(sys.stderr.isatty())
+    try:
+        result = run_check(start, options, progress=progress)
+    finally:
+        progress.close()
+    if fmt == "json" or result.problems:
+        click.echo(format_problems(result.problems, fmt))
+    click.echo(result.summary(), err=True)
+    sys.exit(1 if result.problems else 0)
+
+
+@main.command("diff")
+@click.option("--base", metavar="REF", required=True,
+              help="Git revision to compare with (e.g. origin/main).")
+@click.option("--format", "fmt", type=click.Choice(DIFF_FORMATS), default="text",
+              show_default=True, help="text for a terminal, markdown for a pull-request comment.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@ROOT_OPTION
+@handle_errors
+def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None:
+    """Show the rendered objects that change since REF, one unified diff per object.
+
+    Experiments touched since REF are rendered at REF and now with helm; each added, removed
+    or changed object is shown. Exit 0 (also when objects differ); 1 with the problems when a
+    spec is invalid (then no diff at all) or a side fails to render; 2 usage or missing tool.
+    """
+    from ..gate.diff import format_diff, run_diff
+
+    result = run_diff(require_repository(root), base, use_cache=not no_cache)
+    if result.diffs or not result.problems:  # never "no changes" when nothing could be compared
+        click.echo(format_diff(result, fmt))
+    if result.problems:
+        click.echo(format_problems(result.problems, "text"))
+        count = len(result.problems)
+        click.echo(f"{count} problem{'s' if count != 1 else ''}: the diff against {base} is "
+                   "incomplete", err=True)
+        sys.exit(1)
