@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import OptionsError
 from ..problems import Problem
 from .files import Refused, read_input
 
@@ -71,6 +72,25 @@ def find_root(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Path
 def is_spec_name(name: str) -> bool:
     """A *.yaml file name (".yaml" alone is none)."""
     return len(name) > len(SPEC_SUFFIX) and name.endswith(SPEC_SUFFIX)
+
+
+def experiment_path(argument: str, cwd: Path | None = None) -> Path:
+    """What a command that takes one experiment means by ARGUMENT: an existing path is that
+    file; otherwise a bare name (no `/`, no suffix) is `experiments/<name>.yaml` of the
+    repository around cwd. Anything else is returned as given, for the reader to refuse with
+    its own message (no such file, a folder, a link out...)."""
+    if not argument.strip():  # Path("") is ".", the whole folder: not what was meant
+        raise OptionsError("the experiment is empty: give its name or its spec file")
+    path = Path(argument)
+    if os.path.lexists(path) or "/" in argument or os.sep in argument or path.suffix:
+        return path
+    root = find_root(cwd=cwd)
+    candidate = (root or Path(cwd or Path.cwd())) / EXPERIMENTS_DIR / f"{argument}{SPEC_SUFFIX}"
+    if os.path.lexists(candidate):
+        return candidate
+    where = "" if root is None else f" in {shown(root / EXPERIMENTS_DIR)}"
+    raise OptionsError(f"{argument}: no such file, and no experiment of that name{where} "
+                       f"(give a spec file or the name of an experiments/<name>.yaml)")
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
