@@ -84,6 +84,7 @@ SHARED = {
     "spec.runPolicy.schedulingPolicy.priorityClass": "runPolicy.schedulingPolicy.priorityClass",
     "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds":
         "runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
+    "spec.lifecycle": "lifecycle",
     "spec.priorityClassName": "priorityClassName",
     "spec.schedulerName": "schedulerName",
     "spec.serviceAccountName": "serviceAccountName",
@@ -109,6 +110,8 @@ CHART_ONLY = {
     "resources",
     # the spec's seccompProfile is the type alone (same enum), written as {type: ...}
     "podSecurityContext.seccompProfile",
+    # the spec's tfgen.io/rerun-of annotation, which `tfgen rerun` writes from a valid name
+    "experiment.rerunOf",
     # from tfgen.yaml's networkPolicy (same pattern in repo-config.schema.json), not the spec
     "networkPolicy",
 }

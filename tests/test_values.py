@@ -7,7 +7,7 @@ from tfgen.render.values import build_values, env_var, resources
 from tfgen.validate.defaults import apply_defaults
 
 CONTRACT_TOP_KEYS = [
-    "experiment", "image", "imagePullPolicy", "imagePullSecrets", "command", "args",
+    "experiment", "lifecycle", "image", "imagePullPolicy", "imagePullSecrets", "command", "args",
     "workingDir", "env", "roles", "storage", "tensorboard", "runPolicy", "priorityClassName",
     "schedulerName", "serviceAccountName", "podSecurityContext", "istioSidecar", "networkPolicy",
 ]
@@ -27,7 +27,7 @@ def test_values_have_exactly_the_contract_keys() -> None:
     ]
     assert values["experiment"] == {
         "name": "distributed-mnist", "namespace": "default", "owner": "someone@example.com",
-        "labels": {"team": "vision"}, "annotations": {},
+        "labels": {"team": "vision"}, "annotations": {}, "rerunOf": "",
     }
 
 

@@ -92,11 +92,15 @@ helm.sh/chart: {{ include "tfjob-experiment.chart" .context | quote }}
 {{- end }}
 
 {{/*
-Annotations every object carries: the owner and the experiment's own annotations.
+Annotations every object carries: the owner, the run it reruns (if any) and the experiment's
+own annotations.
 Usage: {{ include "tfjob-experiment.annotations" . }}
 */}}
 {{- define "tfjob-experiment.annotations" -}}
 tfgen.io/owner: {{ .Values.experiment.owner | quote }}
+{{- with .Values.experiment.rerunOf }}
+tfgen.io/rerun-of: {{ . | quote }}
+{{- end }}
 {{- with .Values.experiment.annotations }}
 {{ toYaml . }}
 {{- end }}
@@ -143,6 +147,25 @@ Usage: {{ include "tfjob-experiment.volumeSelectorLabels" . }}
 {{- define "tfjob-experiment.volumeSelectorLabels" -}}
 tfgen.io/experiment: {{ include "tfjob-experiment.fullname" . | quote }}
 tfgen.io/experiment-namespace: {{ .Values.experiment.namespace | quote }}
+{{- end }}
+
+{{/*
+"true" while the experiment trains, "" once it is retired: a retired experiment renders only
+its volume and claim, so Argo CD prunes the TFJob, its NetworkPolicy and (unless
+tensorboard.keep) the TensorBoard, while the data stays bound.
+Usage: {{ if include "tfjob-experiment.training" . }}
+*/}}
+{{- define "tfjob-experiment.training" -}}
+{{- if ne .Values.lifecycle "retired" }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the TensorBoard objects render: enabled, and the experiment still trains or
+tensorboard.keep keeps it after retirement to look at the finished curves.
+Usage: {{ if include "tfjob-experiment.tensorboardOn" . }}
+*/}}
+{{- define "tfjob-experiment.tensorboardOn" -}}
+{{- if and .Values.tensorboard.enabled (or (include "tfjob-experiment.training" .) .Values.tensorboard.keep) }}true{{ end }}
 {{- end }}
 
 {{/*

@@ -19,7 +19,7 @@ from . import base
 from .applications import resolve_applications
 from .batch import BatchRenderer, jobs_for
 from .manifests import RenderedObject, parse_manifest
-from .objects import AppObjects
+from .objects import AppObjects, is_retired
 
 NEW_RUN_HINT = (
     "a live run cannot take this change: start a new run under a new experiment name "
@@ -149,6 +149,17 @@ def _tfjob_changes(
     return out
 
 
+def _unretired(current: AppObjects) -> Problem:
+    """A retired run made active again would train anew over the old run's data and logs."""
+    name = current.app.name
+    return Problem(current.path, pointer="$.spec.lifecycle",
+                   message=f"{name} is {chart.RETIRED} at the base revision and "
+                   f"{chart.ACTIVE} now; a retired run cannot train again (it would write "
+                   "over the old run's checkpoints and event logs)",
+                   hint=f"set spec.lifecycle back to {chart.RETIRED} and rerun it under a new "
+                   f"name: `tfgen rerun {name} --as NEW`")
+
+
 def _short(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
@@ -170,8 +181,9 @@ def base_problems(
     with base.tree_at(root, ref) as tree:
         before_apps = {a.name: a for a in resolve_applications(tree).applications}
         pairs = [(before_apps[name], now[name]) for name in now if name in before_apps]
+        out = [_unretired(current) for before, current in pairs
+               if is_retired(before) and not is_retired(current.app)]
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
-    out: list[Problem] = []
     for (_, current), before in zip(pairs, results, strict=True):
         if before.error or before.manifest == current.manifest:
             continue  # an experiment that did not render at the base was not running

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..problems import Problem
-from ..repo import layout
+from ..repo import chart, layout
 from ..validate.config import RepoConfig, builtin_policy
 from . import kubeconform, policy, wiring
 from .applications import ResolvedApplication
 from .batch import RenderResult
+from .helmvalues import load_yaml_file, merge_values
 from .manifests import ManifestValidator, RenderedObject, parse_manifest
 
 ObjectKey = tuple[str, str, str, str]  # group, kind, namespace, name
@@ -71,6 +72,18 @@ class Verdict:
                    tuple(tuple(k) for k in data["keys"]))  # type: ignore[misc]
 
 
+def is_retired(app: ResolvedApplication) -> bool:
+    """Whether the Application's values files, merged as helm merges them, retire the
+    experiment. Read from the values the render used, so a cached verdict (keyed by them)
+    never outlives a change of state."""
+    values: dict[str, object] = {}
+    for path in app.value_files:
+        data = load_yaml_file(path)
+        if isinstance(data, dict):
+            values = merge_values(values, data)
+    return values.get(chart.LIFECYCLE_KEY) == chart.RETIRED
+
+
 @dataclass
 class Judge:
     """What every experiment's objects are judged by."""
@@ -101,7 +114,7 @@ class Judge:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
             found += policy.tfjob_problems(obj, "")
-        found += policy.one_tfjob_problems(objects, "")
+        found += policy.one_tfjob_problems(objects, "", retired=is_retired(app))
         found += policy.data_safety_problems(objects, "")
         level, source = self.pod_security(app.namespace)
         found += policy.pod_security_problems(objects, app.namespace, level, source,

@@ -191,15 +191,20 @@ def _claims(pod: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def one_tfjob_problems(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
-    """An experiment is one training run: its Application renders exactly one TFJob. None
-    would pass every other rule while Argo CD trains nothing (a chart without the template, a
-    `helm` that is not helm and prints nothing)."""
+def one_tfjob_problems(
+    objects: Sequence[RenderedObject], path: str, retired: bool = False
+) -> list[Problem]:
+    """An experiment is one training run: its Application renders exactly one TFJob, and a
+    retired one none. None for an active one would pass every other rule while Argo CD trains
+    nothing (a chart without the template, a `helm` that is not helm and prints nothing); one
+    for a retired one would train again."""
     count = sum(1 for o in objects if o.kind == "TFJob")
-    if count == 1:
+    expected = 0 if retired else 1
+    if count == expected:
         return []
-    return [Problem(path, pointer="TFJob", message=f"the chart rendered {count} TFJobs for this "
-                    "experiment; it must render exactly one",
+    state = f"this {chart.RETIRED} experiment" if retired else "this experiment"
+    return [Problem(path, pointer="TFJob", message=f"the chart rendered {count} TFJobs for "
+                    f"{state}; it must render {'none' if retired else 'exactly one'}",
                     hint="check charts/tfjob-experiment/templates and the helm tfgen runs")]
 
 

@@ -128,6 +128,7 @@ def _tensorboard(tb: Mapping[str, Any], mount_path: str) -> dict[str, Any]:
     service, ingress = tb["service"], tb["ingress"]
     return {
         "enabled": tb["enabled"],
+        "keep": tb["keep"],
         "image": tb["image"],
         # A disabled TensorBoard may have no logDir; the chart still wants an absolute path,
         # so it gets the conventional one (unused while disabled) rather than an invalid "".
@@ -180,8 +181,11 @@ def build_values(
             "namespace": metadata["namespace"],
             "owner": metadata["owner"],
             "labels": _sorted_map(metadata["labels"]),
-            "annotations": _sorted_map(metadata["annotations"]),
+            "annotations": _sorted_map({k: v for k, v in metadata["annotations"].items()
+                                        if k != naming.RERUN_ANNOTATION}),
+            "rerunOf": metadata["annotations"].get(naming.RERUN_ANNOTATION, ""),
         },
+        "lifecycle": spec["lifecycle"],
         "image": spec.get("image", ""),
         "imagePullPolicy": spec["imagePullPolicy"],
         "imagePullSecrets": list(spec["imagePullSecrets"]),

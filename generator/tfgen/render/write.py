@@ -155,6 +155,19 @@ def _stage(target: Path, content: str, temps: dict[Path, Path], mode: int) -> No
         os.fsync(handle.fileno())
 
 
+def replace_file(target: Path, content: str) -> None:
+    """Replace one existing file (a spec `tfgen retire` edits) atomically: readers see the old
+    bytes or the new ones, never a part; its mode is kept."""
+    temps: dict[Path, Path] = {}
+    try:
+        _stage(target, content, temps, target.stat().st_mode & 0o7777)
+        os.replace(temps.pop(target), target)
+        _fsync_dir(target.parent)
+    finally:
+        for temp in temps.values():
+            temp.unlink(missing_ok=True)
+
+
 def _fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)

@@ -32,6 +32,13 @@ NAS_CSI_DRIVER = "nasplugin.csi.alibabacloud.com"
 NAS_FLEX_DRIVER = "alicloud/nas"
 CLAIM = "PersistentVolumeClaim"
 
+# The chart's values key that retires an experiment, and its two states (the spec's
+# spec.lifecycle, whose enum and default live in the experiment schema). Retired, the chart
+# renders only the volume and claim (and TensorBoard with tensorboard.keep): no TFJob.
+LIFECYCLE_KEY = "lifecycle"
+ACTIVE = "active"
+RETIRED = "retired"
+
 # Sorted by group, then kind: the order of the AppProject's whitelists.
 KINDS = (
     Kind("", VOLUME, namespaced=False),

@@ -101,6 +101,9 @@ RESERVED_NAMES = {
 # safety), or the training operator sets on the pods (the NetworkPolicies select on them: a
 # pod carrying another job's labels would be let into that job); a user key there would clash
 # with them or weaken them.
+# The one annotation under tfgen.io/ a spec carries: `tfgen rerun` writes where the run came
+# from; the chart writes it on every object (values experiment.rerunOf).
+RERUN_ANNOTATION = "tfgen.io/rerun-of"
 RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/",
                      "training.kubeflow.org/")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
+from ..repo import chart
 from .document import Document, Locator, PointerParts
 from .loader import load_bytes
 
@@ -40,6 +41,12 @@ def lookup(data: Any, *keys: str) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def is_retired(data: Any) -> bool:
+    """Whether an experiment document is retired (spec.lifecycle): it keeps its volume and
+    claim and runs nothing, so it holds no GPUs and writes no logs."""
+    return lookup(data, "spec", "lifecycle") == chart.RETIRED
 
 
 class Collector:

@@ -22,6 +22,7 @@ from ..problems import Problem
 from ..repo import naming
 from .apirules import api_problems, path_problem
 from .checked import Checked, Collector, lookup
+from .logdirs import collision_problems
 from .document import PointerParts, pointer_text
 from .messages import shown
 
@@ -73,6 +74,8 @@ def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
         if not isinstance(keys, dict):
             continue
         for key in keys:
+            if where == "annotations" and key == naming.RERUN_ANNOTATION:
+                continue  # written by `tfgen rerun`; the chart passes it on
             prefix = next((p for p in naming.RESERVED_PREFIXES if str(key).startswith(p)), None)
             if prefix:
                 out.add(
@@ -277,7 +280,8 @@ def _others(items: Sequence[Checked], item: Checked, limit: int = 3) -> str:
 
 
 def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
-    """Rules across files: unique experiment names and unique derived PV names."""
+    """Rules across files: unique experiment names, unique derived PV names, and log
+    directories no two active experiments share (logdirs.py)."""
     problems: list[Problem] = []
     by_name: dict[str, list[Checked]] = {}
     by_pv: dict[str, list[Checked]] = {}
@@ -318,4 +322,4 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
                 key=False,
             )
             problems += out.problems
-    return problems
+    return problems + collision_problems(experiments)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
-from .checked import Checked, Collector, lookup
+from .checked import Checked, Collector, is_retired, lookup
 from .config import RepoConfig
 from .document import PointerParts
 from .messages import shown
@@ -59,8 +59,8 @@ def gpus(spec: dict[str, Any]) -> int:
 
 
 def active(spec: dict[str, Any]) -> bool:
-    """A suspended experiment has no pods, so it holds no GPUs."""
-    return not lookup(spec, "runPolicy", "suspend")
+    """A suspended or retired experiment has no pods, so it holds no GPUs."""
+    return not lookup(spec, "runPolicy", "suspend") and not is_retired({"spec": spec})
 
 
 class _Policy:

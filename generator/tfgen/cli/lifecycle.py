@@ -1,0 +1,163 @@
+"""`tfgen new`, `tfgen rerun`, `tfgen list` and `tfgen retire`: an experiment's life in Git."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..problems import format_problems
+from .app import emit_problems, handle_errors, main
+
+_NEXT = ("next: edit {path} (image, command, args, data paths), `tfgen render`, then open a "
+         "pull request with the spec and argo/")
+
+
+def _created(path: str, note: str = "") -> None:
+    click.echo(path)
+    click.echo(f"wrote {path}{note}; " + _NEXT.format(path=path), err=True)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--from", "source", metavar="EXPERIMENT",
+              help="Copy this experiment's spec (name or file), comments kept, renaming every "
+              "field that names the old run.")
+@click.option("--namespace", metavar="NS", help="Namespace (default: tfgen.yaml's).")
+@click.option("--owner", metavar="EMAIL",
+              help="metadata.owner (default: git config user.email).")
+@click.option("--image", metavar="IMAGE",
+              help="Training image (default: tfgen.yaml's spec.image, if it sets one).")
+@click.option("--command", "command", metavar="CMD", help="Training command, e.g. "
+              "'python /app/main.py' (without --from).")
+@click.option("--workers", type=click.IntRange(0, 1000), default=None,
+              help="Worker replicas (without --from; default 2).")
+@click.option("--ps", type=click.IntRange(0, 1000), default=None,
+              help="Parameter servers (without --from; default 1).")
+@click.option("--gpus", type=click.IntRange(0, 64), default=None,
+              help="GPUs per master and worker (without --from; default 0).")
+@handle_errors
+def new(name: str, source: str | None, namespace: str | None, owner: str | None,
+        image: str | None, command: str | None, workers: int | None, ps: int | None,
+        gpus: int | None) -> None:
+    """Start an experiment: write experiments/NAME.yaml, validated, never over a file.
+
+    Without --from: 1 master, --workers workers, --ps parameter servers, on the NAS of
+    tfgen.yaml's defaults mounted at /training, logs in /training/NAME/logs. With --from: a
+    copy of that spec in which the name and every string under spec that names the old run
+    (log and checkpoint directories, args, env values) are renamed; data paths without the
+    name are kept. A log directory still shared with an active experiment is refused, naming
+    the field to change.
+
+    Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage (a bad
+    name, an existing file, not in a tfgen repository).
+    """
+    from ..lifecycle import Roles, new_experiment
+
+    roles = None
+    if workers is not None or ps is not None or gpus is not None:
+        defaults = Roles()
+        roles = Roles(workers if workers is not None else defaults.workers,
+                      ps if ps is not None else defaults.ps,
+                      gpus if gpus is not None else defaults.gpus)
+    created = new_experiment(name, source=source, owner=owner, namespace=namespace,
+                             image=image, command=command, roles=roles)
+    _created(created.path)
+
+
+@main.command()
+@click.argument("experiment")
+@click.option("--as", "new_name", metavar="NEW", required=True, help="The new run's name.")
+@click.option("--owner", metavar="EMAIL",
+              help="metadata.owner (default: git config user.email).")
+@handle_errors
+def rerun(experiment: str, new_name: str, owner: str | None) -> None:
+    """Rerun EXPERIMENT under a new name: `tfgen new NEW --from EXPERIMENT`, plus the
+    annotation tfgen.io/rerun-of: EXPERIMENT on the new spec (and every object it renders).
+
+    Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage.
+    """
+    from ..lifecycle import new_experiment
+
+    created = new_experiment(new_name, source=experiment, owner=owner, rerun=True)
+    _created(created.path, f" (a rerun of {experiment})")
+
+
+@main.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="An aligned table, or a JSON list of objects.")
+@click.option("--namespace", metavar="NS", help="Only experiments in this namespace.")
+@click.option("--owner", metavar="EMAIL", help="Only experiments of this owner.")
+@click.option("--state", type=click.Choice(["active", "retired"]),
+              help="Only active or only retired experiments.")
+@handle_errors
+def list_command(fmt: str, namespace: str | None, owner: str | None,
+                 state: str | None) -> None:
+    """List the experiments: name, namespace, owner, topology, GPUs, storage, state.
+
+    Invalid specs are listed as far as they can be read, and their problems are reported as
+    `tfgen validate` reports them (on stdout after the table; in JSON, on stderr).
+
+    Exit codes: 0 listed, 1 some spec has problems, 2 usage.
+    """
+    from ..lifecycle import list_experiments, table
+
+    rows, problems = list_experiments()
+    rows = [r for r in rows if (namespace is None or r.namespace == namespace)
+            and (owner is None or r.owner == owner) and (state is None or r.state == state)]
+    if fmt == "json":
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=2))
+        if problems:
+            click.echo(format_problems(problems, "text"), err=True)
+    else:
+        if rows:
+            click.echo(table(rows))
+        emit_problems(problems, "text")
+    n = len(rows)
+    click.echo(f"{n} experiment{'s' if n != 1 else ''}"
+               + (f"; {len(problems)} problem(s) (`tfgen validate`)" if problems else ""),
+               err=True)
+    sys.exit(1 if problems else 0)
+
+
+@main.command()
+@click.argument("experiment")
+@click.option("--delete", is_flag=True,
+              help="Remove the spec and argo/experiments/NAME/ instead, and print the "
+              "`argocd app delete` to run after the merge.")
+@handle_errors
+def retire(experiment: str, delete: bool) -> None:
+    """Retire EXPERIMENT: set spec.lifecycle: retired in its spec (comments kept).
+
+    Once merged, Argo CD prunes the TFJob, the TensorBoard (unless tensorboard.keep) and the
+    NetworkPolicies; the PV and PVC stay bound with the data, and the Application stays
+    Synced and Healthy. A retired experiment cannot become active again (`tfgen check --base`
+    refuses it): rerun it under a new name. With --delete: the spec and its generated folder
+    are removed (argo/ is rendered again) and the order of what follows is printed.
+
+    Exit codes: 0 done (also when already retired), 2 usage.
+    """
+    from ..lifecycle import REMOVAL_DOC, delete_command, retire_experiment
+    from ..validate.config import load_config
+
+    result = retire_experiment(experiment, delete=delete)
+    if delete:
+        for path in result.removed:
+            click.echo(f"removed {path}")
+        namespace = load_config().argocd["namespace"]
+        click.echo(
+            ("argo/ rendered again. " if result.rendered else
+             "run `tfgen render --prune` to update argo/. ")
+            + f"Next: open a pull request; AFTER it is merged run\n  "
+            f"{delete_command(result.name, namespace)}\nNot before: while the spec is in Git "
+            "the ApplicationSet would recreate the Application. The PV and PVC (and the NAS "
+            f"data) stay; see {REMOVAL_DOC}.", err=True)
+        return
+    if not result.changed:
+        click.echo(f"note: {result.path} is retired already; nothing changed", err=True)
+        return
+    click.echo(result.path)
+    click.echo(f"retired {result.name} in {result.path}; next: `tfgen render`, then open a "
+               "pull request (once merged, Argo CD prunes the TFJob and TensorBoard; the data "
+               "stays)", err=True)

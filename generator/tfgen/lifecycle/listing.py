@@ -1,0 +1,104 @@
+"""`tfgen list`: one row per experiment of the repository.
+
+Every spec that loads is listed, valid or not (a broken spec still names a run that may be
+live); the problems come from the validate stage, as `tfgen validate` reports them. Topology
+words follow the roles in their reading order (naming.ROLES); the GPU total is the one the
+namespace quota counts (validate/team.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..problems import Problem
+from ..repo import chart, layout, naming
+from ..validate import validate_repo
+from ..validate.checked import lookup, roles
+from ..validate.experiments import check_file
+from ..validate.loader import LoadError, read_file
+from ..validate.team import gpus
+
+COLUMNS = ("name", "namespace", "owner", "topology", "gpus", "storage", "state")
+PLURALS = {"master": "masters", "chief": "chiefs", "worker": "workers", "ps": "ps",
+           "evaluator": "evaluators"}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    namespace: str
+    owner: str
+    topology: str
+    gpus: int
+    storage: str
+    state: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _role_words(role: str, replicas: int, each: int) -> str:
+    noun = role if replicas == 1 else PLURALS[role]
+    if each:
+        return f"{replicas}x{each} GPU {noun}"
+    return f"{replicas} {noun}"
+
+
+def topology(spec: Any) -> str:
+    """The roles in words, e.g. `1 master, 2x1 GPU workers, 2 ps`."""
+    present = dict(roles(spec if isinstance(spec, dict) else {}))
+    words = []
+    for role in naming.ROLES:
+        if role in present:
+            replicas, each = present[role].get("replicas", 1), present[role].get("gpus", 0)
+            if isinstance(replicas, int) and isinstance(each, int):
+                words.append(_role_words(role, replicas, each))
+    return ", ".join(words)
+
+
+def storage(spec: Any) -> str:
+    nas, claim = lookup(spec, "storage", "nas"), lookup(spec, "storage", "existingClaim")
+    if isinstance(nas, dict):
+        return f"{nas.get('server') or '?'}:{nas.get('path', '?')}"
+    return f"claim {claim}" if isinstance(claim, str) else "?"
+
+
+def row(data: Any) -> Row:
+    spec = data.get("spec") if isinstance(data, dict) else None
+    return Row(
+        name=str(lookup(data, "metadata", "name") or "?"),
+        namespace=str(lookup(data, "metadata", "namespace") or "?"),
+        owner=str(lookup(data, "metadata", "owner") or "?"),
+        topology=topology(spec),
+        gpus=gpus(spec) if isinstance(spec, dict) else 0,
+        storage=storage(spec),
+        state=str(lookup(spec, "lifecycle") or chart.ACTIVE),
+    )
+
+
+def list_experiments(cwd: Path | None = None) -> tuple[list[Row], list[Problem]]:
+    """Every experiment that loads, in file order, and every problem validate finds."""
+    result = validate_repo(cwd=cwd)
+    config = result.config
+    assert config is not None
+    rows = []
+    for path in result.files:
+        shown = layout.shown(path)
+        try:
+            checked, _ = check_file(path, shown, read_file(path, shown, config.root), config)
+        except LoadError:
+            continue  # its problem is in the result's
+        if checked is not None:
+            rows.append(row(checked.data))
+    return rows, result.problems
+
+
+def table(rows: list[Row]) -> str:
+    """An aligned text table with a header line."""
+    cells = [[c.upper() for c in COLUMNS]] + [[str(getattr(r, c)) for c in COLUMNS]
+                                              for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))
+                     .rstrip() for line in cells)
