@@ -41,7 +41,7 @@ def _created(path: str, note: str = "") -> None:
 def new(name: str, source: str | None, namespace: str | None, owner: str | None,
         image: str | None, command: str | None, workers: int | None, ps: int | None,
         gpus: int | None) -> None:
-    """Start an experiment: write experiments/NAME.yaml, validated, never over a file.
+    """Start an experiment: write a new, validated experiments/NAME.yaml.
 
     Without --from: 1 master, --workers workers, --ps parameter servers, on the NAS of
     tfgen.yaml's defaults mounted at /training, logs in /training/NAME/logs. With --from: a

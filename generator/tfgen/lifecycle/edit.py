@@ -59,17 +59,18 @@ def scalars(node: Node, path: Path = ()) -> Iterator[Scalar]:
 
 
 def find(node: Node, path: Path) -> Node | None:
+    """The node at `path` below `node`, or None."""
+    found: Node | None = node
     for part in path:
-        if isinstance(node, MappingNode) and isinstance(part, str):
-            node = next((v for k, v in node.value
-                         if isinstance(k, ScalarNode) and k.value == part), None)
-        elif isinstance(node, SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
+        if isinstance(found, MappingNode) and isinstance(part, str):
+            found = next((v for k, v in found.value
+                          if isinstance(k, ScalarNode) and k.value == part), None)
+        elif (isinstance(found, SequenceNode) and isinstance(part, int)
+              and part < len(found.value)):
+            found = found.value[part]
         else:
             return None
-        if node is None:
-            return None
-    return node
+    return found
 
 
 def scalar_text(value: str, plain: bool) -> str:
@@ -110,6 +111,12 @@ class TextEdit:
         first = mapping.value[0][0]
         line_start = self.text.rfind("\n", 0, first.start_mark.index) + 1
         indent = " " * first.start_mark.column
+        # Above the comment lines that belong to the first key, not between them and it.
+        while line_start > 0:
+            previous = self.text.rfind("\n", 0, line_start - 1) + 1
+            if not self.text[previous:line_start].startswith(indent + "#"):
+                break
+            line_start = previous
         self.changes.append((line_start, line_start, f"{indent}{key}: {value}\n"))
 
     def apply(self) -> str:

@@ -22,8 +22,8 @@ from ..problems import Problem
 from ..repo import naming
 from .apirules import api_problems, path_problem
 from .checked import Checked, Collector, lookup
-from .logdirs import collision_problems
 from .document import PointerParts, pointer_text
+from .logdirs import collision_problems
 from .messages import shown
 
 TTL_KEY = "ttlSecondsAfterFinished"
