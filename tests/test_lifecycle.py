@@ -243,7 +243,8 @@ def test_check_base_refuses_unretiring(runner: CliRunner, repo: Path) -> None:
     assert tfgen(runner, "render").exit_code == 0
     out = tfgen(runner, "check", "--base", "HEAD")
     assert out.exit_code == 1
-    assert "retired at the base revision" in out.stdout
+    assert "experiments/cpu-linear.yaml:10:3: $.spec.lifecycle: cpu-linear is retired at the base" \
+        " revision" in out.stdout
     assert "tfgen rerun cpu-linear --as NEW" in out.stdout
 
 

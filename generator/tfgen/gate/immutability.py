@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import InputError
 from ..problems import Problem
 from ..repo import chart
+from ..validate.loader import load_file
 from . import base
 from .applications import resolve_applications
 from .batch import BatchRenderer, jobs_for
@@ -152,7 +153,12 @@ def _tfjob_changes(
 def _unretired(current: AppObjects) -> Problem:
     """A retired run made active again would train anew over the old run's data and logs."""
     name = current.app.name
-    return Problem(current.path, pointer="$.spec.lifecycle",
+    line, col = 0, 0
+    try:  # the spec is valid (it rendered): its lifecycle field, or the spec it is missing from
+        line, col = load_file(current.path).locate(("spec", "lifecycle"), key=True)
+    except InputError:
+        pass  # moved or unreadable since: the problem still names the file
+    return Problem(current.path, line, col, pointer="$.spec.lifecycle",
                    message=f"{name} is {chart.RETIRED} at the base revision and "
                    f"{chart.ACTIVE} now; a retired run cannot train again (it would write "
                    "over the old run's checkpoints and event logs)",
