@@ -8,6 +8,7 @@ under a new name. Both sides are rendered by the real helm, through the same bat
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -154,10 +155,10 @@ def _unretired(current: AppObjects) -> Problem:
     """A retired run made active again would train anew over the old run's data and logs."""
     name = current.app.name
     line, col = 0, 0
-    try:  # the spec is valid (it rendered): its lifecycle field, or the spec it is missing from
+    # The spec rendered, so it reads: point at its lifecycle field. Should it have become
+    # unreadable since, the problem still names the file.
+    with contextlib.suppress(InputError):
         line, col = load_file(current.path).locate(("spec", "lifecycle"), key=True)
-    except InputError:
-        pass  # moved or unreadable since: the problem still names the file
     return Problem(current.path, line, col, pointer="$.spec.lifecycle",
                    message=f"{name} is {chart.RETIRED} at the base revision and "
                    f"{chart.ACTIVE} now; a retired run cannot train again (it would write "
