@@ -305,11 +305,25 @@ def test_retired_experiment_renders_only_its_volume_and_claim(
     kept = sorted(o["kind"] for o in helm_template(repo, "resnet-chief-eval", env))
     assert kept == ["Deployment", "Ingress", "NetworkPolicy", "PersistentVolume",
                     "PersistentVolumeClaim", "Service"]
-    assert helm_template(repo, "cpu-linear", env) == []  # an existing claim: nothing
+    # an existing claim: no storage of the chart's; its job's policy keeps the Application
+    # from being empty (Argo CD would never prune its last objects)
+    assert [o["kind"] for o in helm_template(repo, "cpu-linear", env)] == ["NetworkPolicy"]
     for obj in helm_template(repo, "distributed-mnist", env):
         assert obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == \
             "Prune=false,Delete=false"
     assert tfgen(runner, "check").exit_code == 0
+
+
+def test_a_retired_experiment_that_renders_nothing_is_refused(
+        runner: CliRunner, repo: Path) -> None:
+    config = repo / "tfgen.yaml"
+    config.write_text(config.read_text().replace("  enabled: true                   # off only",
+                                                 "  enabled: false                  # off only"))
+    assert tfgen(runner, "retire", "cpu-linear").exit_code == 0
+    assert tfgen(runner, "render").exit_code == 0
+    out = tfgen(runner, "check")
+    assert out.exit_code == 1
+    assert "renders no object at all" in out.stdout and "--delete" in out.stdout
 
 
 # --- text edits --------------------------------------------------------------------------------

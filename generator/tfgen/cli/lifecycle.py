@@ -139,18 +139,16 @@ def retire(experiment: str, delete: bool) -> None:
     Exit codes: 0 done (also when already retired), 2 usage.
     """
     from ..lifecycle import REMOVAL_DOC, delete_command, retire_experiment
-    from ..validate.config import load_config
 
     result = retire_experiment(experiment, delete=delete)
     if delete:
         for path in result.removed:
             click.echo(f"removed {path}")
-        namespace = load_config().argocd["namespace"]
         click.echo(
             ("argo/ rendered again. " if result.rendered else
              "run `tfgen render --prune` to update argo/. ")
             + f"Next: open a pull request; AFTER it is merged run\n  "
-            f"{delete_command(result.name, namespace)}\nNot before: while the spec is in Git "
+            f"{delete_command(result.name)}\nNot before: while the spec is in Git "
             "the ApplicationSet would recreate the Application. The PV and PVC (and the NAS "
             f"data) stay; see {REMOVAL_DOC}.", err=True)
         return

@@ -197,7 +197,16 @@ def one_tfjob_problems(
     """An experiment is one training run: its Application renders exactly one TFJob, and a
     retired one none. None for an active one would pass every other rule while Argo CD trains
     nothing (a chart without the template, a `helm` that is not helm and prints nothing); one
-    for a retired one would train again."""
+    for a retired one would train again. A retired one must still render something, or Argo
+    CD never prunes its last objects."""
+    if retired and not objects:
+        return [Problem(path, pointer="$.spec.lifecycle", message="this retired experiment renders "
+                        "no object at all: Argo CD's automated sync (allowEmpty: false) refuses "
+                        "a sync that would prune everything, so its TFJob would keep running",
+                        hint="remove it instead (`tfgen retire NAME --delete`, then "
+                        "`argocd app delete` after the merge), or enable networkPolicy in "
+                        "tfgen.yaml, whose policy a retired experiment on an existing claim "
+                        "keeps")]
     count = sum(1 for o in objects if o.kind == "TFJob")
     expected = 0 if retired else 1
     if count == expected:

@@ -76,6 +76,7 @@ def _delete(root: Path, path: Path, shown: str, name: str) -> Retired:
     return result
 
 
-def delete_command(name: str, namespace: str = "argocd") -> str:
-    """The command that removes the Application after the merge."""
-    return f"argocd app delete {name} --cascade   # in Argo CD's namespace ({namespace})"
+def delete_command(name: str) -> str:
+    """The command that removes the Application (and, cascading, its objects but the kept
+    PV and PVC) after the merge."""
+    return f"argocd app delete {name} --cascade"
