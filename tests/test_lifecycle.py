@@ -214,6 +214,8 @@ def test_retire_edits_the_text_and_is_idempotent(runner: CliRunner, repo: Path) 
     assert (repo / MNIST).read_text() == after
     assert tfgen(runner, "render").exit_code == 0
     assert tfgen(runner, "check").exit_code == 0
+    explained = tfgen(runner, "explain", MNIST)
+    assert explained.exit_code == 1 and "is retired" in explained.stderr
 
 
 def test_retire_delete_removes_spec_and_generated_folder(runner: CliRunner, repo: Path) -> None:

@@ -23,7 +23,7 @@ from ..gate.manifests import ManifestValidator, parse_manifest
 from ..problems import Problem
 from ..render.generated import dump_yaml
 from ..render.values import build_values
-from ..repo import layout, resources
+from ..repo import chart, layout, resources
 from ..validate import validate_repo
 from . import EXPLAIN_FORMATS, tfconfig
 
@@ -91,6 +91,9 @@ def explain_objects(
     `validator`, the TFJob is first checked as the gate checks it: the chart is the
     repository's own, so what it renders is input like any other."""
     tfjobs = [o for o in objects if o.get("kind") == "TFJob"]
+    if not tfjobs and values is not None and values.get(chart.LIFECYCLE_KEY) == chart.RETIRED:
+        raise InputError(f"{source or 'rendered chart'}: the experiment is retired: it runs "
+                         "no TFJob any more (rerun it under a new name: `tfgen rerun`)")
     if len(tfjobs) != 1:
         raise InputError(f"{source or 'rendered chart'}: expected one TFJob, found {len(tfjobs)}")
     tfjob = tfjobs[0]
