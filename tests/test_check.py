@@ -76,6 +76,7 @@ def test_pv_name_collision_across_namespaces(runner: CliRunner, repo: Path) -> N
     aside = {}
     for namespace, name in (("team-a", "x"), ("team", "a-x")):
         text = spec.replace("name: distributed-mnist", f"name: {name}")
+        text = text.replace("/training/tensorflow/logs", f"/training/{name}/logs")  # own logs
         text = re.sub(r"namespace: \S+", f"namespace: {namespace}", text, count=1)
         build_file_tree(repo, {f"experiments/{name}.yaml": text})
         result = validate_repo([repo / f"experiments/{name}.yaml"], cwd=repo)

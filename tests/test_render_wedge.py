@@ -33,6 +33,7 @@ def make_repo(root: Path, count: int) -> Path:
         name = f"run-{i:03d}"
         text = SPEC.replace("name: distributed-mnist", f"name: {name}", 1)
         text = text.replace("distributed-mnist", name)
+        text = text.replace("/training/tensorflow/logs", f"/training/{name}/logs")  # own logs
         (root / "experiments" / f"{name}.yaml").write_text(text, encoding="utf-8")
     return root
 

@@ -91,17 +91,19 @@ class TextEdit:
     def replace(self, scalar: Scalar, value: str) -> None:
         self.changes.append((scalar.start, scalar.end, scalar_text(value, scalar.plain)))
 
-    def set_in_mapping(self, mapping: Node, key: str, value: str, shown: str) -> None:
+    def set_in_mapping(self, mapping: Node, key: str, value: str, shown: str,
+                       raw: bool = False) -> None:
         """Set `key: value` in a mapping: replace the value when the key is there, else add it
         first (a line at the indentation of the first key of a block mapping, or an entry
-        after the `{` of a flow mapping)."""
+        after the `{` of a flow mapping). `raw`: `value` is YAML text already (`{}`)."""
+        text = value if raw else scalar_text(value, True)
         existing = find(mapping, (key,))
         if isinstance(existing, ScalarNode):
             self.changes.append((existing.start_mark.index, existing.end_mark.index,
                                  scalar_text(value, existing.style in (None, ""))))
             return
         if isinstance(mapping, MappingNode) and mapping.flow_style and existing is None:
-            entry = f"{key}: {scalar_text(value, True)}"
+            entry = f"{key}: {text}"
             start = mapping.start_mark.index + 1  # after the `{`
             self.changes.append((start, start, entry + (", " if mapping.value else "")))
             return
@@ -117,7 +119,7 @@ class TextEdit:
             if not self.text[previous:line_start].startswith(indent + "#"):
                 break
             line_start = previous
-        self.changes.append((line_start, line_start, f"{indent}{key}: {value}\n"))
+        self.changes.append((line_start, line_start, f"{indent}{key}: {text}\n"))
 
     def apply(self) -> str:
         text = self.text

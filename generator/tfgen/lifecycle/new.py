@@ -28,6 +28,10 @@ from ..validate.checked import lookup
 from ..validate.config import RepoConfig, load_config
 from .edit import TextEdit, compose, find, renamer, scalars
 
+# Fields a copy keeps even when they contain the old name: what the run uses, not what it
+# writes (images, the claim and NAS server it mounts).
+KEPT_KEYS = frozenset({"image", "existingClaim", "server"})
+
 
 @dataclass(frozen=True)
 class Roles:
@@ -101,7 +105,7 @@ def copied_text(text: str, shown: str, old: str, new: str, *, owner: str | None,
     for scalar in scalars(root):
         if scalar.path == ("metadata", "name"):
             edit.replace(scalar, new)
-        elif scalar.path[:1] == ("spec",) and "image" not in scalar.path:
+        elif scalar.path[:1] == ("spec",) and not KEPT_KEYS & set(scalar.path):
             renamed = rename(scalar.value)
             if renamed != scalar.value:
                 edit.replace(scalar, renamed)
@@ -119,7 +123,7 @@ def copied_text(text: str, shown: str, old: str, new: str, *, owner: str | None,
     if rerun:
         annotations = find(metadata, ("annotations",))
         if annotations is None:
-            edit.set_in_mapping(metadata, "annotations", "{}", shown)
+            edit.set_in_mapping(metadata, "annotations", "{}", shown, raw=True)
             return _annotate(edit.apply(), shown, old)
         edit.set_in_mapping(annotations, naming.RERUN_ANNOTATION, old, shown)
     return edit.apply()
