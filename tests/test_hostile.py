@@ -210,6 +210,8 @@ def prepare(case: dict[str, Any], base: Path, walkthrough: dict[str, Any],
         name = spec.get("name", WALKTHROUGH_NAME)
         data = copy.deepcopy(walkthrough)
         data["metadata"]["name"] = name
+        if name != WALKTHROUGH_NAME:  # a second run may not share the walkthrough's logs
+            data["spec"]["tensorboard"]["logDir"] = f"/training/{name}/logs"
         for dotted, value in (spec.get("set") or {}).items():
             set_path(data, str(dotted), value)
         (root / "experiments" / f"{name}.yaml").write_text(

@@ -11,9 +11,12 @@ job with one storage form.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +45,25 @@ def run_import(runner: CliRunner, *args: str | Path) -> Result:
     return runner.invoke(main, ["import", *map(str, args)], catch_exceptions=False)
 
 
+# Each case's input with a log directory of its own: one job imported sixteen ways (and the
+# walkthrough it came from) would otherwise be sixteen runs writing the same logs, which
+# validate refuses.
+_CASE_INPUTS = Path(tempfile.mkdtemp(prefix="tfgen-import-cases-"))
+atexit.register(shutil.rmtree, _CASE_INPUTS, ignore_errors=True)
+
+
 def inputs(job: str, storage: str) -> tuple[Path, Path]:
-    return IMPORT / "jobs" / f"{job}.yaml", IMPORT / "storage" / f"{storage}.yaml"
+    """The case's job and storage files (copies with the case's own log directory)."""
+    out = []
+    for source in (IMPORT / "jobs" / f"{job}.yaml", IMPORT / "storage" / f"{storage}.yaml"):
+        copy = _CASE_INPUTS / f"{job}-{storage}-{source.parent.name}.yaml"
+        if not copy.exists():
+            name = spec_name(job, storage)
+            copy.write_text(source.read_text()  # the job's mount, and TensorBoard's
+                            .replace("/training/tensorflow/logs", f"/training/{name}/logs")
+                            .replace("/data/tensorflow/logs", f"/data/{name}/logs"))
+        out.append(copy)
+    return out[0], out[1]
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +191,7 @@ def test_round_trip(imported: Path, job: str, storage: str) -> None:
     board = rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]
     assert board["image"] == given["Deployment"][0]["spec"]["template"]["spec"][
         "containers"][0]["image"]
-    assert board["args"][:2] == ["--logdir", "/training/tensorflow/logs"]
+    assert board["args"][:2] == ["--logdir", f"/training/{name}/logs"]
 
 
 # --- what is left out, and output --------------------------------------------------------
@@ -179,14 +199,14 @@ def test_round_trip(imported: Path, job: str, storage: str) -> None:
 
 def test_printed_spec_lists_what_is_left_out(runner: CliRunner, tmp_path: Path) -> None:
     source = tmp_path / "job.yaml"
-    data = yaml.safe_load((IMPORT / "jobs" / "v1.yaml").read_text())
+    data = yaml.safe_load(inputs("v1", "csi")[0].read_text())
     data["status"] = {"conditions": [{"type": "Created"}]}
     data["spec"]["ttlSecondsAfterFinished"] = 600
     worker = data["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
     worker["containers"][0]["resources"]["limits"]["cpu"] = "8"
     worker["hostNetwork"] = True
     source.write_text(yaml.safe_dump(data))
-    result = run_import(runner, source, IMPORT / "storage" / "csi.yaml", "--owner", OWNER)
+    result = run_import(runner, source, inputs("v1", "csi")[1], "--owner", OWNER)
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(result.stdout)["metadata"]["name"] == "mnist-v1"
     errors = result.stderr

@@ -94,7 +94,8 @@ def test_gpus_per_experiment(repo: Path) -> None:
 def test_gpu_quota_over_the_namespace(repo: Path) -> None:
     line = set_policy(repo, gpuQuota=8)["gpuQuota"]
     assert validate().exit_code == 0  # 5 of 8
-    edit_spec(repo, SPEC, lambda d: None, new_name="resnet-second")  # 10 of 8
+    edit_spec(repo, SPEC, lambda d: d["spec"]["tensorboard"].update(  # its own logs
+        logDir="/mnt/nas/resnet-second/logs"), new_name="resnet-second")  # 10 of 8
     result = validate()
     assert result.exit_code == 1
     message = (f"namespace ml-team's active experiments request 10 GPUs together (5 here); "
@@ -103,6 +104,10 @@ def test_gpu_quota_over_the_namespace(repo: Path) -> None:
     # a suspended experiment holds none
     edit_spec(repo, "experiments/resnet-second.yaml",
               lambda d: d["spec"].setdefault("runPolicy", {}).update(suspend=True))
+    assert validate().exit_code == 0, validate().output
+    # and neither does a retired one
+    edit_spec(repo, "experiments/resnet-second.yaml",
+              lambda d: d["spec"].update(runPolicy={}, lifecycle="retired"))
     assert validate().exit_code == 0, validate().output
 
 

@@ -39,7 +39,7 @@ spec:
   storage:
     mountPath: /training
   tensorboard:
-    logDir: /training/logs
+    logDir: /training/{name}/logs
 """
 
 
