@@ -52,7 +52,7 @@ def collision_problems(experiments: Sequence[Checked]) -> list[Problem]:
             by_place.setdefault(place, []).append(item)
     problems: list[Problem] = []
     for (volume, folder), items in by_place.items():
-        if len({lookup(i.data, "metadata", "name") for i in items}) < 2:
+        if len({repr(lookup(i.data, "metadata", "name")) for i in items}) < 2:
             continue  # one name twice: the duplicate name is the problem (rules.py says so)
         for item in items:
             others = ", ".join(o.shown for o in items if o is not item)
