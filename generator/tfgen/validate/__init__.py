@@ -6,7 +6,7 @@ load YAML strictly (`loader`, `nodes`, `document`), check it against the schema 
 (`rules`).
 """
 
-from .config import RepoConfig, load_config
+from .config import RepoConfig, builtin_defaults_note, load_config, on_builtin_defaults
 from .experiments import (
     Experiment,
     ValidationResult,
@@ -22,7 +22,9 @@ __all__ = [
     "ValidationResult",
     "Verdict",
     "Verdicts",
+    "builtin_defaults_note",
     "load_config",
+    "on_builtin_defaults",
     "validate_paths",
     "validate_repo",
 ]
