@@ -12,6 +12,7 @@ from .experiments import (
     ValidationResult,
     Verdict,
     Verdicts,
+    repository_specs,
     validate_paths,
     validate_repo,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "builtin_defaults_note",
     "load_config",
     "on_builtin_defaults",
+    "repository_specs",
     "validate_paths",
     "validate_repo",
 ]
