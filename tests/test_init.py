@@ -11,8 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from helpers import REPO_ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tfgen.cli import main
-from tfgen.scaffold.init import gitattributes, workflow
+from tfgen.scaffold import InitSettings, SettingsError, defaults
+from tfgen.scaffold.init import config_text, gitattributes, workflow
 
 FLAGS = ["--repo-url", "https://github.com/acme/ml.git", "--namespace", "ml",
          "--namespace", "vision", "--nas-server", "nas.example.com"]
@@ -131,3 +134,53 @@ def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:
     assert [h["id"] for h in local["hooks"]] == [h["id"] for h in published]
     assert [h["entry"] for h in local["hooks"]] == [h["entry"] for h in published]
     assert {h["language"] for h in local["hooks"]} == {"system"}
+
+
+def test_asks_for_what_the_flags_leave_open(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
+    target = tmp_path / "asked"
+    answers = "git@github.com:acme/ml.git\nml, vision\n\n"
+    result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((target / "tfgen.yaml").read_text())
+    assert config["argocd"]["repoURL"] == "git@github.com:acme/ml.git"
+    assert config["argocd"]["namespaces"] == ["ml", "vision"]
+    assert "spec" not in config["defaults"]  # no NAS server given: each spec names one
+    assert "Git URL of the new repository" in result.stderr
+
+
+def test_yes_asks_nothing_and_takes_the_schemas_defaults(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
+    target = tmp_path / "defaults"
+    result = runner.invoke(main, ["init", str(target), "--yes"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((target / "tfgen.yaml").read_text())
+    assert config["argocd"]["repoURL"] == defaults().repo_url
+    assert config["argocd"]["namespaces"] == defaults().namespaces
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(repo_url=st.one_of(st.text(max_size=60),
+                          st.text(max_size=40).map("https://git.example.com/".__add__)),
+       namespace=st.one_of(st.text(max_size=20),
+                           st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)))
+def test_any_setting_is_refused_or_written_exactly(repo_url: str, namespace: str) -> None:
+    try:
+        text = config_text(InitSettings(repo_url=repo_url, namespaces=[namespace]))
+    except SettingsError as exc:
+        assert exc.settings and set(exc.settings) <= {"repo_url", "namespaces"}
+        return
+    config = yaml.safe_load(text)
+    assert config["argocd"]["repoURL"] == (repo_url or defaults().repo_url)
+    assert config["argocd"]["namespaces"] == ([namespace] if namespace else defaults().namespaces)
+
+
+def test_a_url_yaml_would_misread_is_written_exactly() -> None:
+    url = "https://git.example.com/ml/'x\"#"  # quotes and a '#', no space
+    config = yaml.safe_load(config_text(InitSettings(repo_url=url, namespaces=["on"])))
+    assert config["argocd"]["repoURL"] == url
+    assert config["argocd"]["namespaces"] == ["on"]  # not YAML 1.1's true

@@ -11,6 +11,11 @@ from ..scaffold import InitSettings, SettingsError, defaults, init_repository
 from .app import handle_errors, main
 
 
+def _interactive() -> bool:
+    """Prompts only for a person at a terminal; scripts and CI get the flags and defaults."""
+    return sys.stdin.isatty()
+
+
 def _ask(settings: InitSettings) -> InitSettings:
     """Ask for what the flags left open, offering the defaults (only on a terminal)."""
     base = defaults()
@@ -63,7 +68,7 @@ def init(directory: Path, repo_url: str | None, namespaces: tuple[str, ...],
         repo_url=repo_url, namespaces=list(namespaces), nas_server=nas_server,
         kubernetes_version=kubernetes_version, argocd_namespace=argocd_namespace,
         argocd_version=argocd_version, target_revision=target_revision)
-    if not yes and sys.stdin.isatty():
+    if not yes and _interactive():
         settings = _ask(settings)
     try:
         result = init_repository(directory, settings)
