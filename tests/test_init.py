@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.scaffold import InitSettings, SettingsError, defaults
-from tfgen.scaffold.init import config_text, gitattributes, workflow
+from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
 
 FLAGS = ["--repo-url", "https://github.com/acme/ml.git", "--namespace", "ml",
          "--namespace", "vision", "--nas-server", "nas.example.com"]
@@ -115,6 +115,13 @@ def test_an_invalid_setting_names_its_flag(
 
 def test_this_repository_has_the_gitattributes_init_writes() -> None:
     assert (REPO_ROOT / ".gitattributes").read_text() == gitattributes()
+
+
+def test_this_repository_ignores_what_init_ignores() -> None:
+    ours = set((REPO_ROOT / ".gitignore").read_text().splitlines())
+    wanted = [line for line in gitignore().splitlines() if line and not line.startswith("#")]
+    assert len(wanted) >= 5
+    assert set(wanted) <= ours, set(wanted) - ours
 
 
 def test_the_workflow_installs_tfgen_instead_of_building_it() -> None:
