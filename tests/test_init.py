@@ -101,6 +101,7 @@ def test_refuses_to_overwrite_a_file(tmp_path: Path, runner: CliRunner) -> None:
     (["--repo-url", "not a url"], '--repo-url: "not a url" is not valid'),
     (["--namespace", "ok", "--namespace", "Bad_NS"], '--namespace: "Bad_NS" is not valid'),
     (["--kubernetes-version", "latest"], "--kubernetes-version: "),
+    (["--nas-server", "has space"], '--nas-server: "has space" is not valid'),
 ])
 def test_an_invalid_setting_names_its_flag(
     tmp_path: Path, runner: CliRunner, flags: list[str], expected: str

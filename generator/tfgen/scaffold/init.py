@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 import yaml
+from jsonschema import Draft202012Validator
 
 from .. import __version__
 from ..errors import OptionsError
@@ -25,11 +26,11 @@ from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
 from ..render.write import apply_plan, write_new_files
 from ..repo import layout, resources
-from ..repo.resources import CONFIG_SCHEMA
+from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config import builtin_data
 from ..validate.loader import load_text
-from ..validate.schema import schema_problems
+from ..validate.schema import inlined_schema, schema_problems
 
 INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates
 WORKFLOW_FILE = ".github/workflows/pr.yaml"
@@ -116,6 +117,8 @@ def config_text(settings: InitSettings) -> str:
         "target_revision": settings.target_revision or base.target_revision,
         "project": builtin_data()["argocd"]["project"],
     }
+    if settings.nas_server is not None:
+        _check_nas_server(settings.nas_server)
     text = _environment().get_template("tfgen.yaml.j2").render(**values)
     document = load_text(text, layout.CONFIG_NAME)
     problems = schema_problems(document, document.data, CONFIG_SCHEMA)
@@ -125,6 +128,17 @@ def config_text(settings: InitSettings) -> str:
         raise SettingsError("these settings make an invalid tfgen.yaml:\n" + "\n".join(lines),
                             sorted({_setting_of(p.pointer) for p in problems} - {""}))
     return text
+
+
+def _check_nas_server(server: str) -> None:
+    """The NAS server is a spec default, which the config schema leaves to the spec schema (it
+    is checked under every spec): check it now, or a new repository would fail its first spec."""
+    spec = inlined_schema(EXPERIMENT_SCHEMA)["properties"]["spec"]
+    rule = spec["properties"]["storage"]["properties"]["nas"]["properties"]["server"]
+    if not Draft202012Validator(rule).is_valid(server):
+        raise SettingsError(f"these settings make an invalid tfgen.yaml:\nnas_server: "
+                            f"{quoted(server)} is not valid: it must be a host name such as "
+                            f"{rule['examples'][0]}", ["nas_server"])
 
 
 def gitattributes() -> str:
