@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import naming, resources
 from ..repo.resources import EXPERIMENT_SCHEMA
@@ -108,6 +109,24 @@ def runs(spec: dict[str, Any]) -> list[Run]:
 
 def find_run(spec: dict[str, Any], suffix: str) -> Run | None:
     return next((run for run in runs(spec) if run.suffix == suffix), None)
+
+
+def select(spec: dict[str, Any], suffix: str | None, *, one: bool = False) -> list[Run]:
+    """The runs a command works on: the one `--run SUFFIX` names, else all of them (`one`: a
+    command that runs a single TFJob, which a sweep of several runs must be told)."""
+    every = runs(spec)
+    listed = ", ".join(r.suffix for r in every)
+    if suffix is None:
+        if one and len(every) > 1:
+            raise OptionsError(f"this sweep has {len(every)} runs: choose one with --run "
+                               f"SUFFIX ({listed})")
+        return every
+    if not has_sweep(spec):
+        raise OptionsError(f"--run {suffix}: this experiment has no sweep, so no runs to choose")
+    chosen = [r for r in every if r.suffix == suffix]
+    if not chosen:
+        raise OptionsError(f"--run {suffix}: no such run; the sweep's runs are {listed}")
+    return chosen
 
 
 def log_dir(spec: dict[str, Any], run: Run) -> str | None:
