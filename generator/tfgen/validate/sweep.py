@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -57,7 +58,13 @@ class Run:
 
     def label(self) -> str:
         """`lr=0.1, batch=64`: how messages and explain name the run's values."""
-        return ", ".join(f"{name}={value_text(value)}" for name, value in self.values)
+        return ", ".join(f"{name}={_one_line_text(value_text(value))}"
+                         for name, value in self.values)
+
+
+def _one_line_text(text: str) -> str:
+    # a value with a line break is refused, and said on one line (JSON-quoted) while it is
+    return text if _one_line().match(text) else json.dumps(text)
 
 
 def value_text(value: Any) -> str:
