@@ -216,7 +216,8 @@ def build_values(
         "env": env_list(spec["env"]),
         "roles": {name: _role(roles[name]) for name in naming.ROLES if name in roles},
         # Only a sweep has runs: a spec without one keeps the values (and objects) it had.
-        **({"runs": _runs(metadata["name"], spec, tensorboard["logDir"])} if sweep.has_sweep(spec) else {}),
+        **({"runs": _runs(metadata["name"], spec, tensorboard["logDir"])}
+           if sweep.has_sweep(spec) else {}),
         "storage": _storage(spec["storage"]),
         "tensorboard": tensorboard,
         "runPolicy": _run_policy(spec["runPolicy"]),

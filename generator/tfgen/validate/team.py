@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
+from . import sweep
 from .checked import Checked, Collector, lookup
 from .config import RepoConfig
 from .document import PointerParts
-from . import sweep
 from .messages import shown
 
 DOCKER_HUB = "docker.io"
