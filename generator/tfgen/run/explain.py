@@ -210,7 +210,10 @@ def explain_runs(
     return [
         replace(explain_objects(objects, cluster_domain=config.cluster_domain, values=values,
                                 source=str(spec), validator=validator,
-                                job=naming.job_name(experiment.name, r.suffix)),
+                                # a spec without sweep has one TFJob, whatever the chart
+                                # names it; a sweep's run is found by its name
+                                job=naming.job_name(experiment.name, r.suffix)
+                                if r.suffix else None),
                 run=r.label())
         for r in chosen
     ]

@@ -12,7 +12,8 @@ rule for the whole sweep, never a mix that could collide.
 
 Placeholders are `((name))`: Helm and Argo CD templates use `{{ }}`, the shell `$x` and `${x}`,
 Kubernetes expands `$(VAR)` in args, and Python's `%(x)s` is common in training scripts; a
-double parenthesis without `$` means nothing to any of them. tfgen replaces them when it writes
+double parenthesis around a name, without `$`, means nothing to any of them (the shell's
+arithmetic `$((i + 1))` is no placeholder). tfgen replaces them when it writes
 the values, so Helm only ever sees literal text. They are allowed in `args` and `env[].value`,
 at spec level and per role; `((run.name))` is the run's TFJob name and `((run.logDir))` its
 own directory under `tensorboard.logDir` (`<logDir>/<suffix>`), which TensorBoard lists under
@@ -38,7 +39,8 @@ from .checked import Checked, Collector, lookup
 from .document import PointerParts, pointer_text
 from .schema import python_pattern, schema_problems
 
-PLACEHOLDER = re.compile(r"\(\(\s*([^()]*?)\s*\)\)")
+# `((name))`, a name or run.<field>; `$((...))` is the shell's arithmetic, left alone.
+PLACEHOLDER = re.compile(r"(?<!\$)\(\(\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\)\)")
 RUN_NAME = "run.name"
 RUN_LOG_DIR = "run.logDir"
 BUILTINS = (RUN_NAME, RUN_LOG_DIR)
