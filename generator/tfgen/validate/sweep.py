@@ -25,7 +25,9 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cache
@@ -90,6 +92,17 @@ def _combinations(spec: dict[str, Any]) -> list[tuple[tuple[str, Any], ...]]:
     else:
         rows = list(itertools.product(*params.values()))
     return [tuple(zip(names, row, strict=True)) for row in rows]
+
+
+def run_count(spec: dict[str, Any]) -> int:
+    """How many runs the spec makes, counted without making them (a hostile grid of huge
+    lists must cost nothing before the limit refuses it)."""
+    if not has_sweep(spec):
+        return 1
+    lengths = [len(values) for values in _parameters(spec).values()]
+    if lookup(spec, "sweep", "combine") == "zip":
+        return min(lengths, default=0)
+    return math.prod(lengths)
 
 
 def _suffixes(combos: list[tuple[tuple[str, Any], ...]]) -> list[str]:
@@ -254,8 +267,8 @@ def _sweep_shape(spec: dict[str, Any], max_runs: int, out: Collector) -> bool:
             out.add((*where, name), f"parameter {name} has no values: the sweep would make no run",
                     "list at least one value")
             ok = False
-        texts = [value_text(v) for v in values]
-        twice = sorted({t for t in texts if texts.count(t) > 1})
+        counts = Counter(value_text(v) for v in values)
+        twice = sorted(text for text, n in counts.items() if n > 1)
         if twice:
             out.add((*where, name), f"parameter {name} lists {', '.join(twice)} more than once: "
                     "two runs would be the same", "list each value once")
@@ -267,7 +280,7 @@ def _sweep_shape(spec: dict[str, Any], max_runs: int, out: Collector) -> bool:
                 f"combine: zip takes the i-th value of every list, but the lists differ in "
                 f"length: {listed}", "give every list the same length, or use combine: grid")
         ok = False
-    count = len(_combinations(spec))
+    count = run_count(spec)
     if ok and count > max_runs:
         out.add(("spec", "sweep"), f"the sweep makes {count} runs, more than the limit of "
                 f"{max_runs}", "remove values, or raise sweep.maxRuns in tfgen.yaml")

@@ -57,7 +57,7 @@ def gpus(spec: dict[str, Any]) -> int:
             count, each = role.get("replicas", 1), role.get("gpus", 0)
             if isinstance(count, int) and isinstance(each, int):
                 total += count * each
-    return total * len(sweep.runs(spec))
+    return total * sweep.run_count(spec)
 
 
 def active(spec: dict[str, Any]) -> bool:
