@@ -114,6 +114,9 @@ CHART_ONLY = {
     "experiment.rerunOf",
     # from tfgen.yaml's networkPolicy (same pattern in repo-config.schema.json), not the spec
     "networkPolicy",
+    # a sweep's runs: names, suffixes and log dirs derived by tfgen (validate/sweep.py checks
+    # their budget), args and env the spec's own after substitution (checked by the same schema)
+    "runs",
 }
 
 

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..problems import Problem
@@ -72,16 +73,40 @@ class Verdict:
                    tuple(tuple(k) for k in data["keys"]))  # type: ignore[misc]
 
 
-def is_retired(app: ResolvedApplication) -> bool:
-    """Whether the Application's values files, merged as helm merges them, retire the
-    experiment. Read from the values the render used, so a cached verdict (keyed by them)
-    never outlives a change of state."""
-    values: dict[str, object] = {}
+def app_values(app: ResolvedApplication) -> dict[str, Any]:
+    """The Application's values files merged as helm merges them (in order; a later `runs`
+    list replaces one). A file helm cannot read is skipped: helm's own error for it is
+    reported with the render."""
+    values: dict[str, Any] = {}
     for path in app.value_files:
-        data = load_yaml_file(path)
+        try:
+            data = load_yaml_file(path)
+        except InputError:
+            continue
         if isinstance(data, dict):
             values = merge_values(values, data)
+    return values
+
+
+def is_retired(app: ResolvedApplication, values: dict[str, Any] | None = None) -> bool:
+    """Whether the Application's values retire the experiment. Read from the values the render
+    used, so a cached verdict (keyed by them) never outlives a change of state."""
+    values = app_values(app) if values is None else values
     return values.get(chart.LIFECYCLE_KEY) == chart.RETIRED
+
+
+def expected_jobs(app: ResolvedApplication, values: dict[str, Any] | None = None) -> list[str]:
+    """The TFJob names an Application's values ask for: none once retired, each run's of a
+    sweep, else the experiment's."""
+    values = app_values(app) if values is None else values
+    if is_retired(app, values):
+        return []
+    runs = values.get("runs")
+    if isinstance(runs, list) and runs:
+        return [str(run.get("name")) for run in runs if isinstance(run, dict)]
+    experiment = values.get("experiment")
+    name = experiment.get("name") if isinstance(experiment, dict) else None
+    return [str(name) if name else app.release_name]
 
 
 @dataclass
@@ -114,7 +139,9 @@ class Judge:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
             found += policy.tfjob_problems(obj, "")
-        found += policy.one_tfjob_problems(objects, "", retired=is_retired(app))
+        values = app_values(app)
+        found += policy.run_tfjob_problems(objects, expected_jobs(app, values), "")
+        found += policy.retired_problems(objects, is_retired(app, values), "")
         found += policy.data_safety_problems(objects, "")
         level, source = self.pod_security(app.namespace)
         found += policy.pod_security_problems(objects, app.namespace, level, source,

@@ -191,29 +191,38 @@ def _claims(pod: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def one_tfjob_problems(
-    objects: Sequence[RenderedObject], path: str, retired: bool = False
-) -> list[Problem]:
-    """An experiment is one training run: its Application renders exactly one TFJob, and a
-    retired one none. None for an active one would pass every other rule while Argo CD trains
-    nothing (a chart without the template, a `helm` that is not helm and prints nothing); one
-    for a retired one would train again. A retired one must still render something, or Argo
-    CD never prunes its last objects."""
-    if retired and not objects:
-        return [Problem(path, pointer="$.spec.lifecycle", message="this retired experiment renders "
-                        "no object at all: Argo CD's automated sync (allowEmpty: false) refuses "
-                        "a sync that would prune everything, so its TFJob would keep running",
-                        hint="remove it instead (`tfgen retire NAME --delete`, then "
-                        "`argocd app delete` after the merge), or enable networkPolicy in "
-                        "tfgen.yaml, whose policy a retired experiment on an existing claim "
-                        "keeps")]
-    count = sum(1 for o in objects if o.kind == "TFJob")
-    expected = 0 if retired else 1
-    if count == expected:
+def retired_problems(objects: Sequence[RenderedObject], retired: bool, path: str
+                     ) -> list[Problem]:
+    """A retired experiment renders no TFJob (run_tfjob_problems expects none) but still
+    something, or Argo CD never prunes its last objects."""
+    if not retired or objects:
         return []
-    state = f"this {chart.RETIRED} experiment" if retired else "this experiment"
-    return [Problem(path, pointer="TFJob", message=f"the chart rendered {count} TFJobs for "
-                    f"{state}; it must render {'none' if retired else 'exactly one'}",
+    return [Problem(path, pointer="$.spec.lifecycle", message="this retired experiment renders "
+                    "no object at all: Argo CD's automated sync (allowEmpty: false) refuses a "
+                    "sync that would prune everything, so its TFJob would keep running",
+                    hint="remove it instead (`tfgen retire NAME --delete`, then `argocd app "
+                    "delete` after the merge), or enable networkPolicy in tfgen.yaml, whose "
+                    "policy a retired experiment on an existing claim keeps")]
+
+
+def run_tfjob_problems(
+    objects: Sequence[RenderedObject], expected: Sequence[str], path: str
+) -> list[Problem]:
+    """An experiment is one training run, a sweep one run per combination: its Application
+    renders exactly the TFJobs its values name (`expected`: the runs' names, or the experiment's
+    name without a sweep). None, or fewer, would pass every other rule while Argo CD trains
+    nothing (a chart without the template, a `helm` that is not helm and prints nothing)."""
+    names = sorted(o.name for o in objects if o.kind == "TFJob")
+    if names == sorted(expected):
+        return []
+    missing = sorted(set(expected) - set(names))
+    extra = sorted(set(names) - set(expected))
+    said = "; ".join(x for x in (
+        f"missing {', '.join(missing)}" if missing else "",
+        f"not a run of this experiment: {', '.join(extra)}" if extra else "",
+        "a name twice" if not missing and not extra else "") if x)
+    return [Problem(path, pointer="TFJob", message=f"the chart rendered {len(names)} TFJobs for "
+                    f"this experiment; it must render one per run ({len(expected)}): {said}",
                     hint="check charts/tfjob-experiment/templates and the helm tfgen runs")]
 
 
