@@ -75,11 +75,11 @@ def test_new_takes_the_owner_from_git(runner: CliRunner, repo: Path) -> None:
                                   naming.APPLICATIONSET_NAME])
 def test_new_refuses_what_validate_refuses_as_a_name(
         runner: CliRunner, repo: Path, name: str) -> None:
+    before = sorted(p.name for p in (repo / "experiments").glob("*.yaml"))
     out = tfgen(runner, "new", name, "--owner", "o@example.com", "--image", "x/y:1")
     assert out.exit_code == 2
     assert "experiment name" in out.stderr and "Traceback" not in out.output
-    assert sorted(p.name for p in (repo / "experiments").glob("*.yaml")) == [
-        "cpu-linear.yaml", "distributed-mnist.yaml", "resnet-chief-eval.yaml"]
+    assert sorted(p.name for p in (repo / "experiments").glob("*.yaml")) == before
 
 
 def test_new_never_writes_over_a_spec(runner: CliRunner, repo: Path) -> None:
@@ -164,7 +164,8 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["NAME", "NAMESPACE", "OWNER", "TOPOLOGY", "GPUS", "STORAGE",
                                 "STATE"]
-    assert len(lines) == 4
+    specs = sorted((repo / "experiments").glob("*.yaml"))
+    assert len(lines) == 1 + len(specs)
     mnist = next(x for x in lines if x.startswith("distributed-mnist"))
     assert "1x1 GPU master, 2x1 GPU workers, 2 ps" in mnist
     assert "0a1b2c-xyz.cn-hangzhou.nas.aliyuncs.com:/training" in mnist
@@ -172,23 +173,25 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     assert "3 workers, 1 ps" in next(x for x in lines if x.startswith("cpu-linear"))
     column = lines[0].index("STATE")
     assert all(line[column:].split()[0] in ("STATE", "active") for line in lines)
-    assert out.stderr.strip() == "3 experiments"
+    assert out.stderr.strip() == f"{len(specs)} experiments"
 
 
 def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
     assert tfgen(runner, "retire", "cpu-linear").exit_code == 0
     rows = json.loads(tfgen(runner, "list", "--format", "json").stdout)
-    assert [r["name"] for r in rows] == ["cpu-linear", "distributed-mnist", "resnet-chief-eval"]
+    assert [r["name"] for r in rows] == sorted(
+        p.stem for p in (repo / "experiments").glob("*.yaml"))
     assert set(rows[0]) == {"name", "namespace", "owner", "topology", "gpus", "storage", "state"}
-    assert rows[1]["gpus"] == 3 and rows[2]["gpus"] == 5
+    gpus = {r["name"]: r["gpus"] for r in rows}
+    assert gpus["distributed-mnist"] == 3 and gpus["resnet-chief-eval"] == 5
     assert rows[0]["storage"] == "claim shared-datasets" and rows[0]["state"] == "retired"
     only = json.loads(tfgen(runner, "list", "--format", "json", "--state", "retired").stdout)
     assert [r["name"] for r in only] == ["cpu-linear"]
     team = json.loads(tfgen(runner, "list", "--format", "json", "--namespace", "ml-team").stdout)
     assert [r["name"] for r in team] == ["resnet-chief-eval"]
     mine = json.loads(tfgen(runner, "list", "--format", "json",
-                            "--owner", "someone@example.com").stdout)
-    assert [r["name"] for r in mine] == ["distributed-mnist"]
+                            "--owner", "data-team@example.com").stdout)
+    assert [r["name"] for r in mine] == ["cpu-linear"]
 
 
 def test_list_lists_what_it_can_and_reports_problems(runner: CliRunner, repo: Path) -> None:
