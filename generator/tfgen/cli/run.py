@@ -30,9 +30,9 @@ def explain(experiment: str, fmt: str) -> None:
     """Show the pods of an experiment and the TF_CONFIG each one gets.
 
     EXPERIMENT is a spec file or the name of one in experiments/ (distributed-mnist for
-    experiments/distributed-mnist.yaml). Validates it, renders the chart with the real helm and reads the TFJob the way the
-    training operator (v1.9) does: pod and Service names, addresses, GPUs, and the exact
-    TF_CONFIG it injects.
+    experiments/distributed-mnist.yaml). Validates it, renders the chart with the real helm
+    and reads the TFJob the way the training operator (v1.9) does: pod and Service names,
+    addresses, GPUs, and the exact TF_CONFIG it injects.
     """
     from ..run.explain import explain_spec, format_explanation
 
@@ -71,9 +71,10 @@ def run_local(
 
     EXPERIMENT is a spec file or the name of one in experiments/. Each process gets the
     TF_CONFIG the operator would inject, with addresses on free 127.0.0.1 ports and the mount
-    path mapped to the data folder. Output (stdout) is prefixed with the pod name. When the chief/master (else worker 0) exits, the others are stopped, as
-    cleanPodPolicy Running does; a failing replica ends the run. Exit status: the chief's,
-    124 on timeout, 130 on Ctrl-C.
+    path mapped to the data folder. Output (stdout) is prefixed with the pod name. When the
+    chief/master (else worker 0) exits, the others are stopped, as cleanPodPolicy Running
+    does; a failing replica ends the run. Exit status: the chief's, 124 on timeout, 130 on
+    Ctrl-C.
     """
     from ..run.runlocal import run_local as run
 

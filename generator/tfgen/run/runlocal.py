@@ -1,13 +1,14 @@
 """Run every replica of an experiment as a local process, wired like the cluster would wire it.
 
 Each pod `tfgen explain` lists becomes one child process running the pod's command and args (or
-a `--command` in their place), with the TF_CONFIG the training operator would inject, except that the
-Service addresses are replaced by free ports on 127.0.0.1 and the volume's mount path by a local
-folder. Output is prefixed with the pod name. When the chief/master (worker 0 when there is
-none) exits, the remaining processes are stopped, as the operator's cleanPodPolicy Running
-deletes the pods still running once the job has finished; a replica failing ends the run too
-(the local stand-in for restartPolicy Never). Every child runs in its own process group and is
-always stopped and reaped: on normal exit, timeout, SIGINT/SIGTERM and errors.
+a `--command` in their place), with the TF_CONFIG the training operator would inject, except
+that the Service addresses are replaced by free ports on 127.0.0.1 and the volume's mount path
+by a local folder (`datadir`). Output is prefixed with the pod name. When the chief/master
+(worker 0 when there is none) exits, the remaining processes are stopped, as the operator's
+cleanPodPolicy Running deletes the pods still running once the job has finished; a replica
+failing ends the run too (the local stand-in for restartPolicy Never). Every child runs in its
+own process group and is always stopped and reaped: on normal exit, timeout, SIGINT/SIGTERM
+and errors.
 """
 
 from __future__ import annotations
