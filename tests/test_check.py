@@ -187,14 +187,33 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     changed = [line for line in result.diffs[0].diff.splitlines()
                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("replicas:" in line for line in changed), changed
+    assert [(c.name, c.status, c.gpus_before, c.gpus_after) for c in result.changes] == [
+        ("distributed-mnist", "changed", 3, 4)]
     out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
-                               "--format", "markdown"], catch_exceptions=False)
+                               "--format", "markdown", "--full"], catch_exceptions=False)
     assert out.exit_code == 0
-    assert out.output.startswith("<!-- tfgen-diff -->")
-    assert "TFJob/distributed-mnist <b>changed</b>" in out.output
+    assert out.stdout.startswith("<!-- tfgen-diff -->")
+    assert "| `distributed-mnist` | changed | 1 changed: TFJob | 3 → 4 (+1) |" in out.stdout
+    assert "**`distributed-mnist`: TFJob/distributed-mnist changed**" in out.stdout
+    assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object to change).")
     # one more 1-GPU worker in namespace default; ml-team's quota of 16 is untouched
     assert "| `default` | 3 | 4 (+1) | none |" in out.output
     assert "| `ml-team` | 5 | 5 | 16 |" in out.output
+    # Names or spec files restrict the diff; a name that is no experiment is a usage error.
+    other = sorted(p.stem for p in (repo / "experiments").glob("*.yaml")
+                   if p.stem != "distributed-mnist")[0]
+    for only in (["distributed-mnist"], [other, "experiments/distributed-mnist.yaml"]):
+        out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1", *only],
+                            catch_exceptions=False)
+        assert out.stdout.splitlines()[1].startswith("distributed-mnist  changed"), out.output
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1", other],
+                        catch_exceptions=False)
+    assert (out.exit_code, out.stdout) == (0, "")
+    assert out.stderr.startswith("Nothing changes in the cluster against HEAD~1.")
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1", "nope"],
+                        catch_exceptions=False)
+    assert out.exit_code == 2
+    assert "error: nope: no experiment of that name at HEAD~1 or now" in out.stderr
 
 
 def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
