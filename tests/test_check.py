@@ -60,7 +60,7 @@ def test_real_repository_is_clean(runner: CliRunner) -> None:
     result = runner.invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert "no problems" in result.output
+    assert result.stderr.startswith("3 experiments checked: all clear (")
 
 
 def test_pv_name_collision_across_namespaces(runner: CliRunner, repo: Path) -> None:
@@ -143,7 +143,7 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     render_repo(repo)
     out = check(runner, repo)
     assert out.exit_code == 0  # without a base the change itself is valid
-    assert "no problems" in out.output
+    assert "all clear" in out.stderr
     out = check(runner, repo, "--base", "HEAD")
     assert out.exit_code == 1
     assert "PersistentVolume/default-distributed-mnist-data $.spec.csi.volumeAttributes.path: " \
@@ -152,7 +152,8 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     # --changed renders only the touched experiment and still finds it
     changed = check(runner, repo, "--base", "HEAD", "--changed")
     assert changed.exit_code == 1 and "the volume source changed" in changed.output
-    assert "1 of 3 application(s)" in changed.output
+    assert changed.stderr.startswith("1 of 3 experiments checked (the others are untouched "
+                                     "since the base): 1 problem (")
 
 
 def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
@@ -333,7 +334,7 @@ def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
     assert out.exit_code == 1
     assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
             "may read it otherwise than tfgen") in out.output
-    assert "2 of 2 application(s)" in out.output
+    assert "2 experiments checked" in out.output
 
 
 def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo: Path) -> None:

@@ -25,6 +25,7 @@ from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import layout, resources
 from ..validate import validate_repo
+from ..words import counted
 from . import EXPLAIN_FORMATS, tfconfig
 
 
@@ -104,7 +105,7 @@ def explain_objects(
                 [Problem(where, pointer=f"TFJob/{name} {pointer}", message=message)
                  for pointer, message in errors],
                 f"the chart renders a TFJob the training operator would refuse "
-                f"({len(errors)} problem{'s' if len(errors) != 1 else ''}); fix the chart",
+                f"({counted(len(errors), 'problem')}); fix the chart",
             )
     meta = tfjob.get("metadata") or {}
     return Explanation(
@@ -167,7 +168,7 @@ def explain_spec(spec: Path | str) -> Explanation:
         count = len(result.problems)
         raise ProblemsFound(
             result.problems,
-            f"{count} problem{'s' if count != 1 else ''}: fix the spec, then explain it",
+            f"{counted(count, 'problem')}: fix the spec, then explain it",
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")
@@ -265,8 +266,8 @@ def _tensorboard_text(explanation: Explanation) -> str:
 def as_text(explanation: Explanation) -> str:
     pods = explanation.pods
     lines = [
-        f"TFJob {explanation.job} in namespace {explanation.namespace}: {len(pods)} "
-        f"pod{'s' if len(pods) != 1 else ''}, one headless Service each",
+        f"TFJob {explanation.job} in namespace {explanation.namespace}: "
+        f"{counted(len(pods), 'pod')}, one headless Service each",
         "",
     ]
     rows = [["POD", "TYPE", "INDEX", "ADDRESS", "GPUS"]]

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import EnvironmentProblem, InputError, OptionsError
 from ..repo import layout
+from ..words import counted
 from . import processes, tfconfig
 from .datadir import check_options, data_folder
 from .processes import EXIT_TIMEOUT, Output
@@ -176,7 +177,7 @@ def run_pods(
     deadline = None if timeout is None else time.monotonic() + timeout
     say = status or emit
     say(
-        f"tfgen: {len(pods)} pod{'s' if len(pods) != 1 else ''} on 127.0.0.1, "
+        f"tfgen: {counted(len(pods), 'pod')} on 127.0.0.1, "
         f"{mount_path} -> {layout.shown(data_dir)}; the run ends with {leader.name}"
     )
     with processes.signals_to(stop):
