@@ -196,7 +196,7 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     assert out.stdout.startswith("<!-- tfgen-diff -->")
     assert "| `distributed-mnist` | changed | 1 changed: TFJob | 3 → 4 (+1) |" in out.stdout
     assert "**`distributed-mnist`: TFJob/distributed-mnist changed**" in out.stdout
-    assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object to change).")
+    assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object changed).")
     # one more 1-GPU worker in namespace default; ml-team's quota of 16 is untouched
     assert "| `default` | 3 | 4 (+1) | none |" in out.output
     assert "| `ml-team` | 5 | 5 | 16 |" in out.output

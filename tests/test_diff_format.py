@@ -76,7 +76,7 @@ def test_one_new_experiment_is_one_row() -> None:
         "mnist-rerun  added   3 added: 2 Service, TFJob  none -> 3",
     ]
     assert summary(NEW, full=False) == (
-        "Against main: 1 experiment added (3 objects to create). Next: `tfgen diff --base main "
+        "Against main: 1 experiment added (3 objects added). Next: `tfgen diff --base main "
         "--full` shows every object")
     full = format_diff(NEW, "text", full=True)
     assert full.startswith(format_diff(NEW, "text") + "\n\n=== mnist-rerun: Service/")
@@ -96,7 +96,7 @@ def test_cells_say_what_changed() -> None:
     both = DiffResult(base="HEAD", changes=[ExperimentChange("a", "changed", 2, 4)],
                       diffs=diffs)
     assert summary(both, full=True) == (
-        "Against HEAD: 1 experiment changed (3 objects: 2 to create, 1 to change). Next: "
+        "Against HEAD: 1 experiment changed (3 objects: 2 added, 1 changed). Next: "
         "review the objects above, then open the pull request")
 
 

@@ -87,11 +87,12 @@ def summary(result: DiffResult, *, full: bool) -> str:
         return (f"Nothing changes in the cluster against {result.base}. Next: open the pull "
                 "request")
     objects = {s: sum(1 for d in result.diffs if d.status == s) for s in STATUSES}
-    done = {"added": "to create", "changed": "to change", "removed": "to delete"}
+    # The table's words: "removed" is what the rendering no longer holds, not what the cluster
+    # deletes (volumes and claims are kept: Prune=false).
     present = [s for s in STATUSES if objects[s]]
     what = counted(len(result.diffs), "object") + (
-        f" {done[present[0]]}" if len(present) == 1
-        else ": " + ", ".join(f"{objects[s]} {done[s]}" for s in present))
+        f" {present[0]}" if len(present) == 1
+        else ": " + ", ".join(f"{objects[s]} {s}" for s in present))
     next_step = ("review the objects above, then open the pull request" if full else
                  f"`tfgen diff --base {result.base} --full` shows every object")
     return f"Against {result.base}: {_what_changed(result)} ({what}). Next: {next_step}"
