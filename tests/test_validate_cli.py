@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from tfgen.cli import main
 
 # The summary line ends with the next step.
-AGAIN = ". Next: fix them, then run tfgen validate again"
-VALID = ". Next: tfgen render, then open a pull request"
+AGAIN = ". Next: fix them, then run `tfgen validate` again"
+VALID = ". Next: `tfgen render`, then open a pull request"
 
 REPO = Path(__file__).resolve().parents[1]
 

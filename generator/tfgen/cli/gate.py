@@ -93,6 +93,6 @@ def diff_command(experiments: tuple[str, ...], base: str, full: bool, fmt: str, 
     if result.problems:
         click.echo(format_problems(result.problems, "text"))
         click.echo(f"{counted(len(result.problems), 'problem')}: the diff against {base} is "
-                   "incomplete. Next: fix them, then run tfgen diff again", err=True)
+                   "incomplete. Next: fix them, then run `tfgen diff` again", err=True)
         sys.exit(1)
     click.echo(summary(result, full=full), err=True)

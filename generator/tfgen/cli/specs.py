@@ -69,8 +69,8 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
         if plan.drift:
             to_write = counts["create"] + counts["update"]
             what = f"{counted(to_write, 'file')} to write{extras}" if to_write else extras[2:]
-            return (f"generated files are out of date: {what}. Next: run tfgen render"
-                    f"{' --prune' if left else ''}, then commit what it writes")
+            return (f"generated files are out of date: {what}. Next: run `tfgen render"
+                    f"{' --prune' if left else ''}`, then commit what it writes")
         return (f"generated files are up to date: {ready} "
                 f"({counted(counts['unchanged'], 'file')}{extras})")
     done = []
@@ -80,7 +80,7 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
         done.append(f"{counted(len(removed), 'file')} of removed experiments deleted")
     if not done:
         return (f"{ready}: nothing to write, {counted(counts['unchanged'], 'file')} unchanged"
-                f"{extras}. Next: tfgen check, then open a pull request")
+                f"{extras}. Next: `tfgen check`, then open a pull request")
     folders = sorted({path.split("/")[0] + "/" for path in (*written, *removed)})
     return (f"{ready}: {', '.join(done)}, {counts['unchanged']} unchanged{extras}. Next: "
             f"commit {' and '.join(folders)}, then open a pull request")

@@ -91,7 +91,7 @@ class CheckResult:
         if self.problems:
             return (f"{scope}: {counted(len(self.problems), 'problem')} "
                     f"({counted(self.objects, 'object')} rendered; {how}). Next: fix them, "
-                    "then run tfgen check again")
+                    "then run `tfgen check` again")
         return (f"{scope}: all clear ({counted(self.objects, 'object')} valid, 0 "
                 f"problems; {how}). Next: commit and open a pull request")
 

@@ -102,7 +102,7 @@ class ValidationResult:
     def summary(self) -> str:
         """The closing line: "3 problems in 1 of 4 files. Next: ..." or "4 experiments
         valid. Next: ..."."""
-        again = "Next: fix them, then run tfgen validate again"
+        again = "Next: fix them, then run `tfgen validate` again"
         if self.problems and not self.files:
             return f"{counted(len(self.problems), 'problem')}, no experiment files checked. {again}"
         if self.problems and (self.files or self.not_specs):
@@ -112,7 +112,7 @@ class ValidationResult:
         if not self.files:
             return (f"no experiment files found. Next: write one as "
                     f"{layout.EXPERIMENTS_DIR}/<name>{layout.SPEC_SUFFIX}")
-        return (f"{counted(len(self.experiments), 'experiment')} valid. Next: tfgen render, "
+        return (f"{counted(len(self.experiments), 'experiment')} valid. Next: `tfgen render`, "
                 "then open a pull request")
 
 
