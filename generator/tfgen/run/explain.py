@@ -161,8 +161,11 @@ def explain_spec(spec: Path | str) -> Explanation:
     path = Path(spec)
     if not path.exists() and not path.is_symlink():
         raise OptionsError(f"{spec}: no such file")
-    # Whatever else the path is (a folder, a FIFO, a link out of the repository), the spec
-    # stage says so as a problem of that file, exactly as `tfgen validate` would.
+    if path.is_dir():  # validate would read every spec in it: one experiment is meant here
+        raise OptionsError(f"{spec}: is a directory; give one experiment, by its spec file or "
+                           "its name")
+    # Whatever else the path is (a FIFO, a link out of the repository), the spec stage says
+    # so as a problem of that file, exactly as `tfgen validate` would.
     result = validate_repo([path])
     if result.problems:
         count = len(result.problems)
