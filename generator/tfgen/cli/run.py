@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..repo.layout import RUN_DIR, experiment_path, shown
+from ..repo.layout import LOCAL_RUN_DIR, experiment_path, shown
 from ..run import EXPLAIN_FORMATS
 from .app import handle_errors, main
 
@@ -54,10 +54,10 @@ def explain(experiment: str, fmt: str) -> None:
     "--data-dir",
     type=click.Path(file_okay=False),
     help="Local folder standing in for the volume's mountPath (default: "
-    f"{RUN_DIR}/<name>/ in the repository, kept and reused by the next run).",
+    f"{LOCAL_RUN_DIR}/<name>/ in the repository, kept and reused by the next run).",
 )
 @click.option("--clean", is_flag=True,
-              help=f"Empty {RUN_DIR}/<name>/ before the run (never a --data-dir).")
+              help=f"Empty {LOCAL_RUN_DIR}/<name>/ before the run (never a --data-dir).")
 @click.option("--timeout", type=float, metavar="SECONDS", help="Stop everything after this long.")
 @click.option(
     "--tensorboard", is_flag=True, help="Also run TensorBoard on the local log dir, if installed."

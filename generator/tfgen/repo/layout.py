@@ -45,13 +45,13 @@ APP_FILE = "app.yaml"  # the ApplicationSet generator's parameters for one exper
 # Written by `tfgen render` from tfgen.yaml's `owners`, where GitHub looks for code owners.
 CODEOWNERS_FOLDER = ".github"
 CODEOWNERS_FILE = f"{CODEOWNERS_FOLDER}/CODEOWNERS"
-# Changes under these affect every experiment's rendering (for `--changed`).
-SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 # `tfgen run-local`'s data folders, `.tfgen-run/<name>/` at the root: kept between runs (a
-# rerun finds its data and checkpoints), ignored by Git. tfgen marks the folder as its own with
+# rerun finds its data and checkpoints), never committed. tfgen marks the folder as its own with
 # RUN_MARK inside it (a .gitignore of `*`, so it stays out of Git even without the root's),
 # and `--clean` empties only a folder so marked.
-RUN_DIR = ".tfgen-run"
+LOCAL_RUN_DIR = ".tfgen-run"
+# Changes under these affect every experiment's rendering (for `--changed`).
+SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 RUN_MARK = ".gitignore"
 RUN_MARK_TEXT = "# local data of `tfgen run-local`, one folder per experiment: never commit it\n*\n"
 
@@ -103,7 +103,7 @@ def experiment_path(argument: str, cwd: Path | None = None) -> Path:
 
 def run_folder(root: Path, name: str) -> Path:
     """Where `tfgen run-local` keeps an experiment's data by default: `.tfgen-run/<name>/`."""
-    return root / RUN_DIR / name
+    return root / LOCAL_RUN_DIR / name
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -27,7 +27,7 @@ def data_folder(spec: Path, name: str, data_dir: str | None, *, clean: bool) -> 
     if root is None:
         raise OptionsError(
             f"{layout.shown(spec)} is not in a tfgen repository (no {layout.CONFIG_NAME} "
-            f"there or above), so it has no {layout.RUN_DIR}/{name}/: give --data-dir")
+            f"there or above), so it has no {layout.LOCAL_RUN_DIR}/{name}/: give --data-dir")
     folder = layout.run_folder(root, name)
     _make_run_dir(folder.parent)
     if clean:
@@ -39,7 +39,7 @@ def data_folder(spec: Path, name: str, data_dir: str | None, *, clean: bool) -> 
 def check_options(data_dir: str | None, *, clean: bool) -> None:
     """--clean empties tfgen's own folder only, never one named by --data-dir."""
     if data_dir is not None and clean:
-        raise OptionsError(f"--clean empties only tfgen's own {layout.RUN_DIR}/<name>/; drop "
+        raise OptionsError(f"--clean empties only tfgen's own {layout.LOCAL_RUN_DIR}/<name>/; drop "
                            f"--data-dir, or empty {data_dir} yourself")
 
 
