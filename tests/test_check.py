@@ -152,7 +152,7 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     # --changed renders only the touched experiment and still finds it
     changed = check(runner, repo, "--base", "HEAD", "--changed")
     assert changed.exit_code == 1 and "the volume source changed" in changed.output
-    assert changed.stderr.startswith("1 of 3 experiments checked (the others are untouched "
+    assert changed.stderr.startswith("1 of 4 experiments checked (the others are untouched "
                                      "since the base): 1 problem (")
 
 
@@ -197,8 +197,9 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     assert "| `distributed-mnist` | changed | 1 changed: TFJob | 3 → 4 (+1) |" in out.stdout
     assert "**`distributed-mnist`: TFJob/distributed-mnist changed**" in out.stdout
     assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object changed).")
-    # one more 1-GPU worker in namespace default; ml-team's quota of 16 is untouched
-    assert "| `default` | 3 | 4 (+1) | none |" in out.output
+    # one more 1-GPU worker in namespace default (whose lr-sweep's six runs hold 12 more);
+    # ml-team's quota of 16 is untouched
+    assert "| `default` | 15 | 16 (+1) | none |" in out.output
     assert "| `ml-team` | 5 | 5 | 16 |" in out.output
     # Names or spec files restrict the diff; a name that is no experiment is a usage error.
     other = sorted(p.stem for p in (repo / "experiments").glob("*.yaml")
@@ -334,7 +335,7 @@ def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
     assert out.exit_code == 1
     assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
             "may read it otherwise than tfgen") in out.output
-    assert "2 experiments checked" in out.output
+    assert "3 experiments checked" in out.output
 
 
 def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo: Path) -> None:

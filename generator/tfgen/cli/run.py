@@ -25,18 +25,26 @@ from .app import handle_errors, main
     help="text: pod table and each pod's TF_CONFIG; json: for tools (exact TF_CONFIG "
     "strings); mermaid: a flowchart for READMEs and pull requests.",
 )
+@click.option(
+    "--run",
+    "run",
+    metavar="SUFFIX",
+    help="A sweep's run: only this one (default: every run, one after the other).",
+)
 @handle_errors
-def explain(experiment: str, fmt: str) -> None:
+def explain(experiment: str, fmt: str, run: str | None) -> None:
     """Show the pods of an experiment and the TF_CONFIG each one gets.
 
     EXPERIMENT is a spec file or the name of one in experiments/ (distributed-mnist for
     experiments/distributed-mnist.yaml). Validates it, renders the chart with the real helm
     and reads the TFJob the way the training operator (v1.9) does: pod and Service names,
-    addresses, GPUs, and the exact TF_CONFIG it injects.
+    addresses, GPUs, and the exact TF_CONFIG it injects. A sweep is one TFJob per run, each
+    explained in turn (JSON: a list).
     """
-    from ..run.explain import explain_spec, format_explanation
+    from ..run.explain import explain_runs
+    from ..run.formats import format_explanations
 
-    click.echo(format_explanation(explain_spec(experiment_path(experiment)), fmt))
+    click.echo(format_explanations(explain_runs(experiment_path(experiment), run), fmt))
 
 
 @main.command("run-local")
@@ -62,10 +70,16 @@ def explain(experiment: str, fmt: str) -> None:
 @click.option(
     "--tensorboard", is_flag=True, help="Also run TensorBoard on the local log dir, if installed."
 )
+@click.option(
+    "--run",
+    "run",
+    metavar="SUFFIX",
+    help="The sweep's run to start (required when the sweep has more than one).",
+)
 @handle_errors
 def run_local(
     experiment: str, command: str | None, keep_args: bool, data_dir: str | None, clean: bool,
-    timeout: float | None, tensorboard: bool,
+    timeout: float | None, tensorboard: bool, run: str | None,
 ) -> None:
     """Run every replica of an experiment as a local process.
 
@@ -76,9 +90,9 @@ def run_local(
     does; a failing replica ends the run. Exit status: the chief's, 124 on timeout, 130 on
     Ctrl-C.
     """
-    from ..run.runlocal import run_local as run
+    from ..run.runlocal import run_local as start
 
-    result = run(
+    result = start(
         experiment_path(experiment),
         emit=click.echo,
         status=functools.partial(click.echo, err=True),
@@ -88,6 +102,7 @@ def run_local(
         clean=clean,
         timeout=timeout,
         tensorboard=tensorboard,
+        run=run,
     )
     for note in result.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)

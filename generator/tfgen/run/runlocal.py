@@ -297,12 +297,15 @@ def run_local(
     clean: bool = False,
     timeout: float | None = None,
     tensorboard: bool = False,
+    run: str | None = None,
 ) -> RunResult:
     """`tfgen run-local`: explain the spec, then run its pods here.
 
-    `data_dir` stands in for the volume (default: the experiment's `.tfgen-run/<name>/`,
-    reused by every run and emptied first with `clean`; see `datadir`). `emit` gets the pods'
-    output, `status` tfgen's own lines about the run (default: `emit`).
+    A sweep runs one run's TFJob: `run` is its suffix, required when there are several.
+
+    `data_dir` stands in for the volume (default: `.tfgen-run/<job>/`, the experiment's name
+    or a sweep run's, reused by every run and emptied first with `clean`; see `datadir`).
+    `emit` gets the pods' output, `status` tfgen's own lines about the run (default: `emit`).
     """
     from .explain import explain_spec  # runs helm; imported lazily like the CLI's other paths
 
@@ -312,7 +315,7 @@ def run_local(
     if keep_args and argv is None:
         raise OptionsError("--keep-args keeps the spec's args after --command: give --command")
     check_options(data_dir, clean=clean)
-    explanation = explain_spec(spec)
+    explanation = explain_spec(spec, run)
     local_dir = str(data_folder(Path(spec), explanation.job, data_dir, clean=clean))
     mount_path = explanation.mount_path
     logdir = None
