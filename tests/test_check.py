@@ -60,7 +60,7 @@ def test_real_repository_is_clean(runner: CliRunner) -> None:
     result = runner.invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert result.stderr.startswith("3 experiments checked: all clear (")
+    assert result.stderr.startswith("4 experiments checked: all clear (")
 
 
 def test_pv_name_collision_across_namespaces(runner: CliRunner, repo: Path) -> None:
