@@ -40,7 +40,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,18 +373,30 @@ class BatchRenderer:
     ) -> list[RenderResult]:
         """Render every job (cache first); results in the order of `jobs`."""
         results: dict[int, RenderResult] = {}
+        self.render_each(jobs, results.__setitem__, on_progress)
+        return [results[i] for i in range(len(jobs))]
+
+    def render_each(
+        self, jobs: Sequence[RenderJob], on_result: Callable[[int, RenderResult], None],
+        on_progress: Progress | None = None,
+    ) -> None:
+        """Render every job (cache first), handing each result to `on_result(index, result)`
+        as soon as its helm batch finishes and keeping none: a caller that judges and drops
+        each manifest holds a few batches in memory, never the whole repository's."""
         todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
         keys = [self.key(job) for job in jobs]
-        known = self.cache.get_many("render", keys)
         hits = 0
-        for index, (job, key) in enumerate(zip(jobs, keys, strict=True)):
-            if key in known:
-                results[index] = RenderResult(job, manifest=known[key])
-                hits += 1
-                continue
-            chart = self.chart(job.chart)
-            group = (chart.path, job.kube_version, job.api_versions)
-            todo.setdefault(group, []).append((index, key))
+        for start in range(0, len(jobs), 500):  # the cached manifests, a slice at a time
+            known = self.cache.get_many("render", keys[start:start + 500])
+            for index in range(start, min(start + 500, len(jobs))):
+                job, key = jobs[index], keys[index]
+                if key in known:
+                    on_result(index, RenderResult(job, manifest=known[key]))
+                    hits += 1
+                    continue
+                chart = self.chart(job.chart)
+                group = (chart.path, job.kube_version, job.api_versions)
+                todo.setdefault(group, []).append((index, key))
         self.stats.cached += hits
         if on_progress and hits:
             on_progress(hits)
@@ -404,12 +416,13 @@ class BatchRenderer:
             return [(i, key, res) for (i, key), res in zip(chunk, rendered, strict=True)]
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            for done in pool.map(work, chunks):
-                for index, key, result in done:
-                    results[index] = result
+            # taken as they finish, whatever their order: a finished batch never waits in
+            # memory behind a slower one
+            for future in as_completed([pool.submit(work, chunk) for chunk in chunks]):
+                for index, key, result in future.result():
                     self.stats.rendered += 1
                     if not result.error:
                         self.cache.put("render", key, result.manifest)
-        self.cache.flush()
-        return [results[i] for i in range(len(jobs))]
-
+                    on_result(index, result)
+                # written per batch: the pending entries would otherwise hold every manifest
+                self.cache.flush()
