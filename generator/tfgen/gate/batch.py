@@ -284,7 +284,7 @@ class BatchRenderer:
         return umbrella
 
     @staticmethod
-    def _values(job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
+    def helm_values(job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
         """The job's values as helm computes them (value files merged over chart defaults), or
         None when a value file is not in canonical form: helm must read that one itself."""
         merged: dict[str, Any] = {}
@@ -298,33 +298,47 @@ class BatchRenderer:
             merged = merge_values(merged, data)
         return coalesce(merged, chart.defaults)
 
+    def batch_size(self, count: int) -> int:
+        """Experiments per helm process for `count` that share a chart: small sets in one
+        process (each costs ~65 ms to start), large ones spread over the workers."""
+        return min(self.chunk_size, max(MIN_CHUNK, -(-count // self.workers)))
+
+    def umbrella_command(
+        self, tmp: Path, job_values: Sequence[dict[str, Any]], chart: ChartInfo,
+        namespace: str, kube_version: str | None, api_versions: tuple[str, ...],
+    ) -> list[str]:
+        """Write the umbrella chart for one batch under `tmp`; the helm command rendering it
+        (also what bench/ times as "helm alone")."""
+        umbrella = self._umbrella(tmp, chart)
+        deps = []
+        values: dict[str, Any] = {}
+        for index, alias_values in enumerate(job_values):
+            alias = f"e{index:05d}"
+            deps.append(
+                {"name": chart.name, "version": chart.version, "alias": alias,
+                 "repository": f"file://./charts/{chart.name}"}
+            )
+            values[alias] = alias_values
+        meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0",
+                "dependencies": deps}
+        (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
+        # The writer, not JSON: a JSON file escapes an emoji as a surrogate pair, which
+        # helm's YAML reader refuses; the writer's output helm reads exactly as written.
+        (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
+        return helm_mod.template_command(
+            self.helm, UMBRELLA, umbrella, namespace, kube_version=kube_version,
+            api_versions=api_versions,
+            # every alias passed the values schema already (see the module docstring)
+            skip_schema_validation=chart.values_validator is not None,
+        )
+
     def _render_chunk(
         self, jobs: Sequence[RenderJob], job_values: Sequence[dict[str, Any]], chart: ChartInfo,
         kube_version: str | None, api_versions: tuple[str, ...],
     ) -> str:
         with tempfile.TemporaryDirectory(prefix="tfgen-batch-") as tmp:
-            umbrella = self._umbrella(Path(tmp), chart)
-            deps = []
-            values: dict[str, Any] = {}
-            for index, alias_values in enumerate(job_values):
-                alias = f"e{index:05d}"
-                deps.append(
-                    {"name": chart.name, "version": chart.version, "alias": alias,
-                     "repository": f"file://./charts/{chart.name}"}
-                )
-                values[alias] = alias_values
-            meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0",
-                    "dependencies": deps}
-            (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
-            # The writer, not JSON: a JSON file escapes an emoji as a surrogate pair, which
-            # helm's YAML reader refuses; the writer's output helm reads exactly as written.
-            (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
-            cmd = helm_mod.template_command(
-                self.helm, UMBRELLA, umbrella, jobs[0].namespace, kube_version=kube_version,
-                api_versions=api_versions,
-                # every alias passed the values schema already (see the module docstring)
-                skip_schema_validation=chart.values_validator is not None,
-            )
+            cmd = self.umbrella_command(Path(tmp), job_values, chart, jobs[0].namespace,
+                                        kube_version, api_versions)
             self.stats.helm_processes += 1
             return helm_mod.run(cmd)
 
@@ -333,7 +347,7 @@ class BatchRenderer:
         chart = self.chart(jobs[0].chart)
         if len(jobs) == 1 or not chart.batchable or not self.defaults_agree(chart):
             return [self.render_single(job) for job in jobs]
-        values_of = [self._values(job, chart) for job in jobs]
+        values_of = [self.helm_values(job, chart) for job in jobs]
         validator = chart.values_validator
         alone = [i for i, values in enumerate(values_of)
                  if values is None or (validator is not None and not validator.is_valid(values))]
@@ -405,8 +419,7 @@ class BatchRenderer:
             chart = self.chart(jobs[members[0][0]].chart)
             if len(members) > 1 and chart.batchable:
                 self.defaults_agree(chart)  # asked once, here, rather than by every worker
-            # small sets in one process (each process costs ~65 ms to start), large ones spread
-            size = min(self.chunk_size, max(MIN_CHUNK, -(-len(members) // self.workers)))
+            size = self.batch_size(len(members))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
 
         def work(chunk: list[tuple[int, str]]) -> list[tuple[int, str, RenderResult]]:
