@@ -146,7 +146,7 @@ class _Gate:
             helm=options.helm or find_helm(root=self.root), cache=Cache(cache_dir),
             keys=self.keys, workers=options.workers,
         )
-        self.inputs = snapshot(self.root)
+        self.inputs = snapshot(self.root, self.cache)
         wiring.forget_filesystem()  # what an earlier run in this process learnt of files
 
     def close(self) -> None:
