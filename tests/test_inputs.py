@@ -73,8 +73,8 @@ def test_a_forged_table_is_not_trusted(root: Path, monkeypatch: pytest.MonkeyPat
     (root / SPEC).write_text("name: new\n")
     other = Cache(root / ".tfgen-cache", key=b"x" * 32)  # another machine's key signs it
     status = (root / SPEC).stat()
-    table = {SPEC: [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino,
-                    status.st_dev, inputs.content_hash(b"name: one\n")]}
+    table = {SPEC: (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
+                    f"{status.st_ino} {status.st_dev} {inputs.content_hash(b'name: one')}")}
     other.put_json("stat", inputs.CacheKeys.stat_table(str(root.absolute())), table)
     other.close()
     assert run(root).files[SPEC] == b"name: new\n"

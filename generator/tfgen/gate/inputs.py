@@ -22,13 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from ..repo import layout
 from ..repo.files import Refused, read_input, resolve_input
@@ -39,9 +37,6 @@ from .cache import Cache, CacheKeys, digest
 INPUT_DIRS = (layout.EXPERIMENTS_DIR, layout.ARGO_DIR, "charts", "schemas")
 # Statuses this recent are not trusted by the next run (see the module docstring).
 RACY_NS = 2_000_000_000
-
-Status = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
-
 
 class Files(Mapping[str, bytes]):
     """Repository-relative POSIX path -> bytes, read when asked (through the safe reader) and
@@ -84,12 +79,7 @@ class Inputs:
 
     @cached_property
     def digest(self) -> str:
-        parts: list[bytes | str] = []
-        for rel, hashed in self.hashes.items():
-            parts += [rel, hashed]
-        for rel, reason in self.refused.items():
-            parts += ["refused", rel, reason]
-        return digest(*parts)
+        return digest(json.dumps([self.hashes, self.refused]))
 
     @cached_property
     def config(self) -> bytes:
@@ -118,25 +108,26 @@ def snapshot(root: Path, cache: Cache | None = None) -> Inputs:
     cache = cache or Cache(None)
     table_key = CacheKeys.stat_table(str(root.absolute()))
     known = _load_table(cache.get("stat", table_key))
-    table: dict[str, list[Any]] = {}
+    table: dict[str, str] = {}
     hashes: dict[str, str] = {}
     refused: dict[str, str] = {}
     hashed = 0
 
     def add(rel: str, path: str, status: os.stat_result | None) -> None:
         nonlocal hashed
+        ident = ""
         if status is not None:  # a regular file below root, no link on the way
-            ident: Status = (status.st_size, status.st_mtime_ns, status.st_ctime_ns,
-                             status.st_ino, status.st_dev)
+            ident = (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
+                     f"{status.st_ino} {status.st_dev} ")
             entry = known.get(rel)
-            if entry is not None and tuple(entry[:5]) == ident:
-                table[rel], hashes[rel] = entry, str(entry[5])
+            if entry is not None and entry.startswith(ident):
+                table[rel], hashes[rel] = entry, entry[len(ident):]
                 return
         data = read_input(path, layout.shown(path), root)  # refuses what it must
         hashed += 1
         hashes[rel] = content_hash(data)
         if status is not None and max(status.st_mtime_ns, status.st_ctime_ns) < taken - RACY_NS:
-            table[rel] = [*ident, hashes[rel]]
+            table[rel] = ident + hashes[rel]
 
     for rel in (layout.CONFIG_NAME, layout.CODEOWNERS_FILE):
         # tfgen.yaml, and the one generated file outside argo/ (the rest of .github/ is no
@@ -145,40 +136,44 @@ def snapshot(root: Path, cache: Cache | None = None) -> Inputs:
             add(rel, str(root / rel), None)
     for top in INPUT_DIRS:
         linked = os.path.islink(root / top)  # then every file there goes the careful way
-        for dirpath, dirnames, filenames in os.walk(root / top):
-            for name in dirnames:
-                if os.path.islink(os.path.join(dirpath, name)):
-                    folder = os.path.join(dirpath, name)
-                    resolve_input(folder, layout.shown(folder), root)
-            dirnames[:] = sorted(d for d in dirnames if d not in (".git", "__pycache__"))
-            rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-            for name in sorted(filenames):
-                path = os.path.join(dirpath, name)
-                rel = f"{rel_dir}/{name}"
-                if layout.is_temp_name(name) or rel == layout.RENDER_LOCK:
-                    continue  # a render at work (or killed): not an input
-                try:
-                    add(rel, path, None if linked else _plain_status(path))
-                except Refused as exc:
-                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                        raise
-                    refused[rel] = exc.reason
+        for rel, entry in _walk(root, top):
+            if layout.is_temp_name(entry.name) or rel == layout.RENDER_LOCK:
+                continue  # a render at work (or killed): not an input
+            try:
+                plain = not linked and entry.is_file(follow_symlinks=False)
+                add(rel, entry.path, entry.stat(follow_symlinks=False) if plain else None)
+            except Refused as exc:
+                if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                    raise
+                refused[rel] = exc.reason
     if table != known:
         cache.put("stat", table_key, json.dumps(table, separators=(",", ":")))
     return Inputs(root, hashes, refused, hashed)
 
 
-def _plain_status(path: str) -> os.stat_result | None:
-    """The status of a regular file that is no symlink, else None (the safe reader decides).
-    os.walk enters no symlinked folder, so a walked path has no link above it."""
+def _walk(root: Path, rel_dir: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(relative path, entry) of every file below `rel_dir`: a folder's files by name, then its
+    folders by name. A symlinked folder is not entered, and refused when it leads out of the
+    repository; an unreadable folder is skipped (its files are then no input)."""
     try:
-        status = os.lstat(path)
+        with os.scandir(root / rel_dir) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
     except OSError:
-        return None
-    return status if stat.S_ISREG(status.st_mode) else None
+        return
+    folders = []
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in (".git", "__pycache__"):
+                folders.append(entry.name)
+        elif entry.is_symlink() and entry.is_dir():
+            resolve_input(entry.path, layout.shown(entry.path), root)
+        else:
+            yield f"{rel_dir}/{entry.name}", entry
+    for name in folders:
+        yield from _walk(root, f"{rel_dir}/{name}")
 
 
-def _load_table(text: str | None) -> dict[str, list[Any]]:
+def _load_table(text: str | None) -> dict[str, str]:
     if text is None:
         return {}
     try:
