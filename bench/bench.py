@@ -109,7 +109,9 @@ def build(root: Path, n: int, seed: int) -> None:
 
 
 def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB of the process, output) of one command."""
+    """(wall seconds, peak RSS in MB of the process, output) of one command; the output
+    starts with the CPU seconds it used, its helm processes included (on a shared machine
+    they vary less than wall time)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
@@ -122,7 +124,8 @@ def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float,
     if check and proc.returncode == 1 and cmd[1] == "check":
         print(output[-3000:], file=sys.stderr)
         raise SystemExit("tfgen check found problems in the generated experiments")
-    return wall, usage.ru_maxrss / 1024, output
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_maxrss / 1024, f"{cpu:.1f} s CPU; {output}"
 
 
 def peer_sequential(root: Path, names: list[str], kube: str, helm: str) -> float:
@@ -204,10 +207,12 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         )
         kube = subprocess.run([sys.executable, "-c", read_version, str(root / "tfgen.yaml")],
                               capture_output=True, text=True, check=True).stdout.strip()
-        wall, rss, _ = run([TFGEN, "render"], root)
-        add((n, "tfgen render, all files new", wall, rss, f"{n / wall:,.0f} specs/s"))
-        wall, rss, _ = run([TFGEN, "render"], root)
-        add((n, "tfgen render, all files unchanged", wall, rss, f"{n / wall:,.0f} specs/s"))
+        wall, rss, out = run([TFGEN, "render"], root)
+        add((n, "tfgen render, all files new", wall, rss,
+             f"{n / wall:,.0f} specs/s; {first_line(out)}"))
+        wall, rss, out = run([TFGEN, "render"], root)
+        add((n, "tfgen render, all files unchanged", wall, rss,
+             f"{n / wall:,.0f} specs/s; {first_line(out)}"))
         wall, rss, out = run([TFGEN, "check"], root)
         add((n, "tfgen check, cold (empty cache)", wall, rss, last_line(out)))
         seconds, processes = helm_alone(root, kube, helm)
@@ -236,9 +241,13 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def first_line(output: str) -> str:
+    return output.split(";", 1)[0]  # the CPU seconds
+
+
 def last_line(output: str) -> str:
     lines = output.strip().splitlines()
-    return lines[-1] if lines else ""
+    return f"{first_line(output)}; {lines[-1]}" if len(lines) > 1 else lines[0]
 
 
 def sizes(text: str) -> list[int]:
