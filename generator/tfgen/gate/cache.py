@@ -346,7 +346,7 @@ class CacheKeys:
         tfgen (the schema and the rules)."""
         return digest("spec", self.tool, self.cwd, config, shown, raw)
 
-    def resolution(self, root: Path, files: Sequence[tuple[str, bytes]]) -> str:
+    def resolution(self, root: Path, files: Sequence[tuple[str, bytes | str]]) -> str:
         """The Applications the ApplicationSet generates: what resolving them reads."""
         parts: list[bytes | str] = ["resolve", self.tool, str(root)]
         for rel, data in files:

@@ -242,7 +242,7 @@ class _Gate:
     def resolve(self) -> Resolution:
         """The Applications the committed ApplicationSet generates, remembered by what
         resolving them reads."""
-        key = self.keys.resolution(self.root, resolution_inputs(self.inputs.files))
+        key = self.keys.resolution(self.root, resolution_inputs(self.inputs.hashes))
         stored = self.cache.get("resolve", key)
         if stored is not None:
             return resolution_from_json(stored)

@@ -186,10 +186,11 @@ def argo_objects(
     the path messages show for its file."""
     out: list[tuple[str, RenderedObject]] = []
     problems: list[Problem] = []
-    for rel, raw in sorted(files.items()):
+    for rel in sorted(files):  # the names first: only these few files are read
         folder, _, name = rel.rpartition("/")
         if folder != layout.ARGO_DIR or not name.endswith((".yaml", ".yml")):
             continue
+        raw = files[rel]
         shown = layout.shown(rel, root)
         try:
             objects = parse_manifest(raw.decode("utf-8"))
