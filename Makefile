@@ -1,31 +1,50 @@
-# One entry point for people and CI. `make demo` sets everything up from a fresh clone and
-# runs the main job; `make test` runs the test suite (what .ci/run calls).
+# One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
+# adds the test and lint stack; `make demo` runs the main jobs on this repository; `make test`
+# runs the test suite (what .ci/run calls); `make example` trains the README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 HELM   := .tools/helm/v4/helm
+# The README's local run, end to end (downloads TensorFlow once, about 600 MB).
+EXAMPLE := $(BIN)/tfgen run-local experiments/distributed-mnist.yaml \
+	--command "python examples/mnist/main.py" --timeout 600
 
-.PHONY: setup demo test lint clean
+.PHONY: setup dev demo example test lint clean
 
 setup: $(VENV)/.installed $(HELM)
 
+dev: setup $(VENV)/.dev-installed
+
 $(VENV)/.installed: pyproject.toml
+	@echo "setup: creating $(VENV) and installing tfgen (a few MB) ..." >&2
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -e .
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml
+	@echo "dev: installing the test and lint stack (pytest, hypothesis, ruff, mypy) ..." >&2
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
 $(HELM): scripts/install_helm.py
 	$(PYTHON) scripts/install_helm.py .tools/helm
 
+# `tfgen list` (the lifecycle commands) closes the demo once it exists in this checkout.
 demo: setup
 	$(BIN)/tfgen render
 	$(BIN)/tfgen check
+	@if $(BIN)/tfgen list --help >/dev/null 2>&1; then $(BIN)/tfgen list; fi
 
-test: setup
+example: setup
+	@echo "example: installing tfgen[tensorflow] (TensorFlow + TensorBoard, about 600 MB) ..." >&2
+	$(BIN)/python -m pip install --quiet -e '.[tensorflow]'
+	$(EXAMPLE)
+
+test: dev
 	$(BIN)/python -m pytest
 
-lint: setup
+lint: dev
 	$(BIN)/ruff check generator tests scripts bench
 	$(BIN)/mypy
 

@@ -84,6 +84,11 @@ def test_a_tightened_schema_of_a_new_tfgen_is_not_answered_from_the_cache(
     package = tmp_path / "site" / "tfgen"
     shutil.copytree(REPO_ROOT / "generator" / "tfgen", package, symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # links to this project's own files (init's templates) lead out of the package: keep them
+    for link in [p for p in package.rglob("*") if p.is_symlink() and not p.exists()]:
+        source = REPO_ROOT / "generator" / "tfgen" / link.relative_to(package)
+        link.unlink()
+        link.symlink_to(source.resolve())
     schemas = shutil.copytree(REPO_ROOT / "schemas", tmp_path / "schemas")
     for link, target in (("schemas", schemas), ("chart", REPO_ROOT / "charts/tfjob-experiment")):
         (package / link).unlink()

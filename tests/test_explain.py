@@ -132,7 +132,7 @@ def test_single_replica_has_no_tf_config(runner: CliRunner, tmp_path: Path) -> N
     result = runner.invoke(main, ["explain", str(path), "--format", "json"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["pods"] == [
         {
             "name": "solo-worker-0",

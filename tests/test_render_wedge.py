@@ -149,7 +149,8 @@ def test_outside_a_repository_render_writes_nothing(tmp_path: Path, runner: CliR
     result = runner.invoke(main, ["render", "--root", str(tmp_path)], catch_exceptions=False)
     assert result.exit_code == 2
     assert f"no tfgen.yaml in {tmp_path} or any folder above" in result.output
-    assert "`apiVersion: tfgen.io/v1` and `kind: RepoConfig`" in result.output
+    assert "start one with `tfgen init DIR`" in result.output
+    assert "built-in defaults" not in result.output  # render refuses; it uses no defaults
     assert sorted(p.name for p in tmp_path.iterdir()) == ["experiments"]
 
 

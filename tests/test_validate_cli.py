@@ -333,7 +333,19 @@ def test_without_tfgen_yaml_builtin_defaults(tmp_path, monkeypatch, runner):
     monkeypatch.chdir(tmp_path)
     result = run(runner)
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "1 experiment valid"
+    assert result.stdout == ""
+    # said once, on stderr, though the config is read more than once
+    assert result.stderr.splitlines() == [
+        "note: no tfgen.yaml in . or above: using tfgen's built-in defaults (`tfgen init` "
+        "starts a repository with its own tfgen.yaml)",
+        "1 experiment valid",
+    ]
+
+
+def test_with_tfgen_yaml_no_defaults_note(runner, repo):
+    result = run(runner)
+    assert result.exit_code == 0, result.output
+    assert "built-in defaults" not in result.output
 
 
 def test_single_new_file_is_checked_against_the_rest_of_the_repo(runner, repo):

@@ -1,6 +1,7 @@
 """tfgen installed from a wheel, not editable, into a fresh virtual environment: its schemas,
 templates and chart ship as package data, so `tfgen validate`, `render --check` and `check`
-work inside a copy of the repository as they do from the checkout."""
+work inside a copy of the repository as they do from the checkout, and `tfgen init` starts a
+repository that passes `tfgen check` with no clone of this one anywhere."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ import pytest
 from helpers import REPO_ROOT, copy_repo_parts
 
 # What building the wheel reads: the project file and everything the package links to.
-SOURCES = ("pyproject.toml", "README.md", "generator", "schemas", "charts")
+SOURCES = ("pyproject.toml", "README.md", "generator", "schemas", "charts", ".github",
+           ".pre-commit-hooks.yaml", "scripts")
 
 
 def run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
                           check=False)
+
+
+GIT = ("git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c",
+       "init.defaultBranch=main")
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +68,21 @@ def test_commands_work_in_a_copy_of_the_repository(
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout + result.stderr, "the command says what it did"
+
+
+def test_init_from_the_wheel_passes_check(tfgen: Path, tmp_path: Path) -> None:
+    # The new repository lies outside this checkout and holds no helm of its own: helm comes
+    # from $TFGEN_HELM, as in every other test.
+    repo = tmp_path / "team"
+    started = run(tfgen, "init", repo, "--yes", "--repo-url", "https://github.com/acme/ml.git",
+                  "--namespace", "ml")
+    assert started.returncode == 0, started.stderr
+    assert "Traceback" not in started.stderr
+    assert (repo / "charts" / "tfjob-experiment" / "Chart.yaml").is_file()
+    assert not (repo / "charts" / "tfjob-experiment").is_symlink()
+    for step in (("init", "-q"), ("add", "."), ("commit", "-qm", "start")):
+        done = run(*GIT, *step, cwd=repo)
+        assert done.returncode == 0, done.stderr
+    checked = run(tfgen, "check", cwd=repo)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "no problems" in checked.stderr

@@ -15,6 +15,7 @@ import click
 from .. import __version__
 from ..errors import ProblemsFound, TfgenError
 from ..problems import FORMATS, Problem, format_problems
+from ..validate import builtin_defaults_note, on_builtin_defaults
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,6 +93,20 @@ def main() -> None:
     One reviewed file per experiment (experiments/<name>.yaml) becomes a Kubeflow TFJob, a NAS
     volume and a TensorBoard, synced to the cluster by Argo CD.
     """
+
+
+def _note_builtin_defaults(start: Path) -> None:
+    """Say once per command, on stderr, that no tfgen.yaml was found and the defaults apply."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:  # a library call outside the command line: not ours to print
+        return
+    meta = ctx.find_root().meta
+    if not meta.get("tfgen.builtin-defaults-noted"):
+        meta["tfgen.builtin-defaults-noted"] = True
+        click.echo(builtin_defaults_note(start), err=True)
+
+
+on_builtin_defaults(_note_builtin_defaults)
 
 
 def emit_problems(problems: list[Problem], fmt: str) -> None:

@@ -30,7 +30,14 @@ from .. import render
 from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import layout, resources
-from ..validate import RepoConfig, ValidationResult, Verdict, load_config, validate_paths
+from ..validate import (
+    RepoConfig,
+    ValidationResult,
+    Verdict,
+    load_config,
+    repository_specs,
+    validate_paths,
+)
 from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
 from .applications import (
     Resolution,
@@ -207,7 +214,7 @@ class _Gate:
             # and argo/ while it renders (on two cores this hides most of the Python work).
             rendering = pool.submit(self.renderer.render_each, [jobs[i] for i in todo],
                                     first_look, _ticker(progress, len(todo)))
-            specs = validate_paths([self.config.experiments_dir], self.config,
+            specs = validate_paths(repository_specs(self.config), self.config,
                                    verdicts=_SpecVerdicts(self.cache, self.keys,
                                                           self.inputs.config))
             result.problems += specs.problems + self.drift(specs) + argo_problems

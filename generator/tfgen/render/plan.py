@@ -212,9 +212,9 @@ def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[P
     repository (no tfgen.yaml here or above) there is nothing to render: `NotARepository`,
     before anything is written.
     """
+    if layout.find_root([], root) is None:
+        raise NotARepository((root or Path.cwd()).resolve())
     config = load_config([], cwd=root)
-    if config.path is None:
-        raise NotARepository(config.root)
     folder = config.experiments_dir
     if not layout.spec_files(folder) and not layout.misplaced_specs(folder):
         # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
@@ -236,6 +236,5 @@ class NotARepository(EnvironmentProblem):
         super().__init__(
             f"no {layout.CONFIG_NAME} in {start} or any folder above: not a "
             f"tfgen repository. Run tfgen in a repository's "
-            f"folder (or pass --root), or start one: a {layout.CONFIG_NAME} holding "
-            f"`apiVersion: tfgen.io/v1` and `kind: RepoConfig`, specs in "
-            f"{layout.EXPERIMENTS_DIR}/<name>.yaml")
+            f"folder (or pass --root), or start one with `tfgen init DIR` (a "
+            f"{layout.CONFIG_NAME}, the chart, the wiring and the pull-request gate)")

@@ -205,6 +205,32 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
     return ApplyResult(written=written, removed=removed, kept_orphans=kept)
 
 
+def write_new_files(root: Path, files: dict[str, str]) -> list[str]:
+    """Write files that do not exist yet (`tfgen init`): each one complete or not at all, as
+    `apply_plan` writes, with every folder created inside `root`. Returns the paths written."""
+    jobs = [(rel, root / rel, content) for rel, content in sorted(files.items())]
+    temps: dict[Path, Path] = {}
+    current = ""
+    try:
+        for rel, target, _ in jobs:
+            current = rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _real_folder(root, target.parent)
+        failed = _stage_all(jobs, temps, 0o666 & ~_umask())
+        if failed:
+            current = failed[0]
+            raise failed[1]
+        for rel, target, _ in jobs:
+            current = rel
+            os.replace(temps[target], target)
+    except OSError as exc:
+        raise TfgenError(f"cannot write {current}: {exc.strerror or exc}") from exc
+    finally:
+        for temp in temps.values():
+            temp.unlink(missing_ok=True)
+    return [rel for rel, _, _ in jobs]
+
+
 def _holds(target: Path, content: str, root: Path) -> bool:
     try:
         return read_input(target, layout.shown(target), root) == content.encode("utf-8")
@@ -214,7 +240,7 @@ def _holds(target: Path, content: str, root: Path) -> bool:
 
 def _real_folder(root: Path, folder: Path) -> None:
     """Refuse a target folder that is not where it seems (a symlink on the way out of argo/)."""
-    wanted = os.path.join(os.path.realpath(root), os.path.relpath(folder, root))
+    wanted = os.path.normpath(os.path.join(os.path.realpath(root), os.path.relpath(folder, root)))
     if os.path.realpath(folder) != wanted:
         raise TfgenError(f"cannot write into {layout.shown(folder)}: it is, or lies under, a "
                          "symbolic link, and tfgen writes only into real folders inside the "

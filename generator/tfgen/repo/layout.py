@@ -45,6 +45,8 @@ APP_FILE = "app.yaml"  # the ApplicationSet generator's parameters for one exper
 # Written by `tfgen render` from tfgen.yaml's `owners`, where GitHub looks for code owners.
 CODEOWNERS_FOLDER = ".github"
 CODEOWNERS_FILE = f"{CODEOWNERS_FOLDER}/CODEOWNERS"
+# `tfgen run-local`'s data folders, one per experiment, inside the repository (never committed).
+LOCAL_RUN_DIR = ".tfgen-run"
 # Changes under these affect every experiment's rendering (for `--changed`).
 SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 

@@ -6,12 +6,13 @@ load YAML strictly (`loader`, `nodes`, `document`), check it against the schema 
 (`rules`).
 """
 
-from .config import RepoConfig, load_config
+from .config import RepoConfig, builtin_defaults_note, load_config, on_builtin_defaults
 from .experiments import (
     Experiment,
     ValidationResult,
     Verdict,
     Verdicts,
+    repository_specs,
     validate_paths,
     validate_repo,
 )
@@ -22,7 +23,10 @@ __all__ = [
     "ValidationResult",
     "Verdict",
     "Verdicts",
+    "builtin_defaults_note",
     "load_config",
+    "on_builtin_defaults",
+    "repository_specs",
     "validate_paths",
     "validate_repo",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,26 @@ def _has(data: Any, parts: tuple[str, ...]) -> bool:
     return True
 
 
+# Who hears that tfgen.yaml is missing and the built-in defaults apply. The library never
+# prints: the command line registers a listener that says so once on stderr, because results
+# computed from defaults the user never chose (namespaces, NAS server, Kubernetes version) look
+# exactly like results computed from their own file.
+_builtin_listeners: list[Callable[[Path], None]] = []
+
+
+def on_builtin_defaults(listener: Callable[[Path], None]) -> None:
+    """Call `listener(start)` whenever a config is loaded without a tfgen.yaml (`start` is the
+    folder searched from)."""
+    _builtin_listeners.append(listener)
+
+
+def builtin_defaults_note(start: Path) -> str:
+    """The one line that says the built-in defaults apply, and how to get a file of one's own."""
+    return (f"note: no {layout.CONFIG_NAME} in {layout.shown(start)} or above: using tfgen's "
+            f"built-in defaults (`tfgen init` starts a repository with its own "
+            f"{layout.CONFIG_NAME})")
+
+
 def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> RepoConfig:
     """Find, load, validate and complete tfgen.yaml; InputError listing every problem if invalid.
 
@@ -123,7 +143,10 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
     """
     root = layout.find_root(paths, cwd)
     if root is None:
-        return RepoConfig(root=(cwd or Path.cwd()).resolve(), path=None, data=builtin_data())
+        start = (cwd or Path.cwd()).resolve()
+        for listener in _builtin_listeners:
+            listener(start)
+        return RepoConfig(root=start, path=None, data=builtin_data())
     path = root / layout.CONFIG_NAME
     try:
         document = load_file(path, display=layout.shown(path), root=root)

@@ -87,10 +87,12 @@ class ValidationResult:
     config: RepoConfig | None = None
     invalid_files: int = 0
     not_specs: int = 0  # paths with a problem that are no spec file (missing, misplaced)
+    # A repository whose experiments/ is empty (`repository_specs`): valid, nothing to check.
+    no_experiments_yet: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.problems and bool(self.files)
+        return not self.problems and (bool(self.files) or self.no_experiments_yet)
 
     @property
     def invalid_names(self) -> set[str]:
@@ -110,6 +112,8 @@ class ValidationResult:
                 f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
                 f"file{'s' if total != 1 else ''}"
             )
+        if not self.files and self.no_experiments_yet:
+            return "no experiments yet: add one with `tfgen new NAME`"
         if not self.files:
             return "no experiment files found"
         n = len(self.experiments)
@@ -213,6 +217,17 @@ def validate_paths(
     )
 
 
+def repository_specs(config: RepoConfig) -> list[Path]:
+    """What a repository-wide command validates: its experiments/ folder, or nothing when that
+    folder exists and holds no spec and nothing that looks like one. A repository without
+    experiments (just started by `tfgen init`, or its last run deleted) is valid, as render
+    takes it; a folder a person names that holds no spec is still a problem."""
+    folder = config.experiments_dir
+    if folder.is_dir() and not layout.spec_files(folder) and not layout.misplaced_specs(folder):
+        return []
+    return [folder]
+
+
 def validate_repo(
     paths: Sequence[Path | str] = (), cwd: Path | None = None, verdicts: Verdicts | None = None
 ) -> ValidationResult:
@@ -226,5 +241,8 @@ def validate_repo(
     """
     config = load_config(paths, cwd)
     if not paths:
-        return validate_paths([config.experiments_dir], config, verdicts=verdicts)
+        specs = repository_specs(config)
+        result = validate_paths(specs, config, verdicts=verdicts)
+        result.no_experiments_yet = not specs
+        return result
     return validate_paths(paths, config, layout.spec_files(config.experiments_dir), verdicts)

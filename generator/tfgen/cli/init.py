@@ -1,0 +1,85 @@
+"""`tfgen init`: start a new GitOps repository for a team."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..scaffold import InitSettings, SettingsError, defaults, init_repository
+from .app import handle_errors, main
+
+
+def _interactive() -> bool:
+    """Prompts only for a person at a terminal; scripts and CI get the flags and defaults."""
+    return sys.stdin.isatty()
+
+
+def _ask(settings: InitSettings) -> InitSettings:
+    """Ask for what the flags left open, offering the defaults (only on a terminal)."""
+    base = defaults()
+    if settings.repo_url is None:
+        settings.repo_url = click.prompt("Git URL of the new repository, as Argo CD clones it",
+                                         default=base.repo_url, err=True)
+    if not settings.namespaces:
+        answer = click.prompt("Namespaces experiments run in (comma-separated)",
+                              default=",".join(base.namespaces), err=True)
+        settings.namespaces = [part.strip() for part in answer.split(",") if part.strip()]
+    if settings.nas_server is None:
+        answer = click.prompt("NAS server every experiment mounts (empty: each spec names one)",
+                              default="", show_default=False, err=True)
+        settings.nas_server = answer.strip() or None
+    return settings
+
+
+@main.command()
+@click.argument("directory", required=False, default=".",
+                type=click.Path(file_okay=False, path_type=Path))
+@click.option("--repo-url", help="Git URL of the new repository, as Argo CD clones it "
+                                 "(https://..., ssh://... or git@host:path).")
+@click.option("--namespace", "namespaces", multiple=True,
+              help="A namespace experiments may run in (repeat for more); the first is the "
+                   "specs' default.")
+@click.option("--nas-server", help="The NAS server every experiment mounts unless its spec "
+                                   "names another (default: none, each spec names one).")
+@click.option("--kubernetes-version", help="The target cluster's Kubernetes version (x.y).")
+@click.option("--argocd-namespace", help="The namespace Argo CD runs in.")
+@click.option("--argocd-version", help="The Argo CD minor version (x.y).")
+@click.option("--target-revision", help="The branch Argo CD follows.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Ask nothing: settings not given as flags take their defaults.")
+@handle_errors
+def init(directory: Path, repo_url: str | None, namespaces: tuple[str, ...],
+         nas_server: str | None, kubernetes_version: str | None, argocd_namespace: str | None,
+         argocd_version: str | None, target_revision: str | None, yes: bool) -> None:
+    """Start a new tfgen repository in DIRECTORY (default: here).
+
+    Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
+    --yes), the chart (charts/), the schemas (schemas/), the pull-request workflow
+    (.github/workflows/pr.yaml), .pre-commit-config.yaml, .gitattributes, .gitignore,
+    scripts/install_helm.py and experiments/README.md, then renders argo/. `tfgen check`
+    passes on the result. Refuses a folder that already holds tfgen.yaml or any of these files
+    (nothing is written then).
+
+    Exit codes: 0 written, 2 usage error (a refused folder, an invalid setting).
+    """
+    settings = InitSettings(
+        repo_url=repo_url, namespaces=list(namespaces), nas_server=nas_server,
+        kubernetes_version=kubernetes_version, argocd_namespace=argocd_namespace,
+        argocd_version=argocd_version, target_revision=target_revision)
+    if not yes and _interactive():
+        settings = _ask(settings)
+    try:
+        result = init_repository(directory, settings)
+    except SettingsError as exc:
+        # name the settings as the flags that set them: --repo-url, not repo_url
+        message = exc.message
+        for name in exc.settings:
+            flag = "--namespace" if name == "namespaces" else f"--{name.replace('_', '-')}"
+            message = message.replace(f"\n{name}: ", f"\n{flag}: ")
+        raise SettingsError(message, exc.settings) from None
+    for path in result.written:
+        click.echo(path)
+    click.echo(f"{len(result.written)} files written in {result.root}; next: cd there, "
+               "`git init`, commit, and add experiments with `tfgen new NAME`", err=True)

@@ -1,0 +1,266 @@
+"""`tfgen init`: a new GitOps repository for a team, ready for its first pull request.
+
+Everything the new repository holds comes from what tfgen ships (`repo/resources`): the chart
+and the schemas as they are, `tfgen.yaml` from a template filled with the team's settings (each
+checked against the config schema before anything is written), and this project's own
+pull-request workflow, pre-commit hooks and helm installer, adapted to a repository that
+installs tfgen instead of holding its source. `argo/` is then rendered as `tfgen render` would,
+so `tfgen check` passes on the first commit. Nothing is written when the folder already is a
+tfgen repository, or when any file init would write is already there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from jsonschema import Draft202012Validator
+
+from .. import __version__
+from ..errors import OptionsError
+from ..gate.cache import CACHE_DIRNAME
+from ..render.generated import dump_yaml, quoted
+from ..render.plan import plan_repository
+from ..render.write import apply_plan, write_new_files
+from ..repo import layout, resources
+from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
+from ..repo.yamlread import SafeLoader
+from ..validate.config import builtin_data
+from ..validate.loader import load_text
+from ..validate.schema import inlined_schema, schema_problems
+
+INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates
+WORKFLOW_FILE = ".github/workflows/pr.yaml"
+PRE_COMMIT_FILE = ".pre-commit-config.yaml"
+HELM_INSTALLER = "scripts/install_helm.py"
+SCHEMAS_DIR = "schemas"
+EXPERIMENTS_README = f"{layout.EXPERIMENTS_DIR}/README.md"
+# What CI installs: the tfgen that started the repository (a team pointing at its own index
+# or a Git URL changes this one line of the workflow).
+TFGEN_REQUIREMENT = f"tfgen=={__version__}"
+
+
+class SettingsError(OptionsError):
+    """Settings the config schema refuses (exit 2); `settings` names them (InitSettings
+    fields), so the command line can name its flags."""
+
+    def __init__(self, message: str, settings: list[str]) -> None:
+        super().__init__(message)
+        self.settings = settings
+
+
+@dataclass
+class InitSettings:
+    """The team's answers; None means the config schema's default (its only home)."""
+
+    repo_url: str | None = None
+    namespaces: list[str] = field(default_factory=list)
+    nas_server: str | None = None
+    kubernetes_version: str | None = None
+    argocd_namespace: str | None = None
+    argocd_version: str | None = None
+    target_revision: str | None = None
+
+
+# The tfgen.yaml field each setting (and `tfgen init` flag) fills, to name the flag in errors.
+SETTING_FIELDS = {
+    "$.argocd.repoURL": "repo_url",
+    "$.argocd.namespaces": "namespaces",
+    "$.defaults.metadata.namespace": "namespaces",
+    "$.defaults.spec.storage.nas.server": "nas_server",
+    "$.kubernetesVersion": "kubernetes_version",
+    "$.argocd.namespace": "argocd_namespace",
+    "$.argocd.version": "argocd_version",
+    "$.argocd.targetRevision": "target_revision",
+}
+
+
+def _setting_of(pointer: str) -> str:
+    """The setting behind a tfgen.yaml pointer (`$.argocd.namespaces[1]` -> namespaces)."""
+    for prefix, setting in SETTING_FIELDS.items():
+        if pointer == prefix or pointer.startswith((prefix + ".", prefix + "[")):
+            return setting
+    return ""
+
+
+@dataclass
+class InitResult:
+    """The repository written: its root and every file, repository-relative, in order."""
+
+    root: Path
+    written: list[str]
+
+
+def defaults() -> InitSettings:
+    """What `--yes` takes and what the prompts offer: the config schema's defaults."""
+    data = builtin_data()
+    argocd = data["argocd"]
+    return InitSettings(
+        repo_url=argocd["repoURL"], namespaces=list(argocd["namespaces"]),
+        kubernetes_version=data["kubernetesVersion"], argocd_namespace=argocd["namespace"],
+        argocd_version=argocd.get("version"), target_revision=argocd["targetRevision"])
+
+
+def config_text(settings: InitSettings) -> str:
+    """tfgen.yaml for these settings; OptionsError naming each value the schema refuses."""
+    base = defaults()
+    values: dict[str, Any] = {
+        "repo_url": settings.repo_url or base.repo_url,
+        "namespaces": settings.namespaces or base.namespaces,
+        "nas_server": settings.nas_server,
+        "kubernetes_version": settings.kubernetes_version or base.kubernetes_version,
+        "argocd_namespace": settings.argocd_namespace or base.argocd_namespace,
+        "argocd_version": settings.argocd_version or base.argocd_version,
+        "target_revision": settings.target_revision or base.target_revision,
+        "project": builtin_data()["argocd"]["project"],
+    }
+    if settings.nas_server is not None:
+        _check_nas_server(settings.nas_server)
+    text = _environment().get_template("tfgen.yaml.j2").render(**values)
+    document = load_text(text, layout.CONFIG_NAME)
+    problems = schema_problems(document, document.data, CONFIG_SCHEMA)
+    if problems:
+        lines = [f"{_setting_of(p.pointer) or 'tfgen.yaml'}: {p.message}"
+                 + (f" ({p.hint})" if p.hint else "") for p in problems]
+        raise SettingsError("these settings make an invalid tfgen.yaml:\n" + "\n".join(lines),
+                            sorted({_setting_of(p.pointer) for p in problems} - {""}))
+    return text
+
+
+def _check_nas_server(server: str) -> None:
+    """The NAS server is a spec default, which the config schema leaves to the spec schema (it
+    is checked under every spec): check it now, or a new repository would fail its first spec."""
+    spec = inlined_schema(EXPERIMENT_SCHEMA)["properties"]["spec"]
+    rule = spec["properties"]["storage"]["properties"]["nas"]["properties"]["server"]
+    if not Draft202012Validator(rule).is_valid(server):
+        raise SettingsError(f"these settings make an invalid tfgen.yaml:\nnas_server: "
+                            f"{quoted(server)} is not valid: it must be a host name such as "
+                            f"{rule['examples'][0]}", ["nas_server"])
+
+
+def gitattributes() -> str:
+    """`.gitattributes`: every generated file LF on every checkout, since render --check and
+    check compare them byte for byte (a Windows checkout with core.autocrlf would fail both)."""
+    generated = [f"{layout.ARGO_DIR}/**", layout.CODEOWNERS_FILE]
+    return ("# tfgen compares generated files byte for byte: LF on every checkout, whatever\n"
+            "# core.autocrlf says (a CRLF checkout would fail `tfgen check` on each of them).\n"
+            "* text=auto eol=lf\n" + "".join(f"{path} text eol=lf\n" for path in generated))
+
+
+def gitignore() -> str:
+    """`.gitignore`: tfgen's local files, which must never reach the repository."""
+    return "\n".join([
+        "# tfgen's local cache, signed with a key of this machine: never commit it",
+        f"{CACHE_DIRNAME}/",
+        "# what a killed `tfgen render` can leave behind (the next render removes both)",
+        f".*{layout.TEMP_MARK}*",
+        layout.RENDER_LOCK,
+        "# `tfgen run-local`'s data folders",
+        f"{layout.LOCAL_RUN_DIR}/",
+        "# the local environment and the helm that scripts/install_helm.py installs",
+        ".venv/",
+        ".tools/",
+        "",
+    ])
+
+
+def pre_commit_config() -> str:
+    """`.pre-commit-config.yaml`: tfgen's published hooks, run by the tfgen installed here."""
+    hooks = yaml.load(_template_text("pre-commit-hooks.yaml"), Loader=SafeLoader)
+    local = [{**hook, "language": "system"} for hook in hooks]
+    return ("# pre-commit hooks (see pre-commit.com): tfgen's own, offline and without helm;\n"
+            "# `tfgen check` in the pull-request workflow is the gate.\n"
+            + dump_yaml({"repos": [{"repo": "local", "hooks": local}]}))
+
+
+# How this project's workflow becomes a team repository's: tfgen is installed rather than
+# built from source, helm comes from the installer init copies. Each edit must apply.
+_WORKFLOW_EDITS = (
+    ("helm comes from `make setup`", "helm comes from scripts/install_helm.py"),
+    ("\njobs:\n",
+     "\n# The tfgen CI installs: change it to a version of your package index, or a Git URL\n"
+     "# (`tfgen @ git+https://...`), when you upgrade.\n"
+     f"env:\n  TFGEN_REQUIREMENT: {quoted(TFGEN_REQUIREMENT)}\n\njobs:\n"),
+    ("        run: make setup\n",
+     "        run: |\n"
+     "          python -m pip install \"$TFGEN_REQUIREMENT\"\n"
+     f"          python {HELM_INSTALLER} .tools/helm\n"),
+    (".venv/bin/tfgen ", "tfgen "),
+)
+
+
+def workflow() -> str:
+    """The pull-request workflow of this project, adapted (see _WORKFLOW_EDITS)."""
+    text = _template_text("pr-workflow.yaml")
+    for old, new in _WORKFLOW_EDITS:
+        if old not in text:  # the workflow changed under us: a bug, caught by the tests
+            raise RuntimeError(f"init: the pull-request workflow no longer holds {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def repository_files(settings: InitSettings) -> dict[str, str]:
+    """Every file of a new repository except argo/ (rendered afterwards), by relative path."""
+    files = {
+        layout.CONFIG_NAME: config_text(settings),
+        ".gitattributes": gitattributes(),
+        ".gitignore": gitignore(),
+        PRE_COMMIT_FILE: pre_commit_config(),
+        WORKFLOW_FILE: workflow(),
+        HELM_INSTALLER: _template_text("install_helm.script"),
+        EXPERIMENTS_README: _template_text("experiments-README.md"),
+    }
+    files.update(_tree(resources.chart_dir(), layout.CHART_PATH))
+    files.update(_tree(resources.schema_dir(), SCHEMAS_DIR))
+    return files
+
+
+def init_repository(target: Path, settings: InitSettings) -> InitResult:
+    """Write a new tfgen repository into `target` (created if missing) and render its argo/.
+
+    OptionsError (exit 2), before anything is written, when `target` already holds a
+    tfgen.yaml, is not a folder, or holds any file init would write.
+    """
+    if target.exists() and not target.is_dir():
+        raise OptionsError(f"{layout.shown(target)} is not a folder")
+    if (target / layout.CONFIG_NAME).exists() or (target / layout.CONFIG_NAME).is_symlink():
+        raise OptionsError(f"{layout.shown(target)} already holds {layout.CONFIG_NAME}: it is a "
+                           "tfgen repository (run `tfgen render` or `tfgen check` there)")
+    files = repository_files(settings)
+    taken = sorted(rel for rel in files if (target / rel).exists() or (target / rel).is_symlink())
+    if taken:
+        raise OptionsError(f"{layout.shown(target)} already holds {', '.join(taken)}: tfgen init "
+                           "writes only into a folder without them (move them away first)")
+    target.mkdir(parents=True, exist_ok=True)
+    root = target.resolve()
+    write_new_files(root, files)
+    plan, problems = plan_repository(root)
+    if plan is None:  # pragma: no cover - a repository without experiments always plans
+        raise RuntimeError(f"init: the new repository does not render: {problems}")
+    applied = apply_plan(plan)
+    return InitResult(root=root, written=sorted([*files, *applied.written]))
+
+
+def _tree(source: Path, dest: str) -> dict[str, str]:
+    """The text files under `source` (tfgen's shipped chart or schemas), under `dest`."""
+    found: dict[str, str] = {}
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            rel = path.relative_to(source).as_posix()
+            found[f"{dest}/{rel}"] = path.read_text(encoding="utf-8")
+    return found
+
+
+def _template_text(name: str) -> str:
+    return (resources.templates_dir() / INIT_TEMPLATES / name).read_text(encoding="utf-8")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(resources.templates_dir() / INIT_TEMPLATES),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    env.filters["q"] = quoted
+    return env

@@ -1,0 +1,194 @@
+"""`tfgen init` through the CLI: a new repository that validates, renders and passes
+`tfgen check` from its first commit, also on a checkout with core.autocrlf; refusals that write
+nothing; the files it adapts from this project (workflow, pre-commit hooks, .gitattributes)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from helpers import REPO_ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tfgen.cli import main
+from tfgen.scaffold import InitSettings, SettingsError, defaults
+from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
+
+FLAGS = ["--repo-url", "https://github.com/acme/ml.git", "--namespace", "ml",
+         "--namespace", "vision", "--nas-server", "nas.example.com"]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
+                           "-c", "init.defaultBranch=main", *args], cwd=repo,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def started(tmp_path: Path, runner: CliRunner) -> Path:
+    """A repository `tfgen init` started, committed."""
+    repo = tmp_path / "team"
+    result = runner.invoke(main, ["init", str(repo), *FLAGS], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "start")
+    return repo
+
+
+def test_init_writes_a_repository_and_lists_it(started: Path) -> None:
+    tracked = set(git(started, "ls-files").split())
+    for path in ("tfgen.yaml", ".gitattributes", ".gitignore", ".pre-commit-config.yaml",
+                 ".github/workflows/pr.yaml", "scripts/install_helm.py", "experiments/README.md",
+                 "charts/tfjob-experiment/Chart.yaml", "schemas/experiment.schema.json",
+                 "argo/project.yaml", "argo/applicationset.yaml"):
+        assert path in tracked
+    config = yaml.safe_load((started / "tfgen.yaml").read_text())
+    assert config["argocd"]["repoURL"] == "https://github.com/acme/ml.git"
+    assert config["argocd"]["namespaces"] == ["ml", "vision"]
+    assert config["defaults"]["metadata"]["namespace"] == "ml"
+    assert config["defaults"]["spec"]["storage"]["nas"]["server"] == "nas.example.com"
+    # the chart and the schemas are tfgen's own, byte for byte
+    chart = REPO_ROOT / "charts" / "tfjob-experiment"
+    for source in chart.rglob("*"):
+        if source.is_file():
+            copied = started / "charts" / "tfjob-experiment" / source.relative_to(chart)
+            assert copied.read_bytes() == source.read_bytes(), source
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render", "--check"], ["check"]])
+def test_commands_pass_on_the_new_repository(
+    started: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(started)
+    result = runner.invoke(main, command, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "built-in defaults" not in result.stderr
+
+
+def test_a_crlf_checkout_passes_render_check(
+    started: Path, tmp_path: Path, runner: CliRunner
+) -> None:
+    clone = tmp_path / "windows"
+    git(tmp_path, "-c", "core.autocrlf=true", "clone", "-q", str(started), str(clone))
+    assert b"\r\n" not in (clone / "argo" / "project.yaml").read_bytes()
+    result = runner.invoke(main, ["render", "--check", "--root", str(clone)],
+                           catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def test_refuses_a_tfgen_repository_and_writes_nothing(tmp_path: Path, runner: CliRunner) -> None:
+    (tmp_path / "tfgen.yaml").write_text("apiVersion: tfgen.io/v1\nkind: RepoConfig\n")
+    result = runner.invoke(main, ["init", str(tmp_path), "--yes"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "already holds tfgen.yaml" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["tfgen.yaml"]
+
+
+def test_refuses_to_overwrite_a_file(tmp_path: Path, runner: CliRunner) -> None:
+    (tmp_path / ".gitignore").write_text("mine\n")
+    result = runner.invoke(main, ["init", str(tmp_path), "--yes"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "already holds .gitignore" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [".gitignore"]
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    (["--repo-url", "not a url"], '--repo-url: "not a url" is not valid'),
+    (["--namespace", "ok", "--namespace", "Bad_NS"], '--namespace: "Bad_NS" is not valid'),
+    (["--kubernetes-version", "latest"], "--kubernetes-version: "),
+    (["--nas-server", "has space"], '--nas-server: "has space" is not valid'),
+])
+def test_an_invalid_setting_names_its_flag(
+    tmp_path: Path, runner: CliRunner, flags: list[str], expected: str
+) -> None:
+    target = tmp_path / "new"
+    result = runner.invoke(main, ["init", str(target), "--yes", *flags], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert "Traceback" not in result.output
+    assert not target.exists()
+
+
+def test_this_repository_has_the_gitattributes_init_writes() -> None:
+    assert (REPO_ROOT / ".gitattributes").read_text() == gitattributes()
+
+
+def test_this_repository_ignores_what_init_ignores() -> None:
+    ours = set((REPO_ROOT / ".gitignore").read_text().splitlines())
+    wanted = [line for line in gitignore().splitlines() if line and not line.startswith("#")]
+    assert len(wanted) >= 5
+    assert set(wanted) <= ours, set(wanted) - ours
+
+
+def test_the_workflow_installs_tfgen_instead_of_building_it() -> None:
+    text = workflow()
+    assert "make setup" not in text and ".venv/bin/" not in text
+    assert text.count("python scripts/install_helm.py .tools/helm") == 2
+    jobs = yaml.safe_load(text)["jobs"]
+    runs = [step.get("run", "") for step in jobs["check"]["steps"]]
+    assert any(run.startswith("tfgen check --base") for run in runs), runs
+
+
+def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:
+    published = yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
+    config = yaml.safe_load((started / ".pre-commit-config.yaml").read_text())
+    [local] = config["repos"]
+    assert local["repo"] == "local"
+    assert [h["id"] for h in local["hooks"]] == [h["id"] for h in published]
+    assert [h["entry"] for h in local["hooks"]] == [h["entry"] for h in published]
+    assert {h["language"] for h in local["hooks"]} == {"system"}
+
+
+def test_asks_for_what_the_flags_leave_open(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
+    target = tmp_path / "asked"
+    answers = "git@github.com:acme/ml.git\nml, vision\n\n"
+    result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((target / "tfgen.yaml").read_text())
+    assert config["argocd"]["repoURL"] == "git@github.com:acme/ml.git"
+    assert config["argocd"]["namespaces"] == ["ml", "vision"]
+    assert "spec" not in config["defaults"]  # no NAS server given: each spec names one
+    assert "Git URL of the new repository" in result.stderr
+
+
+def test_yes_asks_nothing_and_takes_the_schemas_defaults(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
+    target = tmp_path / "defaults"
+    result = runner.invoke(main, ["init", str(target), "--yes"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((target / "tfgen.yaml").read_text())
+    assert config["argocd"]["repoURL"] == defaults().repo_url
+    assert config["argocd"]["namespaces"] == defaults().namespaces
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(repo_url=st.one_of(st.text(max_size=60),
+                          st.text(max_size=40).map("https://git.example.com/".__add__)),
+       namespace=st.one_of(st.text(max_size=20),
+                           st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)))
+def test_any_setting_is_refused_or_written_exactly(repo_url: str, namespace: str) -> None:
+    try:
+        text = config_text(InitSettings(repo_url=repo_url, namespaces=[namespace]))
+    except SettingsError as exc:
+        assert exc.settings and set(exc.settings) <= {"repo_url", "namespaces"}
+        return
+    config = yaml.safe_load(text)
+    assert config["argocd"]["repoURL"] == (repo_url or defaults().repo_url)
+    assert config["argocd"]["namespaces"] == ([namespace] if namespace else defaults().namespaces)
+
+
+def test_a_url_yaml_would_misread_is_written_exactly() -> None:
+    url = "https://git.example.com/ml/'x\"#"  # quotes and a '#', no space
+    config = yaml.safe_load(config_text(InitSettings(repo_url=url, namespaces=["on"])))
+    assert config["argocd"]["repoURL"] == url
+    assert config["argocd"]["namespaces"] == ["on"]  # not YAML 1.1's true
