@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from tfgen.gate import applications, helm
-from tfgen.repo import layout
+from tfgen.repo import layout, naming
+from tfgen.validate import sweep
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,23 +51,27 @@ def test_tfjob_matches_the_spec(resolution: applications.Resolution,
     assert resolution.applications
     for app in resolution.applications:
         spec = yaml.safe_load((REPO / "experiments" / f"{app.name}.yaml").read_text())
-        [tfjob] = [d for d in rendered[app.name] if d["kind"] == "TFJob"]
-        assert tfjob["metadata"]["name"] == app.name
-        assert tfjob["metadata"]["namespace"] == app.namespace == spec["metadata"].get(
-            "namespace", "default")
-        replica_specs = tfjob["spec"]["tfReplicaSpecs"]
-        expected = {role: cfg for role, cfg in spec["spec"]["roles"].items()}
-        assert expected, app.name
-        assert {k.lower() for k in replica_specs} == set(expected)
-        for key, replica in replica_specs.items():
-            role = expected[key.lower()]
-            assert replica["replicas"] == role.get("replicas", 1), (app.name, key)
-            [container] = [c for c in replica["template"]["spec"]["containers"]
-                           if c["name"] == "tensorflow"]
-            limits = container.get("resources", {}).get("limits", {})
-            gpus = role.get("gpus", 0)
-            resource = role.get("gpuResource", "nvidia.com/gpu")
-            assert int(limits.get(resource, 0)) == gpus, (app.name, key)
+        tfjobs = [d for d in rendered[app.name] if d["kind"] == "TFJob"]
+        # one TFJob per run: the experiment's name, or <name>-<suffix> for a sweep's runs
+        runs = sweep.runs(spec["spec"])
+        assert [t["metadata"]["name"] for t in tfjobs] == [
+            naming.job_name(app.name, run.suffix) for run in runs]
+        for tfjob in tfjobs:
+            assert tfjob["metadata"]["namespace"] == app.namespace == spec["metadata"].get(
+                "namespace", "default")
+            replica_specs = tfjob["spec"]["tfReplicaSpecs"]
+            expected = {role: cfg for role, cfg in spec["spec"]["roles"].items()}
+            assert expected, app.name
+            assert {k.lower() for k in replica_specs} == set(expected)
+            for key, replica in replica_specs.items():
+                role = expected[key.lower()]
+                assert replica["replicas"] == role.get("replicas", 1), (app.name, key)
+                [container] = [c for c in replica["template"]["spec"]["containers"]
+                               if c["name"] == "tensorflow"]
+                limits = container.get("resources", {}).get("limits", {})
+                gpus = role.get("gpus", 0)
+                resource = role.get("gpuResource", "nvidia.com/gpu")
+                assert int(limits.get(resource, 0)) == gpus, (app.name, key)
 
 
 def test_generated_argo_files_are_tfgen_labelled(resolution: applications.Resolution) -> None:

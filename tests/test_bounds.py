@@ -111,6 +111,9 @@ CHART_ONLY = {
     "podSecurityContext.seccompProfile",
     # from tfgen.yaml's networkPolicy (same pattern in repo-config.schema.json), not the spec
     "networkPolicy",
+    # a sweep's runs: names, suffixes and log dirs derived by tfgen (validate/sweep.py checks
+    # their budget), args and env the spec's own after substitution (checked by the same schema)
+    "runs",
 }
 
 

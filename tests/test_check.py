@@ -152,7 +152,7 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     # --changed renders only the touched experiment and still finds it
     changed = check(runner, repo, "--base", "HEAD", "--changed")
     assert changed.exit_code == 1 and "the volume source changed" in changed.output
-    assert "1 of 3 application(s)" in changed.output
+    assert "1 of 4 application(s)" in changed.output
 
 
 def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
@@ -192,8 +192,9 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     assert out.exit_code == 0
     assert out.output.startswith("<!-- tfgen-diff -->")
     assert "TFJob/distributed-mnist <b>changed</b>" in out.output
-    # one more 1-GPU worker in namespace default; ml-team's quota of 16 is untouched
-    assert "| `default` | 3 | 4 (+1) | none |" in out.output
+    # one more 1-GPU worker in namespace default (whose lr-sweep's six runs hold 12 more);
+    # ml-team's quota of 16 is untouched
+    assert "| `default` | 15 | 16 (+1) | none |" in out.output
     assert "| `ml-team` | 5 | 5 | 16 |" in out.output
 
 
@@ -314,7 +315,7 @@ def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
     assert out.exit_code == 1
     assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
             "may read it otherwise than tfgen") in out.output
-    assert "2 of 2 application(s)" in out.output
+    assert "3 of 3 application(s)" in out.output
 
 
 def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo: Path) -> None:

@@ -40,6 +40,7 @@ def test_the_bundled_codeowners() -> None:
         f"/.github/CODEOWNERS {PLATFORM}",
         f"/experiments/cpu-linear.yaml {PLATFORM}",
         f"/experiments/distributed-mnist.yaml {PLATFORM}",
+        f"/experiments/lr-sweep.yaml {PLATFORM}",
         "/experiments/resnet-chief-eval.yaml @example-org/ml-team",
     ]
     # The committed file is this one (render --check says so too, for the whole tree).

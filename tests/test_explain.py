@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 from tfgen.cli import main
 from tfgen.errors import InputError
-from tfgen.run import explain
+from tfgen.run import explain, formats
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKTHROUGH = ROOT / "experiments" / "distributed-mnist.yaml"
@@ -93,18 +93,18 @@ def test_walkthrough_has_five_pods_with_the_operators_tf_config(
 
 
 def test_walkthrough_formats(walkthrough: explain.Explanation) -> None:
-    text = explain.format_explanation(walkthrough, "text")
+    text = formats.format_explanation(walkthrough, "text")
     assert "distributed-mnist-ps-1      PS      1      distributed-mnist-ps-1.default.svc:2222" in (
         text
     )
     assert '"task": {"type": "ps", "index": 1}' in text
     assert "read `master` as `chief`" in text
-    data = json.loads(explain.format_explanation(walkthrough, "json"))
+    data = json.loads(formats.format_explanation(walkthrough, "json"))
     assert (data["job"], data["namespace"]) == ("distributed-mnist", "default")
     assert len(data["pods"]) == 5
     assert set(data["pods"][0]) == {"name", "replicaType", "index", "address", "gpus", "tfConfig"}
     assert data["pods"][0]["tfConfig"] == walkthrough.pods[0].tf_config
-    mermaid = explain.format_explanation(walkthrough, "mermaid")
+    mermaid = formats.format_explanation(walkthrough, "mermaid")
     assert mermaid.startswith("flowchart LR")
     assert "pvc --> pv --> nas" in mermaid
     assert "tb -. read-only .-> pvc" in mermaid
@@ -121,7 +121,7 @@ def test_chief_and_evaluator(chief_eval: explain.Explanation) -> None:
     assert pods["chief-eval-chief-0"].tf_config == dense(cluster, "chief", 0)
     assert [p.gpus for p in chief_eval.pods] == [1, 2, 2, 0]
     assert chief_eval.claim == "shared"
-    text = explain.format_explanation(chief_eval, "text")
+    text = formats.format_explanation(chief_eval, "text")
     assert "TensorBoard: off" in text
     assert "Notes for the training program" not in text  # no master, no PS
 
@@ -160,7 +160,7 @@ def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("$ tfgen explain experiments/distributed-mnist.yaml\n", 1)[1]
     block = block.split("```", 1)[0]
-    real = explain.format_explanation(walkthrough, "text").splitlines()
+    real = formats.format_explanation(walkthrough, "text").splitlines()
     shown = [line for line in block.splitlines() if line and line != "..."]
     assert len(shown) > 10
     assert [line for line in shown if line not in real] == []
@@ -176,7 +176,7 @@ def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
 def test_mermaid_from_chart_scenarios(scenario: str, present: list[str], absent: list[str]) -> None:
     chart = ROOT / "charts" / "tfjob-experiment"
     values = yaml.safe_load((chart / "ci" / f"{scenario}-values.yaml").read_text())
-    mermaid = explain.as_mermaid(explain.explain_values(values, chart=chart))
+    mermaid = formats.as_mermaid(explain.explain_values(values, chart=chart))
     lines = [line.strip() for line in mermaid.splitlines()]
     assert [line for line in present if line not in lines] == []
     assert [part for part in absent if part in mermaid] == []

@@ -75,11 +75,13 @@ def test_roles_agree_with_both_schemas_and_the_chart() -> None:
     assert set(schema_property(values_schema, "roles")["properties"]) == set(naming.ROLES)
     seen: dict[str, str] = {}
     for values, objects in rendered().values():
-        [tfjob] = [o for o in objects if o["kind"] == "TFJob"]
-        for role in values["roles"]:
-            replica_type = naming.REPLICA_TYPES[role]
-            assert replica_type in tfjob["spec"]["tfReplicaSpecs"], (role, tfjob["metadata"])
-            seen[role] = replica_type
+        tfjobs = [o for o in objects if o["kind"] == "TFJob"]
+        assert len(tfjobs) == len(values.get("runs") or [None])  # one TFJob per run
+        for tfjob in tfjobs:
+            for role in values["roles"]:
+                replica_type = naming.REPLICA_TYPES[role]
+                assert replica_type in tfjob["spec"]["tfReplicaSpecs"], (role, tfjob["metadata"])
+                seen[role] = replica_type
     assert seen == naming.REPLICA_TYPES  # every role is exercised by some scenario
 
 
@@ -88,7 +90,9 @@ def test_names_the_chart_derives_are_tfgen_s() -> None:
     for values, objects in rendered().values():
         name, namespace = values["experiment"]["name"], values["experiment"]["namespace"]
         by_kind = {(o["kind"], o["metadata"]["name"]) for o in objects}
-        assert ("TFJob", name) in by_kind
+        suffixes = [run["suffix"] for run in values.get("runs") or [{"suffix": ""}]]
+        for suffix in suffixes:
+            assert ("TFJob", naming.job_name(name, suffix)) in by_kind
         if not values["storage"].get("existingClaim"):
             assert (chart.VOLUME, naming.volume_name(namespace, name)) in by_kind
             assert (chart.CLAIM, naming.claim_name(name)) in by_kind
@@ -121,8 +125,9 @@ def test_chart_defaults_are_the_schema_defaults() -> None:
     built = build_values(minimal)
     defaults = yaml.safe_load((CHART / "values.yaml").read_text())
     # What every experiment writes (the chart's "" means: must be set) and its roles.
+    # A sweep's runs are written only for a sweep (a spec without one keeps the values it had).
     written = {"experiment.name", "experiment.namespace", "experiment.owner",
-               "storage.existingClaim", "roles"}
+               "storage.existingClaim", "roles", "runs"}
     compared = []
     for path, value in leaves(defaults):
         if path in written:
@@ -132,7 +137,7 @@ def test_chart_defaults_are_the_schema_defaults() -> None:
     assert {"imagePullPolicy", "tensorboard.image", "runPolicy.cleanPodPolicy",
             "storage.nas.storageClassName", "tensorboard.service.port"} <= set(compared)
     assert sorted(p for p, _ in leaves(built) if p.split(".")[0] != "roles") == sorted(
-        p for p, _ in leaves(defaults) if p != "roles")
+        p for p, _ in leaves(defaults) if p not in ("roles", "runs"))
 
 
 def leaves(data: Any, prefix: str = "") -> list[tuple[str, Any]]:

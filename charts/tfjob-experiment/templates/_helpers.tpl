@@ -74,11 +74,26 @@ The labels training-operator v1.9 sets on every pod of this experiment's TFJob (
 name and the job name; it also sets replica-type, replica-index and, on the leader, job-role).
 The NetworkPolicy selects the job's pods by them. Their one home on the Python side is
 tfgen/repo/chart.py, which a test holds in step with this helper.
-Usage: {{ include "tfjob-experiment.operatorSelector" . }}
+Usage: {{ include "tfjob-experiment.operatorSelector" $run.name }} (one run's TFJob name)
 */}}
 {{- define "tfjob-experiment.operatorSelector" -}}
 training.kubeflow.org/operator-name: "tfjob-controller"
-training.kubeflow.org/job-name: {{ include "tfjob-experiment.fullname" . | quote }}
+training.kubeflow.org/job-name: {{ . | quote }}
+{{- end }}
+
+{{/*
+The runs: one TFJob each. A sweep's values list them (name, args, env, per-role args and env,
+placeholders already replaced by tfgen, and the run's log directory); without a sweep the
+experiment is one run named after the release, with the spec-level args and env and the roles'
+own, so its objects stay exactly what they were before sweeps existed.
+Usage: {{ range (include "tfjob-experiment.runs" . | fromJsonArray) }}
+*/}}
+{{- define "tfjob-experiment.runs" -}}
+{{- if .Values.runs }}
+{{- toJson .Values.runs }}
+{{- else }}
+{{- toJson (list (dict "name" (include "tfjob-experiment.fullname" .) "suffix" "" "logDir" .Values.tensorboard.logDir "args" .Values.args "env" .Values.env "roles" .Values.roles)) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -303,4 +318,15 @@ Usage: {{ include "tfjob-experiment.validateValues" . }}
 {{- if $errors }}
 {{- fail (printf "\n\ntfjob-experiment: %d problem(s) in the values:\n  - %s\n" (len $errors) (join "\n  - " $errors)) }}
 {{- end }}
+{{- end }}
+
+{{/*
+TensorBoard's --logdir_spec for a sweep: `<suffix>:<log dir>` per run, joined by ','. Suffixes
+are DNS labels and tfgen refuses a logDir with ',', so neither separator can occur inside.
+Usage: {{ include "tfjob-experiment.logdirSpec" . }}
+*/}}
+{{- define "tfjob-experiment.logdirSpec" -}}
+{{- $parts := list }}
+{{- range .Values.runs }}{{ $parts = append $parts (printf "%s:%s" .suffix .logDir) }}{{ end }}
+{{- join "," $parts }}
 {{- end }}

@@ -24,17 +24,25 @@ from .app import handle_errors, main
     help="text: pod table and each pod's TF_CONFIG; json: for tools (exact TF_CONFIG "
     "strings); mermaid: a flowchart for READMEs and pull requests.",
 )
+@click.option(
+    "--run",
+    "run",
+    metavar="SUFFIX",
+    help="A sweep's run: only this one (default: every run, one after the other).",
+)
 @handle_errors
-def explain(spec: str, fmt: str) -> None:
+def explain(spec: str, fmt: str, run: str | None) -> None:
     """Show the pods of an experiment and the TF_CONFIG each one gets.
 
     Validates SPEC, renders the chart with the real helm and reads the TFJob the way the
     training operator (v1.9) does: pod and Service names, addresses, GPUs, and the exact
-    TF_CONFIG it injects.
+    TF_CONFIG it injects. A sweep is one TFJob per run, each explained in turn (JSON: a
+    list).
     """
-    from ..run.explain import explain_spec, format_explanation
+    from ..run.explain import explain_runs
+    from ..run.formats import format_explanations
 
-    click.echo(format_explanation(explain_spec(spec), fmt))
+    click.echo(format_explanations(explain_runs(spec, run), fmt))
 
 
 @main.command("run-local")
@@ -55,9 +63,16 @@ def explain(spec: str, fmt: str) -> None:
 @click.option(
     "--tensorboard", is_flag=True, help="Also run TensorBoard on the local log dir, if installed."
 )
+@click.option(
+    "--run",
+    "run",
+    metavar="SUFFIX",
+    help="The sweep's run to start (required when the sweep has more than one).",
+)
 @handle_errors
 def run_local(
-    spec: str, command: str | None, data_dir: str | None, timeout: float | None, tensorboard: bool
+    spec: str, command: str | None, data_dir: str | None, timeout: float | None,
+    tensorboard: bool, run: str | None,
 ) -> None:
     """Run every replica of an experiment as a local process.
 
@@ -67,9 +82,9 @@ def run_local(
     cleanPodPolicy Running does; a failing replica ends the run. Exit status: the chief's,
     124 on timeout, 130 on Ctrl-C.
     """
-    from ..run.runlocal import run_local as run
+    from ..run.runlocal import run_local as start
 
-    result = run(
+    result = start(
         spec,
         emit=click.echo,
         status=functools.partial(click.echo, err=True),
@@ -77,6 +92,7 @@ def run_local(
         data_dir=data_dir,
         timeout=timeout,
         tensorboard=tensorboard,
+        run=run,
     )
     for note in result.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)

@@ -85,11 +85,17 @@ def immutability_problems(
     old_by_kind: dict[str, list[RenderedObject]] = {}
     for obj in base:
         old_by_kind.setdefault(obj.kind, []).append(obj)
+    names_now = {(o.kind, o.name) for o in now}
+    # A sweep that gains runs renders new TFJobs next to its live ones: that is new training,
+    # not a change. A new TFJob name while a live one is gone is a renamed run.
+    runs_kept = all((o.kind, o.name) in names_now for o in old_by_kind.get(chart.TFJOB[1], []))
     for obj in now:
         olds = old_by_kind.get(obj.kind) or []
         if not olds:
             continue
         old = next((o for o in olds if o.name == obj.name), None)
+        if old is None and obj.kind == chart.TFJOB[1] and runs_kept:
+            continue
         if obj.kind in (chart.TFJOB[1], chart.VOLUME, chart.CLAIM) and old is None:
             out.append(obj.problem(path, "$.metadata.name",
                                 f"{obj.kind} was {olds[0].name!r} at the base revision and is "

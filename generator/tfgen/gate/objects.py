@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..problems import Problem
@@ -22,6 +23,7 @@ from ..validate.config import RepoConfig, builtin_policy
 from . import kubeconform, policy, wiring
 from .applications import ResolvedApplication
 from .batch import RenderResult
+from .helmvalues import load_yaml_file, merge_values
 from .manifests import ManifestValidator, RenderedObject, parse_manifest
 
 ObjectKey = tuple[str, str, str, str]  # group, kind, namespace, name
@@ -70,6 +72,25 @@ class Verdict:
                    tuple(tuple(k) for k in data["keys"]))  # type: ignore[misc]
 
 
+def expected_jobs(app: ResolvedApplication) -> list[str]:
+    """The TFJob names an Application's values ask for: each run's of a sweep, else the
+    experiment's (helm merges the value files in order; a later `runs` list replaces one)."""
+    values: dict[str, Any] = {}
+    for path in app.value_files:
+        try:
+            data = load_yaml_file(path)
+        except InputError:
+            continue  # helm's own error for this file is reported with the render
+        if isinstance(data, dict):
+            values = merge_values(values, data)
+    runs = values.get("runs")
+    if isinstance(runs, list) and runs:
+        return [str(run.get("name")) for run in runs if isinstance(run, dict)]
+    experiment = values.get("experiment")
+    name = experiment.get("name") if isinstance(experiment, dict) else None
+    return [str(name) if name else app.release_name]
+
+
 @dataclass
 class Judge:
     """What every experiment's objects are judged by."""
@@ -100,7 +121,7 @@ class Judge:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
             found += policy.tfjob_problems(obj, "")
-        found += policy.one_tfjob_problems(objects, "")
+        found += policy.run_tfjob_problems(objects, expected_jobs(app), "")
         found += policy.data_safety_problems(objects, "")
         level, source = self.pod_security(app.namespace)
         found += policy.pod_security_problems(objects, app.namespace, level, source,

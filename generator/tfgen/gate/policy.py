@@ -191,15 +191,24 @@ def _claims(pod: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def one_tfjob_problems(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
-    """An experiment is one training run: its Application renders exactly one TFJob. None
-    would pass every other rule while Argo CD trains nothing (a chart without the template, a
-    `helm` that is not helm and prints nothing)."""
-    count = sum(1 for o in objects if o.kind == "TFJob")
-    if count == 1:
+def run_tfjob_problems(
+    objects: Sequence[RenderedObject], expected: Sequence[str], path: str
+) -> list[Problem]:
+    """An experiment is one training run, a sweep one run per combination: its Application
+    renders exactly the TFJobs its values name (`expected`: the runs' names, or the experiment's
+    name without a sweep). None, or fewer, would pass every other rule while Argo CD trains
+    nothing (a chart without the template, a `helm` that is not helm and prints nothing)."""
+    names = sorted(o.name for o in objects if o.kind == "TFJob")
+    if names == sorted(expected):
         return []
-    return [Problem(path, pointer="TFJob", message=f"the chart rendered {count} TFJobs for this "
-                    "experiment; it must render exactly one",
+    missing = sorted(set(expected) - set(names))
+    extra = sorted(set(names) - set(expected))
+    said = "; ".join(x for x in (
+        f"missing {', '.join(missing)}" if missing else "",
+        f"not a run of this experiment: {', '.join(extra)}" if extra else "",
+        "a name twice" if not missing and not extra else "") if x)
+    return [Problem(path, pointer="TFJob", message=f"the chart rendered {len(names)} TFJobs for "
+                    f"this experiment; it must render one per run ({len(expected)}): {said}",
                     hint="check charts/tfjob-experiment/templates and the helm tfgen runs")]
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..repo import naming
+from ..validate import sweep
 from ..validate.config import builtin_data
 from ..validate.defaults import object_defaults
 
@@ -160,6 +161,29 @@ def _network_policy(block: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"enabled": bool(block["enabled"]), "ingressNamespace": block["ingressNamespace"]}
 
 
+def _runs(name: str, spec: Mapping[str, Any], logs: str) -> list[dict[str, Any]]:
+    """A sweep's runs as the chart ranges over them: every placeholder replaced here, so Helm
+    only ever sees literal text."""
+    out = []
+    for run in sweep.runs(dict(spec)):
+        own = sweep.run_spec(dict(spec), name, run)
+        out.append({
+            "name": naming.job_name(name, run.suffix),
+            "suffix": run.suffix,
+            "logDir": sweep.run_log_dir(logs, run),
+            "args": list(own["args"]),
+            "env": env_list(own["env"]),
+            # only the roles with args or env of their own; the others take the run's
+            "roles": {
+                role: {"args": list(own["roles"][role].get("args", [])),
+                       "env": env_list(own["roles"][role]["env"])}
+                for role in naming.ROLES
+                if own["roles"].get(role, {}).get("args") or own["roles"].get(role, {}).get("env")
+            },
+        })
+    return out
+
+
 def build_values(
     experiment: Mapping[str, Any],
     network_policy: Mapping[str, Any] | None = None,
@@ -174,6 +198,7 @@ def build_values(
     """
     metadata, spec = experiment["metadata"], experiment["spec"]
     roles = spec["roles"]
+    tensorboard = _tensorboard(spec["tensorboard"], spec["storage"]["mountPath"])
     return {
         "experiment": {
             "name": metadata["name"],
@@ -190,8 +215,11 @@ def build_values(
         "workingDir": spec["workingDir"],
         "env": env_list(spec["env"]),
         "roles": {name: _role(roles[name]) for name in naming.ROLES if name in roles},
+        # Only a sweep has runs: a spec without one keeps the values (and objects) it had.
+        **({"runs": _runs(metadata["name"], spec, tensorboard["logDir"])}
+           if sweep.has_sweep(spec) else {}),
         "storage": _storage(spec["storage"]),
-        "tensorboard": _tensorboard(spec["tensorboard"], spec["storage"]["mountPath"]),
+        "tensorboard": tensorboard,
         "runPolicy": _run_policy(spec["runPolicy"]),
         "priorityClassName": spec["priorityClassName"],
         "schedulerName": spec["schedulerName"],

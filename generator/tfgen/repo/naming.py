@@ -84,6 +84,17 @@ def volume_name_pattern(namespace: str) -> str:
     return volume_name(namespace, "*")
 
 
+def job_name(name: str, suffix: str = "") -> str:
+    """The TFJob of one run: the experiment's name, and `<name>-<suffix>` for a sweep's run
+    (a spec without sweep is one run without suffix, so its TFJob keeps the plain name)."""
+    return f"{name}-{suffix}" if suffix else name
+
+
+# Run suffixes that would give a run's TFJob (and its NetworkPolicy) the name of an object the
+# experiment already has.
+RESERVED_SUFFIXES = (CLAIM_SUFFIX.lstrip("-"), TENSORBOARD_SUFFIX.lstrip("-"))
+
+
 def tensorboard_name(name: str) -> str:
     """The TensorBoard Deployment, Service and Ingress."""
     return f"{name}{TENSORBOARD_SUFFIX}"

@@ -3,17 +3,15 @@
 `explain_spec` takes one experiment file through the real chain (validation with the repo's
 defaults, chart values, a real `helm template` of charts/tfjob-experiment) and reads the
 rendered TFJob with `tfconfig`, so what it shows is what Argo CD would apply and what the
-training operator would inject. The result formats as a text table with each pod's TF_CONFIG,
-as JSON for tools, or as a Mermaid flowchart (pods, Services, claim, volume, TensorBoard) for
-READMEs and pull-request comments.
+training operator would inject; `explain_runs` does so for every run of a sweep (one TFJob
+each) from one render. `formats` shows the result.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +21,9 @@ from ..gate.manifests import ManifestValidator, parse_manifest
 from ..problems import Problem
 from ..render.generated import dump_yaml
 from ..render.values import build_values
-from ..repo import layout, resources
-from ..validate import validate_repo
-from . import EXPLAIN_FORMATS, tfconfig
+from ..repo import layout, naming, resources
+from ..validate import sweep, validate_repo
+from . import tfconfig
 
 
 @dataclass
@@ -39,6 +37,7 @@ class Explanation:
     objects: list[dict[str, Any]] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    run: str = ""  # a sweep's run: its parameter values (`lr=0.1, batch=64`)
 
     def find(self, kind: str, component: str | None = None) -> dict[str, Any] | None:
         """First rendered object of `kind` (and app.kubernetes.io/component), if any."""
@@ -66,7 +65,10 @@ class Explanation:
     def log_dir(self) -> str:
         """The TensorBoard log directory inside the volume ('' when TensorBoard is off)."""
         tb = self.values.get("tensorboard") or {}
-        return str(tb.get("logDir") or "") if tb.get("enabled", True) else ""
+        if not tb.get("enabled", True):
+            return ""
+        own = [r for r in self.values.get("runs") or [] if r.get("name") == self.job]
+        return str(own[0]["logDir"] if own else tb.get("logDir") or "")
 
 
 def _first_mount(pods: Sequence[tfconfig.Pod]) -> str:
@@ -86,11 +88,14 @@ def explain_objects(
     values: Mapping[str, Any] | None = None,
     source: str = "",
     validator: ManifestValidator | None = None,
+    job: str | None = None,
 ) -> Explanation:
-    """Explain already-rendered objects: the TFJob among them gives the pods. With a
-    `validator`, the TFJob is first checked as the gate checks it: the chart is the
-    repository's own, so what it renders is input like any other."""
+    """Explain already-rendered objects: the TFJob among them (the one named `job`, for a
+    sweep's run) gives the pods. With a `validator`, the TFJob is first checked as the gate
+    checks it: the chart is the repository's own, so what it renders is input like any other."""
     tfjobs = [o for o in objects if o.get("kind") == "TFJob"]
+    if job is not None:
+        tfjobs = [o for o in tfjobs if (o.get("metadata") or {}).get("name") == job]
     if len(tfjobs) != 1:
         raise InputError(f"{source or 'rendered chart'}: expected one TFJob, found {len(tfjobs)}")
     tfjob = tfjobs[0]
@@ -118,6 +123,25 @@ def explain_objects(
     )
 
 
+def render_values(
+    values: Mapping[str, Any],
+    *,
+    chart: Path,
+    kube_version: str | None = None,
+    helm_binary: str | None = None,
+) -> list[dict[str, Any]]:
+    """The chart rendered with these values through the real helm: its objects."""
+    experiment = values.get("experiment") or {}
+    name, namespace = str(experiment.get("name", "")), str(experiment.get("namespace", ""))
+    with tempfile.TemporaryDirectory(prefix="tfgen-explain-") as tmp:
+        values_file = Path(tmp) / "values.yaml"
+        values_file.write_text(dump_yaml(dict(values)), encoding="utf-8")
+        rendered = helm.template(
+            chart, name, namespace, [values_file], kube_version=kube_version, helm=helm_binary
+        )
+    return parse_objects(rendered)
+
+
 def explain_values(
     values: Mapping[str, Any],
     *,
@@ -129,17 +153,11 @@ def explain_values(
 ) -> Explanation:
     """Render the chart with these values through the real helm and explain the result; the
     rendered TFJob is validated strictly first (Kubernetes `kube_version`, tfgen's schemas)."""
-    experiment = values.get("experiment") or {}
-    name, namespace = str(experiment.get("name", "")), str(experiment.get("namespace", ""))
-    with tempfile.TemporaryDirectory(prefix="tfgen-explain-") as tmp:
-        values_file = Path(tmp) / "values.yaml"
-        values_file.write_text(dump_yaml(dict(values)), encoding="utf-8")
-        rendered = helm.template(
-            chart, name, namespace, [values_file], kube_version=kube_version, helm=helm_binary
-        )
+    objects = render_values(values, chart=chart, kube_version=kube_version,
+                            helm_binary=helm_binary)
     validator = ManifestValidator(kube_version, resources.schema_dir()) if kube_version else None
     return explain_objects(
-        parse_objects(rendered), cluster_domain=cluster_domain, values=values, source=source,
+        objects, cluster_domain=cluster_domain, values=values, source=source,
         validator=validator,
     )
 
@@ -150,11 +168,20 @@ def chart_path(root: Path) -> Path:
     return local if local.is_dir() else resources.chart_dir()
 
 
-def explain_spec(spec: Path | str) -> Explanation:
+def explain_spec(spec: Path | str, run: str | None = None) -> Explanation:
     """One experiment file -> validated Experiment -> values -> helm template -> pods.
 
-    Raises ProblemsFound with every problem when the file does not validate.
+    A sweep of several runs needs `run` (a suffix): this is one TFJob. Raises ProblemsFound
+    with every problem when the file does not validate.
     """
+    return explain_runs(spec, run, one=True)[0]
+
+
+def explain_runs(
+    spec: Path | str, run: str | None = None, *, one: bool = False
+) -> list[Explanation]:
+    """Every run's explanation (the one `run` names), from one helm render: a spec without
+    sweep is one run. `one`: the caller needs a single TFJob (OptionsError listing the runs)."""
     if not str(spec).strip():  # Path("") is ".", the whole folder: not what was meant
         raise OptionsError("the spec path is empty; name an experiment file")
     path = Path(spec)
@@ -174,210 +201,19 @@ def explain_spec(spec: Path | str) -> Explanation:
     experiment = result.experiments[0]
     config = result.config
     assert config is not None  # validate_repo always loads one
+    chosen = sweep.select(experiment.spec, run, one=one)
     values = build_values(experiment.data)
-    return explain_values(
-        values,
-        chart=chart_path(config.root),
-        cluster_domain=config.cluster_domain,
-        kube_version=config.kubernetes_version,
-        source=str(spec),
-        helm_binary=helm.find_helm(root=config.root),
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Formats
-
-
-def format_explanation(explanation: Explanation, fmt: str) -> str:
-    """Render as one of EXPLAIN_FORMATS."""
-    if fmt == "json":
-        return json.dumps(as_json(explanation), indent=2)
-    if fmt == "mermaid":
-        return as_mermaid(explanation)
-    if fmt == "text":
-        return as_text(explanation)
-    raise InputError(f"unknown format {fmt!r} (one of {', '.join(EXPLAIN_FORMATS)})")
-
-
-def as_json(explanation: Explanation) -> dict[str, Any]:
-    """`{"job", "namespace", "pods": [...]}`; tfConfig is the exact env value or null."""
-    return {
-        "job": explanation.job,
-        "namespace": explanation.namespace,
-        "pods": [
-            {
-                "name": p.name,
-                "replicaType": p.replica_type,
-                "index": p.index,
-                "address": p.address,
-                "gpus": p.gpus,
-                "tfConfig": p.tf_config,
-            }
-            for p in explanation.pods
-        ],
-    }
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    kube_version = config.kubernetes_version
+    objects = render_values(values, chart=chart_path(config.root), kube_version=kube_version,
+                            helm_binary=helm.find_helm(root=config.root))
+    validator = ManifestValidator(kube_version, resources.schema_dir())
     return [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+        replace(explain_objects(objects, cluster_domain=config.cluster_domain, values=values,
+                                source=str(spec), validator=validator,
+                                # a spec without sweep has one TFJob, whatever the chart
+                                # names it; a sweep's run is found by its name
+                                job=naming.job_name(experiment.name, r.suffix)
+                                if r.suffix else None),
+                run=r.label())
+        for r in chosen
     ]
-
-
-def _volume_text(explanation: Explanation) -> str:
-    pv = explanation.find("PersistentVolume")
-    claim = explanation.claim or "?"
-    where = f"claim {claim}"
-    if pv is not None:
-        where += f" -> PV {pv['metadata']['name']} ({_nas_text(pv)})"
-    else:
-        where += " (existing claim, no PV created)"
-    return f"{where}, mounted at {explanation.mount_path}"
-
-
-def _nas_text(pv: Mapping[str, Any]) -> str:
-    spec = pv.get("spec") or {}
-    if "csi" in spec:
-        attrs = spec["csi"].get("volumeAttributes") or {}
-        return f"NAS {attrs.get('server', '')}:{attrs.get('path', '')} via CSI"
-    if "flexVolume" in spec:
-        opts = spec["flexVolume"].get("options") or {}
-        return f"NAS {opts.get('server', '')}:{opts.get('path', '')} via FlexVolume"
-    if "nfs" in spec:
-        return f"NFS {spec['nfs'].get('server', '')}:{spec['nfs'].get('path', '')}"
-    return "volume"
-
-
-def _tensorboard_text(explanation: Explanation) -> str:
-    deployment = explanation.find("Deployment", "tensorboard")
-    if deployment is None:
-        return "TensorBoard: off"
-    service = explanation.find("Service", "tensorboard")
-    port = ""
-    if service is not None:
-        ports = (service.get("spec") or {}).get("ports") or [{}]
-        port = f", Service {service['metadata']['name']}:{ports[0].get('port', '')}"
-    return f"TensorBoard: {deployment['metadata']['name']} reads {explanation.log_dir}{port}"
-
-
-def as_text(explanation: Explanation) -> str:
-    pods = explanation.pods
-    lines = [
-        f"TFJob {explanation.job} in namespace {explanation.namespace}: {len(pods)} "
-        f"pod{'s' if len(pods) != 1 else ''}, one headless Service each",
-        "",
-    ]
-    rows = [["POD", "TYPE", "INDEX", "ADDRESS", "GPUS"]]
-    rows += [[p.name, p.replica_type, str(p.index), p.address, str(p.gpus)] for p in pods]
-    lines += _table(rows)
-    lines += ["", "Volume: " + _volume_text(explanation), _tensorboard_text(explanation), ""]
-    if all(p.tf_config is None for p in pods):
-        lines.append(
-            "TF_CONFIG: none; the training operator sets it only when the job has more than "
-            "one replica in total"
-        )
-        return "\n".join(lines)
-    lines.append(
-        "TF_CONFIG set by the training operator in each pod (use --format json for the "
-        "exact strings):"
-    )
-    for p in pods:
-        lines += ["", f"{p.name}:"]
-        lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
-    advice = tensorflow_notes(explanation)
-    if advice:
-        lines += ["", "Notes for the training program:"]
-        lines += [f"- {note}" for note in advice]
-    return "\n".join(lines)
-
-
-def tensorflow_notes(explanation: Explanation) -> list[str]:
-    """What a TensorFlow 2 program must do with this TF_CONFIG (found by running TF 2.21)."""
-    types = {p.replica_type for p in explanation.pods}
-    if all(p.tf_config is None for p in explanation.pods):
-        return []
-    notes = []
-    if "Master" in types:
-        notes.append(
-            "tf.distribute knows the task types chief, worker, ps and evaluator only: read "
-            "`master` as `chief` (cluster key and task type), or use the chief role"
-        )
-    if "Evaluator" in types and "PS" in types:
-        notes.append(
-            "the evaluator is in every pod's cluster, but it runs no server: remove it from the "
-            "cluster before building ParameterServerStrategy, or the coordinator waits for it"
-        )
-    if notes:
-        notes.append("examples/mnist/main.py shows how")
-    return notes
-
-
-def pretty_tf_config(value: str) -> list[str]:
-    """A TF_CONFIG as readable JSON: one line per top-level key and per cluster job.
-
-    Still valid JSON with the operator's key order, just spread out like the cluster specs
-    people write by hand.
-    """
-    data = json.loads(value)
-    if not isinstance(data, dict):
-        return [json.dumps(data)]
-    lines = ["{"]
-    items = list(data.items())
-    for n, (key, item) in enumerate(items):
-        comma = "," if n < len(items) - 1 else ""
-        if key == "cluster" and isinstance(item, dict) and item:
-            lines.append(f"  {json.dumps(key)}: {{")
-            jobs = list(item.items())
-            for m, (job, addresses) in enumerate(jobs):
-                inner = "," if m < len(jobs) - 1 else ""
-                lines.append(f"    {json.dumps(job)}: {json.dumps(addresses)}{inner}")
-            lines.append("  }" + comma)
-        else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(item)}{comma}")
-    lines.append("}")
-    return lines
-
-
-def _label(text: str) -> str:
-    return '"' + text.replace('"', "#quot;") + '"'
-
-
-def as_mermaid(explanation: Explanation) -> str:
-    """A flowchart: Services -> pods -> claim -> volume -> NAS, and TensorBoard on the claim."""
-    out = ["flowchart LR"]
-    out.append(f"  subgraph tfjob[{_label(f'TFJob {explanation.job} ({explanation.namespace})')}]")
-    for i, p in enumerate(explanation.pods):
-        gpu = f" · {p.gpus} GPU" if p.gpus else ""
-        out.append(f"    pod{i}[{_label(f'{p.name}<br/>{p.replica_type} {p.index}{gpu}')}]")
-    out.append("  end")
-    for i, p in enumerate(explanation.pods):
-        out.append(f"  svc{i}([{_label(f'svc {p.name}:{p.port}')}]) --> pod{i}")
-    claim = explanation.claim
-    if claim:
-        out.append(f"  pvc[({_label(f'PVC {claim}<br/>{explanation.mount_path}')})]")
-        for i in range(len(explanation.pods)):
-            out.append(f"  pod{i} --> pvc")
-        pv = explanation.find("PersistentVolume")
-        if pv is not None:
-            out.append(f"  pv[({_label('PV ' + pv['metadata']['name'])})]")
-            out.append(f"  nas[({_label(_nas_text(pv))})]")
-            out.append("  pvc --> pv --> nas")
-    deployment = explanation.find("Deployment", "tensorboard")
-    if deployment is not None:
-        name = deployment["metadata"]["name"]
-        out.append(f"  tb[{_label(f'TensorBoard {name}<br/>{explanation.log_dir}')}]")
-        if claim:
-            out.append("  tb -. read-only .-> pvc")
-        service = explanation.find("Service", "tensorboard")
-        if service is not None:
-            ports = (service.get("spec") or {}).get("ports") or [{}]
-            svc = f"svc {service['metadata']['name']}:{ports[0].get('port', '')}"
-            out.append(f"  tbsvc([{_label(svc)}]) --> tb")
-        ingress = explanation.find("Ingress", "tensorboard")
-        if ingress is not None:
-            rules = (ingress.get("spec") or {}).get("rules") or [{}]
-            host = _label("Ingress " + str(rules[0].get("host", "")))
-            out.append(f"  ing{{{{{host}}}}} --> tbsvc")
-    return "\n".join(out)

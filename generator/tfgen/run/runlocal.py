@@ -286,8 +286,11 @@ def run_local(
     data_dir: str | None = None,
     timeout: float | None = None,
     tensorboard: bool = False,
+    run: str | None = None,
 ) -> RunResult:
     """`tfgen run-local`: explain the spec, then run its pods here.
+
+    A sweep runs one run's TFJob: `run` is its suffix, required when there are several.
 
     `data_dir` stands in for the volume (default: a new temporary folder, kept afterwards so
     the event files and checkpoints can be looked at). `emit` gets the pods' output,
@@ -298,7 +301,7 @@ def run_local(
     require_posix()
     # Options first: a typo in them is reported before helm runs.
     argv, timeout = split_command(command), check_timeout(timeout)
-    explanation = explain_spec(spec)
+    explanation = explain_spec(spec, run)
     local_dir = data_dir or tempfile.mkdtemp(prefix=f"tfgen-{explanation.job}-")
     local_dir = str(Path(local_dir).resolve())
     mount_path = explanation.mount_path

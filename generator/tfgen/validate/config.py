@@ -81,6 +81,11 @@ class RepoConfig:
         return dict(self.data.get("owners") or {})
 
     @property
+    def max_runs(self) -> int:
+        """`sweep.maxRuns`: the most runs one spec's sweep may make."""
+        return int(self.data["sweep"]["maxRuns"])
+
+    @property
     def defaults(self) -> dict[str, Any]:
         return dict(self.data["defaults"])
 

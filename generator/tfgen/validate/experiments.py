@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from ..problems import Problem
 from ..repo import layout
-from . import team
+from . import sweep, team
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
@@ -136,7 +136,8 @@ def check_file(
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
     return checked, (problems + file_problems(checked, config.namespaces)
-                     + team.file_problems(checked, config))
+                     + team.file_problems(checked, config)
+                     + sweep.file_problems(checked, config.max_runs))
 
 
 def _check(

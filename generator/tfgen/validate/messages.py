@@ -37,6 +37,10 @@ ONE_LINE = "^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
 # Each pattern in the schemas, said in words. tests/test_schema.py checks none is missing.
 PATTERN_WORDS: dict[str, str] = {
     naming.DNS1035.pattern: naming.NAME_RULE,
+    "^[A-Za-z_][A-Za-z0-9_]*$": (
+        "must be letters, digits and '_', not starting with a digit (a sweep parameter's name, "
+        "written ((name)) where its value goes)"
+    ),
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
         "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with "
         "a letter or digit"

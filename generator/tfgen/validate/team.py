@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
+from . import sweep
 from .checked import Checked, Collector, lookup
 from .config import RepoConfig
 from .document import PointerParts
@@ -47,7 +48,8 @@ def images(spec: dict[str, Any]) -> Iterable[tuple[PointerParts, str]]:
 
 
 def gpus(spec: dict[str, Any]) -> int:
-    """GPUs an experiment requests: replicas times gpus, summed over its roles."""
+    """GPUs an experiment requests: replicas times gpus, summed over its roles, times its
+    sweep's runs (they all run at once, each a TFJob of its own)."""
     roles = spec.get("roles")
     total = 0
     for role in (roles.values() if isinstance(roles, dict) else []):
@@ -55,7 +57,7 @@ def gpus(spec: dict[str, Any]) -> int:
             count, each = role.get("replicas", 1), role.get("gpus", 0)
             if isinstance(count, int) and isinstance(each, int):
                 total += count * each
-    return total
+    return total * sweep.run_count(spec)
 
 
 def active(spec: dict[str, Any]) -> bool:
@@ -107,7 +109,7 @@ def file_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     if isinstance(limit, int) and requested > limit:
         out.add(("spec", "roles"), f"the experiment requests {requested} GPUs; "
                 f"{policy.name('maxGpusPerExperiment')} allows {limit} per experiment",
-                "fewer replicas or GPUs per replica", key=False)
+                "fewer replicas, GPUs per replica or sweep runs", key=False)
     policy.one_of("serviceAccounts", ("spec", "serviceAccountName"),
                   spec.get("serviceAccountName"), "ServiceAccount")
     policy.one_of("priorityClasses", ("spec", "priorityClassName"),

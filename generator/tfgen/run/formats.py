@@ -1,0 +1,219 @@
+"""How `tfgen explain` shows an explanation: a text table with each pod's TF_CONFIG, JSON for
+tools, or a Mermaid flowchart (pods, Services, claim, volume, TensorBoard) for READMEs and
+pull-request comments. A sweep's runs are shown one after the other (JSON: a list)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InputError
+from . import EXPLAIN_FORMATS
+from .explain import Explanation
+
+
+def format_explanations(explanations: Sequence[Explanation], fmt: str) -> str:
+    """Every run's explanation in one of EXPLAIN_FORMATS: a spec without sweep is shown as
+    before (one object in JSON); a sweep's runs as a JSON list, or one after the other."""
+    if not any(e.run for e in explanations) and len(explanations) == 1:
+        return format_explanation(explanations[0], fmt)
+    if fmt == "json":
+        return json.dumps([as_json(e) for e in explanations], indent=2)
+    return "\n\n".join(format_explanation(e, fmt) for e in explanations)
+
+
+def format_explanation(explanation: Explanation, fmt: str) -> str:
+    """Render as one of EXPLAIN_FORMATS."""
+    if fmt == "json":
+        return json.dumps(as_json(explanation), indent=2)
+    if fmt == "mermaid":
+        return as_mermaid(explanation)
+    if fmt == "text":
+        return as_text(explanation)
+    raise InputError(f"unknown format {fmt!r} (one of {', '.join(EXPLAIN_FORMATS)})")
+
+
+def as_json(explanation: Explanation) -> dict[str, Any]:
+    """`{"job", "namespace", "pods": [...]}`; tfConfig is the exact env value or null."""
+    return {
+        "job": explanation.job,
+        **({"run": explanation.run} if explanation.run else {}),
+        "namespace": explanation.namespace,
+        "pods": [
+            {
+                "name": p.name,
+                "replicaType": p.replica_type,
+                "index": p.index,
+                "address": p.address,
+                "gpus": p.gpus,
+                "tfConfig": p.tf_config,
+            }
+            for p in explanation.pods
+        ],
+    }
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+
+
+def _volume_text(explanation: Explanation) -> str:
+    pv = explanation.find("PersistentVolume")
+    claim = explanation.claim or "?"
+    where = f"claim {claim}"
+    if pv is not None:
+        where += f" -> PV {pv['metadata']['name']} ({_nas_text(pv)})"
+    else:
+        where += " (existing claim, no PV created)"
+    return f"{where}, mounted at {explanation.mount_path}"
+
+
+def _nas_text(pv: Mapping[str, Any]) -> str:
+    spec = pv.get("spec") or {}
+    if "csi" in spec:
+        attrs = spec["csi"].get("volumeAttributes") or {}
+        return f"NAS {attrs.get('server', '')}:{attrs.get('path', '')} via CSI"
+    if "flexVolume" in spec:
+        opts = spec["flexVolume"].get("options") or {}
+        return f"NAS {opts.get('server', '')}:{opts.get('path', '')} via FlexVolume"
+    if "nfs" in spec:
+        return f"NFS {spec['nfs'].get('server', '')}:{spec['nfs'].get('path', '')}"
+    return "volume"
+
+
+def _tensorboard_text(explanation: Explanation) -> str:
+    deployment = explanation.find("Deployment", "tensorboard")
+    if deployment is None:
+        return "TensorBoard: off"
+    service = explanation.find("Service", "tensorboard")
+    port = ""
+    if service is not None:
+        ports = (service.get("spec") or {}).get("ports") or [{}]
+        port = f", Service {service['metadata']['name']}:{ports[0].get('port', '')}"
+    return f"TensorBoard: {deployment['metadata']['name']} reads {explanation.log_dir}{port}"
+
+
+def as_text(explanation: Explanation) -> str:
+    pods = explanation.pods
+    lines = [
+        f"TFJob {explanation.job} in namespace {explanation.namespace}: {len(pods)} "
+        f"pod{'s' if len(pods) != 1 else ''}, one headless Service each",
+        *([f"Run of the sweep: {explanation.run}"] if explanation.run else []),
+        "",
+    ]
+    rows = [["POD", "TYPE", "INDEX", "ADDRESS", "GPUS"]]
+    rows += [[p.name, p.replica_type, str(p.index), p.address, str(p.gpus)] for p in pods]
+    lines += _table(rows)
+    lines += ["", "Volume: " + _volume_text(explanation), _tensorboard_text(explanation), ""]
+    if all(p.tf_config is None for p in pods):
+        lines.append(
+            "TF_CONFIG: none; the training operator sets it only when the job has more than "
+            "one replica in total"
+        )
+        return "\n".join(lines)
+    lines.append(
+        "TF_CONFIG set by the training operator in each pod (use --format json for the "
+        "exact strings):"
+    )
+    for p in pods:
+        lines += ["", f"{p.name}:"]
+        lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
+    advice = tensorflow_notes(explanation)
+    if advice:
+        lines += ["", "Notes for the training program:"]
+        lines += [f"- {note}" for note in advice]
+    return "\n".join(lines)
+
+
+def tensorflow_notes(explanation: Explanation) -> list[str]:
+    """What a TensorFlow 2 program must do with this TF_CONFIG (found by running TF 2.21)."""
+    types = {p.replica_type for p in explanation.pods}
+    if all(p.tf_config is None for p in explanation.pods):
+        return []
+    notes = []
+    if "Master" in types:
+        notes.append(
+            "tf.distribute knows the task types chief, worker, ps and evaluator only: read "
+            "`master` as `chief` (cluster key and task type), or use the chief role"
+        )
+    if "Evaluator" in types and "PS" in types:
+        notes.append(
+            "the evaluator is in every pod's cluster, but it runs no server: remove it from the "
+            "cluster before building ParameterServerStrategy, or the coordinator waits for it"
+        )
+    if notes:
+        notes.append("examples/mnist/main.py shows how")
+    return notes
+
+
+def pretty_tf_config(value: str) -> list[str]:
+    """A TF_CONFIG as readable JSON: one line per top-level key and per cluster job.
+
+    Still valid JSON with the operator's key order, just spread out like the cluster specs
+    people write by hand.
+    """
+    data = json.loads(value)
+    if not isinstance(data, dict):
+        return [json.dumps(data)]
+    lines = ["{"]
+    items = list(data.items())
+    for n, (key, item) in enumerate(items):
+        comma = "," if n < len(items) - 1 else ""
+        if key == "cluster" and isinstance(item, dict) and item:
+            lines.append(f"  {json.dumps(key)}: {{")
+            jobs = list(item.items())
+            for m, (job, addresses) in enumerate(jobs):
+                inner = "," if m < len(jobs) - 1 else ""
+                lines.append(f"    {json.dumps(job)}: {json.dumps(addresses)}{inner}")
+            lines.append("  }" + comma)
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(item)}{comma}")
+    lines.append("}")
+    return lines
+
+
+def _label(text: str) -> str:
+    return '"' + text.replace('"', "#quot;") + '"'
+
+
+def as_mermaid(explanation: Explanation) -> str:
+    """A flowchart: Services -> pods -> claim -> volume -> NAS, and TensorBoard on the claim."""
+    out = ["flowchart LR"]
+    out.append(f"  subgraph tfjob[{_label(f'TFJob {explanation.job} ({explanation.namespace})')}]")
+    for i, p in enumerate(explanation.pods):
+        gpu = f" · {p.gpus} GPU" if p.gpus else ""
+        out.append(f"    pod{i}[{_label(f'{p.name}<br/>{p.replica_type} {p.index}{gpu}')}]")
+    out.append("  end")
+    for i, p in enumerate(explanation.pods):
+        out.append(f"  svc{i}([{_label(f'svc {p.name}:{p.port}')}]) --> pod{i}")
+    claim = explanation.claim
+    if claim:
+        out.append(f"  pvc[({_label(f'PVC {claim}<br/>{explanation.mount_path}')})]")
+        for i in range(len(explanation.pods)):
+            out.append(f"  pod{i} --> pvc")
+        pv = explanation.find("PersistentVolume")
+        if pv is not None:
+            out.append(f"  pv[({_label('PV ' + pv['metadata']['name'])})]")
+            out.append(f"  nas[({_label(_nas_text(pv))})]")
+            out.append("  pvc --> pv --> nas")
+    deployment = explanation.find("Deployment", "tensorboard")
+    if deployment is not None:
+        name = deployment["metadata"]["name"]
+        out.append(f"  tb[{_label(f'TensorBoard {name}<br/>{explanation.log_dir}')}]")
+        if claim:
+            out.append("  tb -. read-only .-> pvc")
+        service = explanation.find("Service", "tensorboard")
+        if service is not None:
+            ports = (service.get("spec") or {}).get("ports") or [{}]
+            svc = f"svc {service['metadata']['name']}:{ports[0].get('port', '')}"
+            out.append(f"  tbsvc([{_label(svc)}]) --> tb")
+        ingress = explanation.find("Ingress", "tensorboard")
+        if ingress is not None:
+            rules = (ingress.get("spec") or {}).get("rules") or [{}]
+            host = _label("Ingress " + str(rules[0].get("host", "")))
+            out.append(f"  ing{{{{{host}}}}} --> tbsvc")
+    return "\n".join(out)
