@@ -264,13 +264,13 @@ def main() -> None:
     parser.add_argument("--peer-sample", type=int, default=100,
                         help="experiments each peer runs (extrapolated to N; 0 = all N)")
     parser.add_argument("--sweeps", type=float, default=0.0,
-                        help="fraction of experiments that are sweeps; specs have no sweep "
-                             "field yet, so this is accepted and has no effect")
+                        help="fraction of experiments that are sweeps; not wired yet: the "
+                             "generated specs have no `sweep`, so this has no effect")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     args = parser.parse_args()
     if args.sweeps:
-        print("note: --sweeps has no effect yet: experiment specs have no sweep field",
+        print("note: --sweeps has no effect yet: the generated specs have no sweep",
               file=sys.stderr)
     sys.path.insert(0, str(REPO / "generator"))
     from tfgen.gate.helm import find_helm
