@@ -6,8 +6,8 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 HELM   := .tools/helm/v4/helm
 # The README's local run, end to end (downloads TensorFlow once, about 600 MB).
-EXAMPLE := $(BIN)/tfgen run-local experiments/distributed-mnist.yaml \
-	--command "python examples/mnist/main.py" --timeout 600
+EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
+	--command "python examples/mnist/main.py" --keep-args --timeout 600
 
 .PHONY: setup dev demo example test lint clean
 

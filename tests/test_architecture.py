@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "tfgen"
 # Each stage may import the ones after it in this list, never one before it (`__main__`, for
 # `python -m tfgen`, only starts the cli).
 LAYERS = ("__main__", "cli", "scaffold", "importer", "run", "gate", "render", "validate", "repo",
-          "problems", "errors")
+          "problems", "errors", "words")
 
 
 @cache

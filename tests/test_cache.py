@@ -104,7 +104,7 @@ def test_a_tightened_schema_of_a_new_tfgen_is_not_answered_from_the_cache(
     for _ in range(2):  # the second run answers from the cache
         first = tfgen_check()
         assert first.returncode == 0, first.stdout + first.stderr
-    assert "result cached" in first.stderr
+    assert "nothing changed since the last check: its whole result reused" in first.stderr
     schema_file = schemas / "experiment.schema.json"
     schema = json.loads(schema_file.read_text())
     schema["properties"]["metadata"]["properties"]["owner"]["maxLength"] = 3
@@ -184,7 +184,7 @@ def test_a_committed_cache_is_ignored_and_reported(runner: CliRunner, repo: Path
         assert out.exit_code == 1, out.output
         assert (".tfgen-cache/: the cache is committed" in out.output
                 and "git rm -r --cached .tfgen-cache" in out.output), out.output
-        assert "result cached" not in out.output
+        assert "whole result reused" not in out.output
     assert cache_file(repo).read_bytes() == before  # neither read nor written
 
 

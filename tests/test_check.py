@@ -60,7 +60,7 @@ def test_real_repository_is_clean(runner: CliRunner) -> None:
     result = runner.invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert "no problems" in result.output
+    assert result.stderr.startswith("4 experiments checked: all clear (")
 
 
 def test_pv_name_collision_across_namespaces(runner: CliRunner, repo: Path) -> None:
@@ -143,7 +143,7 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     render_repo(repo)
     out = check(runner, repo)
     assert out.exit_code == 0  # without a base the change itself is valid
-    assert "no problems" in out.output
+    assert "all clear" in out.stderr
     out = check(runner, repo, "--base", "HEAD")
     assert out.exit_code == 1
     assert "PersistentVolume/default-distributed-mnist-data $.spec.csi.volumeAttributes.path: " \
@@ -152,7 +152,8 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     # --changed renders only the touched experiment and still finds it
     changed = check(runner, repo, "--base", "HEAD", "--changed")
     assert changed.exit_code == 1 and "the volume source changed" in changed.output
-    assert "1 of 4 application(s)" in changed.output
+    assert changed.stderr.startswith("1 of 4 experiments checked (the others are untouched "
+                                     "since the base): 1 problem (")
 
 
 def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
@@ -187,15 +188,34 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     changed = [line for line in result.diffs[0].diff.splitlines()
                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("replicas:" in line for line in changed), changed
+    assert [(c.name, c.status, c.gpus_before, c.gpus_after) for c in result.changes] == [
+        ("distributed-mnist", "changed", 3, 4)]
     out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
-                               "--format", "markdown"], catch_exceptions=False)
+                               "--format", "markdown", "--full"], catch_exceptions=False)
     assert out.exit_code == 0
-    assert out.output.startswith("<!-- tfgen-diff -->")
-    assert "TFJob/distributed-mnist <b>changed</b>" in out.output
+    assert out.stdout.startswith("<!-- tfgen-diff -->")
+    assert "| `distributed-mnist` | changed | 1 changed: TFJob | 3 → 4 (+1) |" in out.stdout
+    assert "**`distributed-mnist`: TFJob/distributed-mnist changed**" in out.stdout
+    assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object changed).")
     # one more 1-GPU worker in namespace default (whose lr-sweep's six runs hold 12 more);
     # ml-team's quota of 16 is untouched
     assert "| `default` | 15 | 16 (+1) | none |" in out.output
     assert "| `ml-team` | 5 | 5 | 16 |" in out.output
+    # Names or spec files restrict the diff; a name that is no experiment is a usage error.
+    other = sorted(p.stem for p in (repo / "experiments").glob("*.yaml")
+                   if p.stem != "distributed-mnist")[0]
+    for only in (["distributed-mnist"], [other, "experiments/distributed-mnist.yaml"]):
+        out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1", *only],
+                            catch_exceptions=False)
+        assert out.stdout.splitlines()[1].startswith("distributed-mnist  changed"), out.output
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1", other],
+                        catch_exceptions=False)
+    assert (out.exit_code, out.stdout) == (0, "")
+    assert out.stderr.startswith("Nothing changes in the cluster against HEAD~1.")
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1", "nope"],
+                        catch_exceptions=False)
+    assert out.exit_code == 2
+    assert "error: nope: no experiment of that name at HEAD~1 or now" in out.stderr
 
 
 def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
@@ -315,7 +335,7 @@ def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
     assert out.exit_code == 1
     assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
             "may read it otherwise than tfgen") in out.output
-    assert "3 of 3 application(s)" in out.output
+    assert "3 experiments checked" in out.output
 
 
 def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo: Path) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tfgen.gate.diff import COMMENT_MARKER, DiffResult, diff_manifests, format_diff
+from tfgen.gate.diff import DiffResult, ExperimentChange, NamespaceGpus, diff_manifests
+from tfgen.gate.diffreport import COMMENT_MARKER, format_diff, gpus_cell, objects_cell, summary
 
 BEFORE = """---
 # Source: c/templates/tfjob.yaml
@@ -42,26 +43,71 @@ def test_changed_added_removed_objects() -> None:
 
 
 def test_markdown_is_one_sticky_comment_and_truncates() -> None:
-    result = DiffResult(base="origin/main", experiments=["mnist"])
+    result = DiffResult(base="origin/main")
     huge = BEFORE.replace("      replicas: 2", "\n".join(f"      r{i}: {i}" for i in range(2000)))
     for i in range(40):
+        result.changes.append(ExperimentChange(f"e{i}", "changed", 1, 1))
         result.diffs += diff_manifests(f"e{i}", BEFORE, huge)
-    text = format_diff(result, "markdown", max_chars=20_000, max_object_lines=50)
+    text = format_diff(result, "markdown", full=True, max_chars=20_000, max_object_lines=50)
     assert text.startswith(COMMENT_MARKER + "\n")
-    assert len(text) < 21_000
-    assert "more diff lines" in text
-    assert "more object diff(s) not shown" in text
-    assert text.count("<details>") == text.count("</details>")
+    assert len(text) < 20_000
+    assert "more lines" in text
+    assert "more objects not shown" in text
+    assert text.count("<details>") == text.count("</details>") == 1
+    assert text.index("| `e0` | changed | 1 changed: TFJob | 1 |") < text.index("<details>")
+    tiny = format_diff(result, "markdown", max_chars=1_000)
+    assert len(tiny) < 1_000
+    assert "more experiments not shown (comment size limit)" in tiny
+    short = format_diff(result, "markdown")
+    assert "<details>" not in short and "```" not in short
+    assert "Every object in full: `tfgen diff --base origin/main --full`." in short
+
+
+# One new experiment: its row, and nothing else unless --full.
+NEW = DiffResult(base="main", experiments=["mnist-rerun"],
+                 changes=[ExperimentChange("mnist-rerun", "added", None, 3)],
+                 diffs=diff_manifests("mnist-rerun", "", BEFORE + BEFORE.replace(
+                     "name: mnist-tensorboard", "name: other")))
+
+
+def test_one_new_experiment_is_one_row() -> None:
+    assert format_diff(NEW, "text").splitlines() == [
+        "EXPERIMENT   CHANGE  OBJECTS                    GPUS",
+        "mnist-rerun  added   3 added: 2 Service, TFJob  none -> 3",
+    ]
+    assert summary(NEW, full=False) == (
+        "Against main: 1 experiment added (3 objects added). Next: `tfgen diff --base main "
+        "--full` shows every object")
+    full = format_diff(NEW, "text", full=True)
+    assert full.startswith(format_diff(NEW, "text") + "\n\n=== mnist-rerun: Service/")
+    assert full.count("=== mnist-rerun:") == 3
+    assert "| `mnist-rerun` | added | 3 added: 2 Service, TFJob | none → 3 |" in format_diff(
+        NEW, "markdown")
+
+
+def test_cells_say_what_changed() -> None:
+    diffs = (diff_manifests("a", BEFORE, BEFORE.replace("replicas: 2", "replicas: 3"))
+             + diff_manifests("a", "", BEFORE.replace("kind: Service", "kind: ConfigMap")))
+    assert objects_cell(diffs) == "2 added: ConfigMap, TFJob; 1 changed: TFJob"
+    assert gpus_cell(ExperimentChange("a", "changed", 2, 4)) == "2 -> 4 (+2)"
+    assert gpus_cell(ExperimentChange("a", "changed", 2, 2)) == "2"
+    assert gpus_cell(ExperimentChange("a", "removed", 2, None)) == "2 -> none"
+    assert gpus_cell(ExperimentChange("a", "changed", None, 2)) == "? -> 2"
+    both = DiffResult(base="HEAD", changes=[ExperimentChange("a", "changed", 2, 4)],
+                      diffs=diffs)
+    assert summary(both, full=True) == (
+        "Against HEAD: 1 experiment changed (3 objects: 2 added, 1 changed). Next: "
+        "review the objects above, then open the pull request")
 
 
 def test_text_without_changes() -> None:
-    assert "no rendered object changes" in format_diff(DiffResult(base="HEAD"), "text")
+    assert format_diff(DiffResult(base="HEAD"), "text") == ""  # the summary says it
+    assert summary(DiffResult(base="HEAD"), full=False).startswith(
+        "Nothing changes in the cluster against HEAD.")
     assert "No rendered object changes." in format_diff(DiffResult(base="HEAD"), "markdown")
 
 
 def test_markdown_opens_with_the_gpu_table() -> None:
-    from tfgen.gate.diff import NamespaceGpus
-
     result = DiffResult(base="main", gpus=[NamespaceGpus("default", 3, 3, None),
                                            NamespaceGpus("ml-team", 5, 10, 8),
                                            NamespaceGpus("new-team", None, 2, 4)])

@@ -194,3 +194,45 @@ def test_repo_cluster_domain_reaches_the_addresses(tmp_path: Path) -> None:
     assert '"chief-eval-evaluator-0.default.svc.cluster.local:2222"' in (
         explained.pods[0].tf_config or ""
     )
+
+
+# --- an experiment by name or by path (repo.layout.experiment_path) -------------------------
+
+
+@pytest.mark.parametrize("where", ["root", "sub-folder"])
+def test_a_name_is_the_spec_in_experiments(runner: CliRunner, tmp_path: Path, where: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    (repo / "experiments").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "tfgen.yaml").write_text("apiVersion: tfgen.io/v1\nkind: RepoConfig\n")
+    (repo / "experiments" / "solo.yaml").write_text(SINGLE)
+    monkeypatch.chdir(repo if where == "root" else repo / "docs")
+    by_name = runner.invoke(main, ["explain", "solo", "--format", "json"],
+                            catch_exceptions=False)
+    assert by_name.exit_code == 0, by_name.output
+    by_path = runner.invoke(main, ["explain", str(repo / "experiments" / "solo.yaml"),
+                                   "--format", "json"], catch_exceptions=False)
+    assert by_path.exit_code == 0, by_path.output
+    assert json.loads(by_name.output) == json.loads(by_path.output)
+    assert json.loads(by_name.output)["pods"][0]["name"] == "solo-worker-0"
+
+
+@pytest.mark.parametrize(("inside", "message"), [
+    (True, "error: nope: no such file, and no experiment of that name in experiments/ (give a "
+           "spec file or the name of an experiments/<name>.yaml)"),
+    (False, "error: nope: no such file, and no experiment of that name (not inside a tfgen "
+            "repository: no tfgen.yaml here or above) (give a spec file or the name of an "
+            "experiments/<name>.yaml)"),
+])
+def test_an_unknown_name_is_a_usage_error(runner: CliRunner, tmp_path: Path, inside: bool,
+                                          message: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    if inside:
+        (tmp_path / "tfgen.yaml").write_text("apiVersion: tfgen.io/v1\nkind: RepoConfig\n")
+        (tmp_path / "experiments").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for command in ("explain", "run-local"):
+        result = runner.invoke(main, [command, "nope"], catch_exceptions=False)
+        assert result.exit_code == 2
+        assert result.output.splitlines() == [message]

@@ -37,12 +37,15 @@ def test_the_repository_is_up_to_date(runner: CliRunner) -> None:
 def test_render_then_rerun_then_check(runner: CliRunner, repo: Path) -> None:
     code, output = run(runner, repo)
     assert code == 0, output
-    assert f"created {VALUES}" in output and "7 created" in output
+    assert f"created {VALUES}" in output
+    assert "1 experiment ready for Argo CD: 7 files written, 0 unchanged. Next: commit .github/ " \
+           "and argo/, then open a pull request" in output
     code, output = run(runner, repo)
-    assert code == 0 and "0 created, 0 updated, 7 unchanged" in output
+    assert code == 0 and "1 experiment ready for Argo CD: nothing to write, 7 files unchanged" \
+        in output
     code, output = run(runner, repo, "--check")
     assert code == 0, output
-    assert "generated files are up to date" in output and "7 unchanged" in output
+    assert "generated files are up to date: 1 experiment ready for Argo CD (7 files)" in output
 
 
 def test_check_fails_on_one_changed_byte_with_a_diff(runner: CliRunner, repo: Path) -> None:
@@ -63,13 +66,16 @@ def test_deleted_spec_orphans_need_prune(runner: CliRunner, repo: Path) -> None:
     code, output = run(runner, repo, "--check")
     assert code == 1 and "+++ /dev/null" in output
     code, output = run(runner, repo)
-    assert code == 0 and f"orphan {VALUES}" in output
+    assert code == 0 and f"left over {VALUES} (its experiment is gone" in output
+    assert "2 files left over from removed experiments (--prune deletes them)" in output
     assert (repo / VALUES).exists()
     code, output = run(runner, repo, "--prune")
     assert code == 0 and f"removed {VALUES}" in output
+    assert "2 files of removed experiments deleted, 5 unchanged. Next: commit argo/" in output
     assert not (repo / VALUES).exists()
     code, output = run(runner, repo, "--check")
-    assert code == 0 and "generated files are up to date" in output and "5 unchanged" in output
+    assert code == 0 and "generated files are up to date: 0 experiments ready for Argo CD " \
+        "(5 files)" in output
 
 
 CODEOWNERS = ".github/CODEOWNERS"

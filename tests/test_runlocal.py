@@ -120,13 +120,24 @@ def test_timeout_stops_every_process_group(tmp_path: Path) -> None:
     assert not [pid for pid in all_pids(found) if alive(pid)]
 
 
-def test_command_override_keeps_args_and_uses_this_interpreter(tmp_path: Path) -> None:
+def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: Path) -> None:
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
     planned, _ = runlocal.plan(
-        [pod], [pod], mount_path="/training", data_dir="/tmp/d", command=["python3", "x.py"]
+        [pod], [pod], mount_path="/training", data_dir="/tmp/d",
+        command=["python3", "x.py", "--out=/training/o"],
     )
-    assert planned[0].argv == [sys.executable, "x.py", "--log_dir=/tmp/d/logs", "/trainingX"]
+    assert planned[0].argv == [sys.executable, "x.py", "--out=/tmp/d/o"]
     assert "TF_CONFIG" not in planned[0].env  # one replica in total: the operator sets none
+
+
+def test_keep_args_appends_the_specs_args_to_the_command() -> None:
+    pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
+    planned, _ = runlocal.plan([pod], [pod], mount_path="/training", data_dir="/tmp/d",
+                               command=["python3", "x.py"], keep_args=True)
+    assert planned[0].argv == [sys.executable, "x.py", "--log_dir=/tmp/d/logs", "/trainingX"]
+    without, _ = runlocal.plan([pod], [pod], mount_path="/training", data_dir="/tmp/d")
+    assert without[0].argv == [sys.executable, str(REPLICA), "--log_dir=/tmp/d/logs",
+                               "/trainingX"]
 
 
 @pytest.mark.parametrize(
@@ -277,3 +288,92 @@ def test_timeout_must_be_positive_and_finite(timeout: float) -> None:
         runlocal.check_timeout(timeout)
     assert runlocal.check_timeout(2.5) == 2.5
     assert runlocal.check_timeout(None) is None
+
+
+# --- the data folder: .tfgen-run/<name>/ in the repository, reused, --clean -----------------
+
+REPO_CONFIG = "apiVersion: tfgen.io/v1\nkind: RepoConfig\n"
+
+
+def spec_repo(tmp_path: Path, extra: str = "--expect=3") -> Path:
+    """A tiny tfgen repository holding the local-run experiment."""
+    repo = tmp_path / "repo"
+    (repo / "experiments").mkdir(parents=True)
+    (repo / "tfgen.yaml").write_text(REPO_CONFIG)
+    (repo / "experiments" / "local-run.yaml").write_text(SPEC.format(replica=REPLICA,
+                                                                     extra=extra))
+    return repo
+
+
+def run_cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*tfgen_cli(), "run-local", *args, "--timeout", "60"], cwd=repo,
+                          capture_output=True, text=True, timeout=90)
+
+
+def test_data_folder_is_in_the_repository_reused_and_cleaned(tmp_path: Path) -> None:
+    repo = spec_repo(tmp_path)
+    first = run_cli(repo, "local-run")  # a name: experiments/local-run.yaml
+    assert first.returncode == 0, first.stderr
+    folder = repo / ".tfgen-run" / "local-run"
+    assert sorted(markers(folder / "markers")) == [
+        "local-run-chief-0", "local-run-ps-0", "local-run-worker-0"]
+    assert (repo / ".tfgen-run" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert first.stderr.splitlines()[-1] == (
+        "tfgen: local-run-chief-0 exited with 0: the run worked; its data is in "
+        ".tfgen-run/local-run (kept for the next run). Next: `tfgen render`, then open a pull "
+        "request")
+    (folder / "from-the-first-run").write_text("kept")
+    (folder / "inner").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("never removed")
+    (folder / "inner" / "link").symlink_to(outside)
+
+    again = run_cli(repo, "experiments/local-run.yaml")  # a path: the same folder
+    assert again.returncode == 0, again.stderr
+    assert (folder / "from-the-first-run").read_text() == "kept"
+
+    cleaned = run_cli(repo, "local-run", "--clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["markers"]
+    assert (outside / "precious").read_text() == "never removed"  # links are not followed
+
+
+def test_clean_refuses_what_tfgen_did_not_make(tmp_path: Path) -> None:
+    repo = spec_repo(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("x")
+    (repo / ".tfgen-run").mkdir()
+    (repo / ".tfgen-run" / "local-run").symlink_to(elsewhere)
+    refused = run_cli(repo, "local-run", "--clean")
+    assert refused.returncode == 2
+    assert "error: --clean: .tfgen-run/local-run is a symbolic link" in refused.stderr
+    (repo / ".tfgen-run" / "local-run").unlink()
+    (repo / ".tfgen-run" / "local-run").mkdir()
+    unmarked = run_cli(repo, "local-run", "--clean")
+    assert unmarked.returncode == 2
+    assert "error: --clean: .tfgen-run was not made by tfgen run-local" in unmarked.stderr
+    assert (elsewhere / "keep").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["local-run", "--clean", "--data-dir", "d"], "--clean empties only tfgen's own"),
+    (["local-run", "--keep-args"], "--keep-args keeps the spec's args after --command"),
+    (["no-such-run"], "no-such-run: no such file, and no experiment of that name in "
+                      "experiments/"),
+])
+def test_options_that_cannot_work_are_usage_errors(tmp_path: Path, args: list[str],
+                                                   message: str) -> None:
+    result = run_cli(spec_repo(tmp_path), *args)
+    assert result.returncode == 2, result.stderr
+    assert f"error: {message}" in result.stderr
+    assert not (tmp_path / "repo" / ".tfgen-run").exists()
+
+
+def test_outside_a_repository_the_data_folder_must_be_given(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "--expect=3")
+    result = run_cli(tmp_path, str(spec))
+    assert result.returncode == 2
+    assert "is not in a tfgen repository" in result.stderr
+    assert "give --data-dir" in result.stderr

@@ -202,7 +202,7 @@ def test_check_base_allows_new_runs_and_refuses_changed_ones(
     out = runner.invoke(main, ["check", "--root", str(repo), "--base", "HEAD"],
                         catch_exceptions=False)
     assert out.exit_code == 0, out.output  # three runs more: new TFJobs, the six untouched
-    diff = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD"],
+    diff = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD", "--full"],
                          catch_exceptions=False)
     assert diff.exit_code == 0
     for suffix in ("0p1-256", "0p01-256", "0p001-256"):

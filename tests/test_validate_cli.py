@@ -12,6 +12,10 @@ import pytest
 from click.testing import CliRunner
 from tfgen.cli import main
 
+# The summary line ends with the next step.
+AGAIN = ". Next: fix them, then run `tfgen validate` again"
+VALID = ". Next: `tfgen render`, then open a pull request"
+
 REPO = Path(__file__).resolve().parents[1]
 
 CONFIG = """\
@@ -71,7 +75,7 @@ def run(runner: CliRunner, *args: str):
 def test_valid_repo_default_path(runner, repo):
     result = run(runner)
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "1 experiment valid"
+    assert result.output.strip() == "1 experiment valid" + VALID
 
 
 def test_bundled_examples_are_valid(runner, monkeypatch):
@@ -80,7 +84,7 @@ def test_bundled_examples_are_valid(runner, monkeypatch):
     assert result.exit_code == 0, result.output
     names = sorted(p.stem for p in (REPO / "experiments").glob("*.yaml"))
     assert {"distributed-mnist", "resnet-chief-eval", "cpu-linear"} <= set(names)
-    assert result.output.strip() == f"{len(names)} experiments valid"
+    assert result.output.strip() == f"{len(names)} experiments valid" + VALID
 
 
 def test_examples_start_with_schema_modeline():
@@ -132,7 +136,7 @@ def test_hostile_input_gives_one_clear_line(runner, repo, case):
     assert lines[0].startswith(f"hostile/{case}.yaml:"), lines[0]
     assert expected in lines[0]
     assert "Traceback" not in result.output
-    assert lines[1] == "1 problem in 1 of 1 file"
+    assert lines[1] == "1 problem in 1 of 1 file" + AGAIN
 
 
 def test_billion_laughs_line_and_column(runner, repo):
@@ -167,7 +171,7 @@ def test_three_independent_mistakes_three_problems(runner, repo):
     result = run(runner, "experiments/three-mistakes.yaml")
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert lines[-1] == "3 problems in 1 of 1 file"
+    assert lines[-1] == "3 problems in 1 of 1 file" + AGAIN
     path = "experiments/three-mistakes.yaml"
     assert lines[0].startswith(f"{path}:9:")
     assert '"8GB" is not valid' in lines[0]
@@ -227,7 +231,7 @@ def test_every_file_reported_at_once(runner, repo):
     )
     result = run(runner)
     assert result.exit_code == 1
-    assert result.output.splitlines()[-1] == "4 problems in 2 of 4 files"
+    assert result.output.splitlines()[-1] == "4 problems in 2 of 4 files" + AGAIN
     assert "experiments/broken.yaml:" in result.output
 
 
@@ -338,7 +342,7 @@ def test_without_tfgen_yaml_builtin_defaults(tmp_path, monkeypatch, runner):
     assert result.stderr.splitlines() == [
         "note: no tfgen.yaml in . or above: using tfgen's built-in defaults (`tfgen init` "
         "starts a repository with its own tfgen.yaml)",
-        "1 experiment valid",
+        "1 experiment valid" + VALID,
     ]
 
 
@@ -356,7 +360,7 @@ def test_single_new_file_is_checked_against_the_rest_of_the_repo(runner, repo):
         'new/good.yaml:4:9: $.metadata.name: experiment name "good" is also used by '
         "experiments/good.yaml (names must be unique in the repository: they name the Argo CD "
         "Application)",
-        "1 problem in 1 of 1 file",
+        "1 problem in 1 of 1 file" + AGAIN,
     ]
 
 
@@ -366,7 +370,7 @@ def test_directory_without_specs(runner, repo):
     assert result.exit_code == 1
     assert result.output.splitlines() == [
         "empty: no *.yaml experiment files here",
-        "1 problem, no experiment files checked",
+        "1 problem, no experiment files checked" + AGAIN,
     ]
 
 

@@ -21,9 +21,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # What every command does with its output and exit code; `tfgen --help` shows it.
 OUTPUT_RULES = """\b
-Output: results on stdout (problems in the chosen --format, diffs, explanations, the files
-written); summaries, notes and errors on stderr. So `tfgen ... --format json > out.json`
-always gets clean JSON.
+Output, every command: results on stdout (problems in the chosen --format, diffs, tables,
+explanations, the files written, a run's own output); progress,
+summaries, notes and errors on stderr, a summary closing every command: what happened, in
+plain words, and the next step. So `tfgen ... --format json > out.json` gets clean JSON.
 \b
 Exit codes, every command: 0 ok, 1 problems found in the input (or drift, or a
 failed run), 2 usage error (bad option or argument) or environment (helm, git,

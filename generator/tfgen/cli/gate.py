@@ -9,6 +9,7 @@ import click
 
 from ..gate import DIFF_FORMATS, VALIDATORS
 from ..problems import FORMATS, format_problems
+from ..words import counted
 from .app import ROOT_OPTION, Progress, handle_errors, main, require_repository
 
 # --- check and diff: the pull-request gate ----------------------------------------------------
@@ -58,28 +59,40 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
 
 
 @main.command("diff")
+@click.argument("experiments", nargs=-1, metavar="[EXPERIMENT]...")
 @click.option("--base", metavar="REF", required=True,
               help="Git revision to compare with (e.g. origin/main).")
+@click.option("--full", is_flag=True,
+              help="After the summary table, every object's unified diff (markdown: in one "
+                   "collapsed block).")
 @click.option("--format", "fmt", type=click.Choice(DIFF_FORMATS), default="text",
               show_default=True, help="text for a terminal, markdown for a pull-request comment.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
 @ROOT_OPTION
 @handle_errors
-def diff_command(base: str, fmt: str, no_cache: bool, root: Path | None) -> None:
-    """Show the rendered objects that change since REF, one unified diff per object.
+def diff_command(experiments: tuple[str, ...], base: str, full: bool, fmt: str, no_cache: bool,
+                 root: Path | None) -> None:
+    """Show what a change does in the cluster since REF: one row per experiment.
 
-    Experiments touched since REF are rendered at REF and now with helm; each added, removed
-    or changed object is shown. Exit 0 (also when objects differ); 1 with the problems when a
-    spec is invalid (then no diff at all) or a side fails to render; 2 usage or missing tool.
+    Experiments touched since REF (only the EXPERIMENTs given, by name or spec file, when
+    any) are rendered at REF and now with helm. Each row says whether the experiment is added,
+    removed or changed, its objects added, removed or changed by kind, and its GPUs before and
+    after; --full adds each object's unified diff. Exit 0 (also when objects differ); 1 with
+    the problems when a spec is invalid (then no diff at all) or a side fails to render; 2
+    usage or missing tool.
     """
-    from ..gate.diff import format_diff, run_diff
+    from ..gate.diff import experiment_names, run_diff
+    from ..gate.diffreport import format_diff, summary
 
-    result = run_diff(require_repository(root), base, use_cache=not no_cache)
+    names = experiment_names(experiments)
+    result = run_diff(require_repository(root), base, use_cache=not no_cache, names=names)
     if result.diffs or not result.problems:  # never "no changes" when nothing could be compared
-        click.echo(format_diff(result, fmt))
+        text = format_diff(result, fmt, full=full)
+        if text:
+            click.echo(text.rstrip("\n"))
     if result.problems:
         click.echo(format_problems(result.problems, "text"))
-        count = len(result.problems)
-        click.echo(f"{count} problem{'s' if count != 1 else ''}: the diff against {base} is "
-                   "incomplete", err=True)
+        click.echo(f"{counted(len(result.problems), 'problem')}: the diff against {base} is "
+                   "incomplete. Next: fix them, then run `tfgen diff` again", err=True)
         sys.exit(1)
+    click.echo(summary(result, full=full), err=True)

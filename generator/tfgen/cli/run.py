@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from ..repo.layout import LOCAL_RUN_DIR, experiment_path, shown
 from ..run import EXPLAIN_FORMATS
 from .app import handle_errors, main
 
@@ -14,7 +15,7 @@ from .app import handle_errors, main
 
 
 @main.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("experiment", metavar="EXPERIMENT")
 @click.option(
     "--format",
     "fmt",
@@ -31,34 +32,40 @@ from .app import handle_errors, main
     help="A sweep's run: only this one (default: every run, one after the other).",
 )
 @handle_errors
-def explain(spec: str, fmt: str, run: str | None) -> None:
+def explain(experiment: str, fmt: str, run: str | None) -> None:
     """Show the pods of an experiment and the TF_CONFIG each one gets.
 
-    Validates SPEC, renders the chart with the real helm and reads the TFJob the way the
-    training operator (v1.9) does: pod and Service names, addresses, GPUs, and the exact
-    TF_CONFIG it injects. A sweep is one TFJob per run, each explained in turn (JSON: a
-    list).
+    EXPERIMENT is a spec file or the name of one in experiments/ (distributed-mnist for
+    experiments/distributed-mnist.yaml). Validates it, renders the chart with the real helm
+    and reads the TFJob the way the training operator (v1.9) does: pod and Service names,
+    addresses, GPUs, and the exact TF_CONFIG it injects. A sweep is one TFJob per run, each
+    explained in turn (JSON: a list).
     """
     from ..run.explain import explain_runs
     from ..run.formats import format_explanations
 
-    click.echo(format_explanations(explain_runs(spec, run), fmt))
+    click.echo(format_explanations(explain_runs(experiment_path(experiment), run), fmt))
 
 
 @main.command("run-local")
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("experiment", metavar="EXPERIMENT")
 @click.option(
     "--command",
     "command",
     metavar="CMD",
-    help="Run this instead of the spec's command (its args are kept), e.g. "
-    '"python examples/mnist/main.py".',
+    help="Run this instead of the spec's command and args, e.g. "
+    '"python examples/mnist/main.py --steps 50".',
 )
+@click.option("--keep-args", is_flag=True,
+              help="With --command: append the spec's args to it, as the pods get them.")
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False),
-    help="Local folder standing in for the volume's mountPath (default: a new temp folder).",
+    help="Local folder standing in for the volume's mountPath (default: "
+    f"{LOCAL_RUN_DIR}/<name>/ in the repository, kept and reused by the next run).",
 )
+@click.option("--clean", is_flag=True,
+              help=f"Empty {LOCAL_RUN_DIR}/<name>/ before the run (never a --data-dir).")
 @click.option("--timeout", type=float, metavar="SECONDS", help="Stop everything after this long.")
 @click.option(
     "--tensorboard", is_flag=True, help="Also run TensorBoard on the local log dir, if installed."
@@ -71,31 +78,40 @@ def explain(spec: str, fmt: str, run: str | None) -> None:
 )
 @handle_errors
 def run_local(
-    spec: str, command: str | None, data_dir: str | None, timeout: float | None,
-    tensorboard: bool, run: str | None,
+    experiment: str, command: str | None, keep_args: bool, data_dir: str | None, clean: bool,
+    timeout: float | None, tensorboard: bool, run: str | None,
 ) -> None:
     """Run every replica of an experiment as a local process.
 
-    Each process gets the TF_CONFIG the operator would inject, with addresses on free
-    127.0.0.1 ports and the mount path mapped to --data-dir. Output is prefixed with the pod
-    name. When the chief/master (else worker 0) exits, the others are stopped, as
-    cleanPodPolicy Running does; a failing replica ends the run. Exit status: the chief's,
-    124 on timeout, 130 on Ctrl-C.
+    EXPERIMENT is a spec file or the name of one in experiments/. Each process gets the
+    TF_CONFIG the operator would inject, with addresses on free 127.0.0.1 ports and the mount
+    path mapped to the data folder. Output (stdout) is prefixed with the pod name. When the
+    chief/master (else worker 0) exits, the others are stopped, as cleanPodPolicy Running
+    does; a failing replica ends the run. Exit status: the chief's, 124 on timeout, 130 on
+    Ctrl-C.
     """
     from ..run.runlocal import run_local as start
 
     result = start(
-        spec,
+        experiment_path(experiment),
         emit=click.echo,
         status=functools.partial(click.echo, err=True),
         command=command,
+        keep_args=keep_args,
         data_dir=data_dir,
+        clean=clean,
         timeout=timeout,
         tensorboard=tensorboard,
         run=run,
     )
     for note in result.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)
-    color = "green" if result.exit_code == 0 else "red"
-    click.secho(f"tfgen: {result.reason}; data in {result.data_dir}", fg=color, err=True)
+    data = shown(result.data_dir)
+    if result.exit_code == 0:
+        click.secho(f"tfgen: {result.reason}: the run worked; its data is in {data} (kept for "
+                    "the next run). Next: `tfgen render`, then open a pull request",
+                    fg="green", err=True)
+    else:
+        click.secho(f"tfgen: {result.reason}: the run failed; its data is in {data}. Next: "
+                    "read the output above, fix, and run again", fg="red", err=True)
     sys.exit(result.exit_code)

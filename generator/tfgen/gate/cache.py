@@ -35,6 +35,7 @@ from typing import Any
 from .. import __version__
 from ..problems import Problem
 from ..repo import resources
+from ..words import counted
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout).
@@ -143,7 +144,8 @@ def tracked_problem(repository: Path) -> Problem | None:
     if not tracked:
         return None
     return Problem(f"{CACHE_DIRNAME}/", message=(
-        f"the cache is committed ({len(tracked)} file(s) tracked by Git, e.g. {tracked[0]}); "
+        f"the cache is committed ({counted(len(tracked), 'file')} tracked by Git, e.g. "
+        f"{tracked[0]}); "
         "tfgen never reads a committed cache: anyone who can push could write its verdicts"),
         hint=f"git rm -r --cached {CACHE_DIRNAME} and commit; it is in .gitignore")
 

@@ -38,6 +38,7 @@ from ..validate import (
     repository_specs,
     validate_paths,
 )
+from ..words import counted
 from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
 from .applications import (
     Resolution,
@@ -84,13 +85,22 @@ class CheckResult:
         return not self.problems
 
     def summary(self) -> str:
-        what = (f"{self.specs} spec(s), {self.checked} of {self.applications} application(s), "
-                f"{self.objects} rendered object(s)")
-        how = "result cached, inputs unchanged" if self.from_cache else (
-            f"{self.helm_processes} helm process(es), {self.cache_hits} experiment(s) from "
-            f"cache")
-        verdict = f"{len(self.problems)} problem(s)" if self.problems else "no problems"
-        return f"{verdict}: {what} ({how})"
+        """The closing lines in plain words: what was checked, the verdict, the next step."""
+        total = self.applications or self.specs
+        scope = (counted(total, "experiment") + " checked" if self.checked == total
+                 else f"{self.checked} of {counted(total, 'experiment')} checked (the others "
+                      "are untouched since the base)")
+        if self.from_cache:
+            how = "nothing changed since the last check: its whole result reused"
+        else:
+            how = (f"{self.checked - self.cache_hits} rendered by helm, "
+                   f"{self.cache_hits} reused from the last check")
+        if self.problems:
+            return (f"{scope}: {counted(len(self.problems), 'problem')} "
+                    f"({counted(self.objects, 'object')} rendered; {how}). Next: fix them, "
+                    "then run `tfgen check` again")
+        return (f"{scope}: all clear ({counted(self.objects, 'object')} valid, 0 "
+                f"problems; {how}). Next: commit and open a pull request")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

@@ -1,13 +1,12 @@
 """`tfgen diff --base REF`: what a pull request changes in the cluster, object by object.
 
-The experiments touched since REF are rendered twice with the real helm, as Argo CD would
-render them before and after the merge (the base tree exported by `base`, both sides
-through the cached batch renderer), and their objects are paired by kind, namespace and name.
-Each added, removed or changed object becomes one unified diff of helm's own YAML. Text output
-is for terminals; Markdown output is one pull-request comment, opening with a marker line and a
-table of the GPUs each namespace requests before and after, against its quota, so a
-workflow can find and update the comment it posted before, and cut to fit GitHub's comment
-size limit with a note saying what was left out.
+The experiments touched since REF (or those named) are rendered twice with the real helm, as
+Argo CD would render them before and after the merge (the base tree exported by `base`, both
+sides through the cached batch renderer), and their objects are paired by kind, namespace and
+name. Each experiment is added, removed or changed, with the GPUs it requests on each side;
+each added, removed or changed object becomes one unified diff of helm's own YAML. How this is
+shown (a summary table, the full diffs on request, text or one pull-request comment) is
+`diffreport`'s job.
 """
 
 from __future__ import annotations
@@ -17,23 +16,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, OptionsError
 from ..problems import Problem
-from ..repo import layout
+from ..repo import layout, naming
 from ..validate import RepoConfig, load_config, team, validate_repo
 from ..validate.experiments import check_file
 from ..validate.loader import LoadError, read_file
-from . import DIFF_FORMATS, base
+from . import base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
 from .cache import CACHE_DIRNAME, Cache
 from .helm import find_helm
 from .manifests import documents, parse_manifest
-
-COMMENT_MARKER = "<!-- tfgen-diff -->"
-# GitHub refuses comments over 65,536 characters; leave room for the header and notes.
-MAX_MARKDOWN_CHARS = 60_000
-MAX_OBJECT_LINES = 300
 
 
 @dataclass
@@ -53,6 +47,17 @@ class ObjectDiff:
 
 
 @dataclass(frozen=True)
+class ExperimentChange:
+    """One experiment whose objects differ: added, removed or changed, and the GPUs its active
+    spec requests before and after (None: no such spec on that side, or not readable)."""
+
+    name: str
+    status: str  # added | removed | changed
+    gpus_before: int | None
+    gpus_after: int | None
+
+
+@dataclass(frozen=True)
 class NamespaceGpus:
     """GPUs a namespace's active experiments request before and after the change (None: the
     base could not be read), and its quota now (None: no quota)."""
@@ -67,15 +72,17 @@ class NamespaceGpus:
 class DiffResult:
     base: str
     experiments: list[str] = field(default_factory=list)  # those whose objects differ
+    changes: list[ExperimentChange] = field(default_factory=list)  # the same, described
     diffs: list[ObjectDiff] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     gpus: list[NamespaceGpus] = field(default_factory=list)
 
 
-def gpus_by_namespace(config: RepoConfig) -> dict[str, int]:
-    """GPUs requested by each namespace's active experiments, from every spec that loads (an
-    invalid one counts too: an experiment over quota is exactly what the table must show)."""
-    totals: dict[str, int] = {}
+def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
+    """Experiment -> (namespace, GPUs its spec requests, 0 when not active), from every spec
+    that loads (an invalid one counts too: an experiment over quota is exactly what the tables
+    must show)."""
+    found: dict[str, tuple[str, int]] = {}
     for path in layout.spec_files(config.experiments_dir):
         shown = layout.shown(path)
         try:
@@ -84,17 +91,25 @@ def gpus_by_namespace(config: RepoConfig) -> dict[str, int]:
             continue
         data = checked.data if checked is not None else None
         spec = data.get("spec") if isinstance(data, dict) else None
-        namespace = (data.get("metadata") or {}).get("namespace") if data else None
-        if not isinstance(spec, dict) or not isinstance(namespace, str):
+        metadata = (data.get("metadata") or {}) if data else {}
+        namespace, name = metadata.get("namespace"), metadata.get("name")
+        if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
             continue
-        if team.active(spec):
-            totals[namespace] = totals.get(namespace, 0) + team.gpus(spec)
+        found[str(name)] = (namespace, team.gpus(spec) if team.active(spec) else 0)
+    return found
+
+
+def gpus_by_namespace(experiments: dict[str, tuple[str, int]]) -> dict[str, int]:
+    """GPUs requested by each namespace's active experiments."""
+    totals: dict[str, int] = {}
+    for namespace, gpus in experiments.values():
+        totals[namespace] = totals.get(namespace, 0) + gpus
     return totals
 
 
-def gpu_table(config: RepoConfig, before: dict[str, int] | None) -> list[NamespaceGpus]:
+def gpu_table(config: RepoConfig, before: dict[str, int] | None,
+              after: dict[str, int]) -> list[NamespaceGpus]:
     """One row per namespace that requests GPUs on either side or has a quota."""
-    after = gpus_by_namespace(config)
     quotas = {ns: config.namespace_policy(ns).get("gpuQuota") for ns in config.data["policy"]}
     names = set(after) | set(before or {}) | {ns for ns, q in quotas.items() if q is not None}
     rows = []
@@ -142,22 +157,28 @@ def _render(
 
 
 def run_diff(
-    root: Path, ref: str, *, use_cache: bool = True, helm: str | None = None
+    root: Path, ref: str, *, use_cache: bool = True, helm: str | None = None,
+    names: Sequence[str] = (),
 ) -> DiffResult:
-    """Render the experiments touched since `ref` on both sides and diff their objects.
+    """Render the experiments touched since `ref` (only those in `names`, when given) on both
+    sides and diff their objects.
 
     Invalid specs now are problems and nothing is diffed: argo/ cannot be rendered from them,
     so a diff of the committed files would say "no changes" about a change that cannot merge.
+    A name that is an experiment on neither side is an OptionsError.
     """
     config = load_config(cwd=root)
     root = config.root
     base.resolve(root, ref)  # a bad --base is a usage error before any work
     with base.tree_at(root, ref) as tree:
         try:
-            base_gpus: dict[str, int] | None = gpus_by_namespace(load_config(cwd=tree))
+            base_gpus: dict[str, tuple[str, int]] | None = gpus_by_experiment(
+                load_config(cwd=tree))
         except InputError:  # the base's tfgen.yaml is not valid: its GPUs are unknown
             base_gpus = None
-    table = gpu_table(config, base_gpus)
+    now_gpus = gpus_by_experiment(config)
+    table = gpu_table(config, None if base_gpus is None else gpus_by_namespace(base_gpus),
+                      gpus_by_namespace(now_gpus))
     specs = validate_repo(cwd=root)
     if specs.problems:
         return DiffResult(base=ref, problems=list(specs.problems), gpus=table)
@@ -165,12 +186,15 @@ def run_diff(
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
     scope = base.changed_experiments(root, ref)
     result = DiffResult(base=ref, gpus=table)
-    now_apps = [a for a in resolve_applications(root).applications
-                if scope is None or a.name in scope]
+    now_all = resolve_applications(root).applications
     with base.tree_at(root, ref) as tree:
-        base_apps = [a for a in resolve_applications(tree).applications
-                     if scope is None or a.name in scope]
+        base_all = resolve_applications(tree).applications
+        if names:
+            _known(names, {a.name for a in (*now_all, *base_all)}, ref)
+            scope = set(names) if scope is None else scope & set(names)
+        base_apps = [a for a in base_all if scope is None or a.name in scope]
         before = _render(renderer, base_apps, config.kubernetes_version)
+    now_apps = [a for a in now_all if scope is None or a.name in scope]
     after = _render(renderer, now_apps, config.kubernetes_version)
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
@@ -185,70 +209,31 @@ def run_diff(
         if diffs:
             result.experiments.append(name)
             result.diffs += diffs
+            status = "added" if old is None else "removed" if new is None else "changed"
+            result.changes.append(ExperimentChange(
+                name, status,
+                None if base_gpus is None or name not in base_gpus else base_gpus[name][1],
+                now_gpus[name][1] if name in now_gpus else None))
     return result
 
 
-def _clip(text: str, max_lines: int) -> str:
-    lines = text.splitlines(keepends=True)
-    if len(lines) <= max_lines:
-        return text
-    return "".join(lines[:max_lines]) + f"... {len(lines) - max_lines} more diff lines\n"
+def _known(names: Sequence[str], experiments: set[str], ref: str) -> None:
+    """Every name given is an experiment at `ref` or now."""
+    unknown = [name for name in names if name not in experiments]
+    if unknown:
+        raise OptionsError(f"{', '.join(unknown)}: no experiment of that name at {ref} or now "
+                           "(give names of experiments/<name>.yaml, or their files)")
 
 
-def _counts(result: DiffResult) -> str:
-    by = {s: sum(1 for d in result.diffs if d.status == s) for s in ("added", "changed",
-                                                                     "removed")}
-    n = len(result.experiments)
-    return (f"{n} experiment{'s' if n != 1 else ''} changed: {by['added']} object(s) added, "
-            f"{by['changed']} changed, {by['removed']} removed")
-
-
-def _gpu_rows(rows: Sequence[NamespaceGpus]) -> list[str]:
-    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs."""
-    if not rows:
-        return []
-    out = ["| Namespace | GPUs before | GPUs after | Quota |", "| --- | ---: | ---: | ---: |"]
-    for row in rows:
-        before = "?" if row.before is None else str(row.before)
-        change = ""
-        if row.before is not None and row.after != row.before:
-            change = f" ({row.after - row.before:+d})"
-        quota = "none" if row.quota is None else str(row.quota)
-        over = " **over quota**" if row.quota is not None and row.after > row.quota else ""
-        out.append(f"| `{row.namespace}` | {before} | {row.after}{change}{over} | {quota} |")
-    return [*out, ""]
-
-
-def format_diff(result: DiffResult, fmt: str, *, max_chars: int = MAX_MARKDOWN_CHARS,
-                max_object_lines: int = MAX_OBJECT_LINES) -> str:
-    """The diff for people (`text`) or for a pull-request comment (`markdown`)."""
-    if fmt not in DIFF_FORMATS:
-        raise InputError(f"--format {fmt}: one of {', '.join(DIFF_FORMATS)}")
-    if fmt == "text":
-        if not result.diffs:
-            return f"no rendered object changes against {result.base}"
-        parts = [_counts(result)]
-        for d in result.diffs:
-            parts.append(f"=== {d.experiment}: {d.ref} {d.status}\n"
-                         + _clip(d.diff, max_object_lines).rstrip("\n"))
-        return "\n".join(parts)
-    head = [COMMENT_MARKER, f"### tfgen diff against `{result.base}`", ""]
-    head += _gpu_rows(result.gpus)
-    if not result.diffs:
-        head.append("No rendered object changes.")
-        return "\n".join(head) + "\n"
-    head += [_counts(result) + ".", ""]
-    out = "\n".join(head) + "\n"
-    shown = 0
-    for d in result.diffs:
-        block = (f"<details><summary><code>{d.experiment}</code>: {d.ref} "
-                 f"<b>{d.status}</b></summary>\n\n````diff\n"
-                 f"{_clip(d.diff, max_object_lines).rstrip()}\n````\n</details>\n")
-        if len(out) + len(block) > max_chars:
-            break
-        out += block
-        shown += 1
-    if shown < len(result.diffs):
-        out += (f"\n_{len(result.diffs) - shown} more object diff(s) not shown (comment size "
-                f"limit); run `tfgen diff --base {result.base}` locally._\n")
-    return out
+def experiment_names(arguments: Sequence[str]) -> list[str]:
+    """The experiments a person named, each as a name or a spec file (`layout.experiment_path`);
+    a bare name whose spec is gone stays a name: it may be an experiment the change removes."""
+    names = []
+    for argument in arguments:
+        try:
+            names.append(layout.experiment_path(argument).stem)
+        except OptionsError:
+            if not naming.is_experiment_name(argument):
+                raise
+            names.append(argument)
+    return list(dict.fromkeys(names))

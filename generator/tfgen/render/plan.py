@@ -67,6 +67,7 @@ class RenderPlan:
     root: Path
     changes: list[FileChange]
     problems: list[Problem] = field(default_factory=list)
+    experiments: int = 0  # how many experiments the files are for
 
     def by_action(self, action: str) -> list[FileChange]:
         return [c for c in self.changes if c.action == action]
@@ -154,6 +155,7 @@ def plan_render(
     """
     if committed is None:
         committed = layout.generated_files(root)
+    experiments = list(experiments)
     files, problems = wanted_files(experiments, argocd, config)
     changes: list[FileChange] = []
     for generated in files:
@@ -191,7 +193,8 @@ def plan_render(
                                     "left untouched", hint="argo/experiments/ holds only "
                                     "files written by `tfgen render`"))
     changes.sort(key=lambda c: c.path)
-    return RenderPlan(root=root, changes=changes, problems=problems)
+    return RenderPlan(root=root, changes=changes, problems=problems,
+                      experiments=len(experiments))
 
 
 def drift_problems(plan: RenderPlan) -> list[Problem]:

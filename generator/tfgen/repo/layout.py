@@ -45,10 +45,15 @@ APP_FILE = "app.yaml"  # the ApplicationSet generator's parameters for one exper
 # Written by `tfgen render` from tfgen.yaml's `owners`, where GitHub looks for code owners.
 CODEOWNERS_FOLDER = ".github"
 CODEOWNERS_FILE = f"{CODEOWNERS_FOLDER}/CODEOWNERS"
-# `tfgen run-local`'s data folders, one per experiment, inside the repository (never committed).
+# `tfgen run-local`'s data folders, `.tfgen-run/<name>/` at the root: kept between runs (a
+# rerun finds its data and checkpoints), never committed. tfgen marks the folder as its own with
+# RUN_MARK inside it (a .gitignore of `*`, so it stays out of Git even without the root's),
+# and `--clean` empties only a folder so marked.
 LOCAL_RUN_DIR = ".tfgen-run"
 # Changes under these affect every experiment's rendering (for `--changed`).
 SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
+RUN_MARK = ".gitignore"
+RUN_MARK_TEXT = "# local data of `tfgen run-local`, one folder per experiment: never commit it\n*\n"
 
 
 def find_root(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Path | None:
@@ -90,9 +95,15 @@ def experiment_path(argument: str, cwd: Path | None = None) -> Path:
     candidate = (root or Path(cwd or Path.cwd())) / EXPERIMENTS_DIR / f"{argument}{SPEC_SUFFIX}"
     if os.path.lexists(candidate):
         return candidate
-    where = "" if root is None else f" in {shown(root / EXPERIMENTS_DIR)}"
+    where = (f" (not inside a tfgen repository: no {CONFIG_NAME} here or above)" if root is None
+             else f" in {shown(root / EXPERIMENTS_DIR)}/")
     raise OptionsError(f"{argument}: no such file, and no experiment of that name{where} "
                        f"(give a spec file or the name of an experiments/<name>.yaml)")
+
+
+def run_folder(root: Path, name: str) -> Path:
+    """Where `tfgen run-local` keeps an experiment's data by default: `.tfgen-run/<name>/`."""
+    return root / LOCAL_RUN_DIR / name
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -23,6 +23,7 @@ from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import layout, naming, resources
 from ..validate import sweep, validate_repo
+from ..words import counted
 from . import tfconfig
 
 
@@ -109,7 +110,7 @@ def explain_objects(
                 [Problem(where, pointer=f"TFJob/{name} {pointer}", message=message)
                  for pointer, message in errors],
                 f"the chart renders a TFJob the training operator would refuse "
-                f"({len(errors)} problem{'s' if len(errors) != 1 else ''}); fix the chart",
+                f"({counted(len(errors), 'problem')}); fix the chart",
             )
     meta = tfjob.get("metadata") or {}
     return Explanation(
@@ -187,14 +188,17 @@ def explain_runs(
     path = Path(spec)
     if not path.exists() and not path.is_symlink():
         raise OptionsError(f"{spec}: no such file")
-    # Whatever else the path is (a folder, a FIFO, a link out of the repository), the spec
-    # stage says so as a problem of that file, exactly as `tfgen validate` would.
+    if path.is_dir():  # validate would read every spec in it: one experiment is meant here
+        raise OptionsError(f"{spec}: is a directory; give one experiment, by its spec file or "
+                           "its name")
+    # Whatever else the path is (a FIFO, a link out of the repository), the spec stage says
+    # so as a problem of that file, exactly as `tfgen validate` would.
     result = validate_repo([path])
     if result.problems:
         count = len(result.problems)
         raise ProblemsFound(
             result.problems,
-            f"{count} problem{'s' if count != 1 else ''}: fix the spec, then explain it",
+            f"{counted(count, 'problem')}: fix the spec, then explain it",
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..words import counted
 from . import EXPLAIN_FORMATS
 from .explain import Explanation
 
@@ -100,8 +101,8 @@ def _tensorboard_text(explanation: Explanation) -> str:
 def as_text(explanation: Explanation) -> str:
     pods = explanation.pods
     lines = [
-        f"TFJob {explanation.job} in namespace {explanation.namespace}: {len(pods)} "
-        f"pod{'s' if len(pods) != 1 else ''}, one headless Service each",
+        f"TFJob {explanation.job} in namespace {explanation.namespace}: "
+        f"{counted(len(pods), 'pod')}, one headless Service each",
         *([f"Run of the sweep: {explanation.run}"] if explanation.run else []),
         "",
     ]

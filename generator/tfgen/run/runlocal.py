@@ -1,13 +1,14 @@
 """Run every replica of an experiment as a local process, wired like the cluster would wire it.
 
 Each pod `tfgen explain` lists becomes one child process running the pod's command and args (or
-a `--command` override), with the TF_CONFIG the training operator would inject, except that the
-Service addresses are replaced by free ports on 127.0.0.1 and the volume's mount path by a local
-folder. Output is prefixed with the pod name. When the chief/master (worker 0 when there is
-none) exits, the remaining processes are stopped, as the operator's cleanPodPolicy Running
-deletes the pods still running once the job has finished; a replica failing ends the run too
-(the local stand-in for restartPolicy Never). Every child runs in its own process group and is
-always stopped and reaped: on normal exit, timeout, SIGINT/SIGTERM and errors.
+a `--command` in their place), with the TF_CONFIG the training operator would inject, except
+that the Service addresses are replaced by free ports on 127.0.0.1 and the volume's mount path
+by a local folder (`datadir`). Output is prefixed with the pod name. When the chief/master
+(worker 0 when there is none) exits, the remaining processes are stopped, as the operator's
+cleanPodPolicy Running deletes the pods still running once the job has finished; a replica
+failing ends the run too (the local stand-in for restartPolicy Never). Every child runs in its
+own process group and is always stopped and reaped: on normal exit, timeout, SIGINT/SIGTERM
+and errors.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem, InputError, OptionsError
+from ..repo import layout
+from ..words import counted
 from . import processes, tfconfig
+from .datadir import check_options, data_folder
 from .processes import EXIT_TIMEOUT, Output
 
 __all__ = ["EXIT_TIMEOUT", "RunResult", "plan", "run_local", "run_pods"]
@@ -90,9 +93,13 @@ def plan(
     mount_path: str,
     data_dir: str,
     command: Sequence[str] | None = None,
+    keep_args: bool = False,
     base_env: Mapping[str, str] | None = None,
 ) -> tuple[list[LocalPod], list[str]]:
-    """What each local process runs: argv, environment and working directory, plus notes."""
+    """What each local process runs: argv, environment and working directory, plus notes.
+
+    `command` replaces the pod's command and args (the spec's args are usually written for
+    the image's program, not the local one), or only its command with `keep_args`."""
     notes: list[str] = []
     env_base = dict(os.environ if base_env is None else base_env)
     env_base.pop("TF_CONFIG", None)
@@ -101,7 +108,8 @@ def plan(
     skipped: set[str] = set()
     for pod, local in zip(pods, local_pods, strict=True):
         cmd = list(command) if command is not None else list(pod.command)
-        argv = [map_mount_path(a, mount_path, data_dir) for a in cmd + list(pod.args)]
+        args = list(pod.args) if command is None or keep_args else []
+        argv = [map_mount_path(a, mount_path, data_dir) for a in cmd + args]
         if not cmd:
             raise InputError(
                 f"{pod.name} has no command (the image's entrypoint cannot run locally); "
@@ -142,6 +150,7 @@ def run_pods(
     emit: Output,
     status: Output | None = None,
     command: Sequence[str] | None = None,
+    keep_args: bool = False,
     timeout: float | None = None,
     tensorboard_logdir: str | None = None,
     poll_seconds: float = 0.1,
@@ -157,7 +166,7 @@ def run_pods(
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     planned, notes = plan(
         pods, _on_local_ports(pods, tfjob), mount_path=mount_path, data_dir=data_dir,
-        command=command,
+        command=command, keep_args=keep_args,
     )
     leader = leader_of(pods)
     width = max(len(p.name) for p in pods)
@@ -168,8 +177,8 @@ def run_pods(
     deadline = None if timeout is None else time.monotonic() + timeout
     say = status or emit
     say(
-        f"tfgen: {len(pods)} pod{'s' if len(pods) != 1 else ''} on 127.0.0.1, "
-        f"{mount_path} -> {data_dir}; the run ends with {leader.name}"
+        f"tfgen: {counted(len(pods), 'pod')} on 127.0.0.1, "
+        f"{mount_path} -> {layout.shown(data_dir)}; the run ends with {leader.name}"
     )
     with processes.signals_to(stop):
         try:
@@ -283,7 +292,9 @@ def run_local(
     emit: Output,
     status: Output | None = None,
     command: str | None = None,
+    keep_args: bool = False,
     data_dir: str | None = None,
+    clean: bool = False,
     timeout: float | None = None,
     tensorboard: bool = False,
     run: str | None = None,
@@ -292,18 +303,20 @@ def run_local(
 
     A sweep runs one run's TFJob: `run` is its suffix, required when there are several.
 
-    `data_dir` stands in for the volume (default: a new temporary folder, kept afterwards so
-    the event files and checkpoints can be looked at). `emit` gets the pods' output,
-    `status` tfgen's own lines about the run (default: `emit`).
+    `data_dir` stands in for the volume (default: `.tfgen-run/<job>/`, the experiment's name
+    or a sweep run's, reused by every run and emptied first with `clean`; see `datadir`).
+    `emit` gets the pods' output, `status` tfgen's own lines about the run (default: `emit`).
     """
     from .explain import explain_spec  # runs helm; imported lazily like the CLI's other paths
 
     require_posix()
     # Options first: a typo in them is reported before helm runs.
     argv, timeout = split_command(command), check_timeout(timeout)
+    if keep_args and argv is None:
+        raise OptionsError("--keep-args keeps the spec's args after --command: give --command")
+    check_options(data_dir, clean=clean)
     explanation = explain_spec(spec, run)
-    local_dir = data_dir or tempfile.mkdtemp(prefix=f"tfgen-{explanation.job}-")
-    local_dir = str(Path(local_dir).resolve())
+    local_dir = str(data_folder(Path(spec), explanation.job, data_dir, clean=clean))
     mount_path = explanation.mount_path
     logdir = None
     if tensorboard:
@@ -318,6 +331,7 @@ def run_local(
         emit=emit,
         status=status,
         command=argv,
+        keep_args=keep_args,
         timeout=timeout,
         tensorboard_logdir=logdir,
     )

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from ..problems import Problem
 from ..repo import layout
+from ..words import counted
 from . import sweep, team
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
@@ -101,23 +102,22 @@ class ValidationResult:
         return {path.name.rpartition(".")[0] for path in self.files if path not in valid}
 
     def summary(self) -> str:
-        """One line: "3 problems in 1 of 4 files" or "4 experiments valid"."""
+        """The closing line: "3 problems in 1 of 4 files. Next: ..." or "4 experiments
+        valid. Next: ..."."""
+        again = "Next: fix them, then run `tfgen validate` again"
         if self.problems and not self.files:
-            n = len(self.problems)
-            return f"{n} problem{'s' if n != 1 else ''}, no experiment files checked"
+            return f"{counted(len(self.problems), 'problem')}, no experiment files checked. {again}"
         if self.problems and (self.files or self.not_specs):
-            n, bad = len(self.problems), self.invalid_files + self.not_specs
-            total = len(self.files) + self.not_specs
-            return (
-                f"{n} problem{'s' if n != 1 else ''} in {bad} of {total} "
-                f"file{'s' if total != 1 else ''}"
-            )
+            bad, total = self.invalid_files + self.not_specs, len(self.files) + self.not_specs
+            return (f"{counted(len(self.problems), 'problem')} in {bad} of "
+                    f"{counted(total, 'file')}. {again}")
         if not self.files and self.no_experiments_yet:
-            return "no experiments yet: add one with `tfgen new NAME`"
+            return "no experiments yet. Next: add one with `tfgen new NAME`"
         if not self.files:
-            return "no experiment files found"
-        n = len(self.experiments)
-        return f"{n} experiment{'s' if n != 1 else ''} valid"
+            return (f"no experiment files found. Next: write one as "
+                    f"{layout.EXPERIMENTS_DIR}/<name>{layout.SPEC_SUFFIX}")
+        return (f"{counted(len(self.experiments), 'experiment')} valid. Next: `tfgen render`, "
+                "then open a pull request")
 
 
 def check_file(

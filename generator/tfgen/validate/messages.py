@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..problems import Problem
 from ..repo import naming
+from ..words import counted
 from .document import Locator, PointerParts, pointer_text
 
 if TYPE_CHECKING:
@@ -291,7 +292,7 @@ class Translator:
                 kind="missing",
             )
         elif kind == "minItems":
-            self.add(parts, f"needs at least {value} item{'s' if value != 1 else ''}", key=True)
+            self.add(parts, f"needs at least {counted(value, 'item')}", key=True)
         elif kind == "uniqueItems":
             self.add(parts, "has duplicate items; each may appear only once", key=True)
         elif kind in ("oneOf", "anyOf") and isinstance(instance, dict) and _only_required(value):
