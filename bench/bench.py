@@ -1,16 +1,23 @@
-"""Speed benchmark of the pull-request gate: `python bench/bench.py --n 1000`.
+"""Speed and memory benchmark of tfgen: `python bench/bench.py --sizes 1000,5000,10000`.
 
-Copies the repository's chart, schemas and tfgen.yaml (without its team `policy`) into a
-temporary folder, generates N varied experiment specs there (roles, GPUs, storage drivers,
-existing claims, TensorBoard on/off/ingress, namespaces), and measures in one run, side by side:
+For each size N, copies the repository's chart, schemas and tfgen.yaml (without its team
+`policy`) into a temporary folder, generates N varied experiment specs there (roles, GPUs,
+storage drivers, existing claims, TensorBoard on/off/ingress, namespaces), and measures, in one
+run, side by side, a growth table (one row per size and command):
 
-- `tfgen render`                      (specs/s),
-- `tfgen check` cold                  (empty .tfgen-cache/),
-- `tfgen check` warm                  (nothing changed since the last run),
-- `tfgen check` with one experiment changed (its spec edited and re-rendered),
-- the naive gate: per experiment `helm template`, then the `kubernetes-validate` command,
-  sequentially; measured on a sample of experiments and extrapolated to N (said so in the
-  output).
+- `tfgen render` with every file new, then again with every file unchanged (specs/s),
+- `tfgen check` cold (empty .tfgen-cache/), warm (nothing changed), one experiment changed
+  (its spec edited and re-rendered first, the render not timed),
+- helm alone: the helm processes `tfgen check` starts for a cold check (the same umbrella
+  charts, the same batches, the same number in parallel), written beforehand, only helm timed.
+
+And, at the sizes given to `--peers-at`, the gates a user would script with the same tools:
+
+- sequential: per experiment `helm template`, then `kubernetes-validate` on its output,
+- parallel: `helm template` per experiment on every core, then one `kubernetes-validate`
+  run over all of the output;
+
+each measured on `--peer-sample` experiments and extrapolated to N (said so in the output).
 
 Wall time per command and the peak resident memory of the tfgen process (from wait4) are
 printed as a Markdown table. This is a benchmark, not a test: numbers depend on the machine.
@@ -26,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -100,7 +109,9 @@ def build(root: Path, n: int, seed: int) -> None:
 
 
 def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB of the process, output) of one command."""
+    """(wall seconds, peak RSS in MB of the process, output) of one command; the output
+    starts with the CPU seconds it used, its helm processes included (on a shared machine
+    they vary less than wall time)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
@@ -113,80 +124,172 @@ def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float,
     if check and proc.returncode == 1 and cmd[1] == "check":
         print(output[-3000:], file=sys.stderr)
         raise SystemExit("tfgen check found problems in the generated experiments")
-    return wall, usage.ru_maxrss / 1024, output
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_maxrss / 1024, f"{cpu:.1f} s CPU; {output}"
 
 
-def naive(root: Path, names: list[str], kube: str, helm: str) -> float:
-    """Seconds for the naive gate over `names`: helm template, then kubernetes-validate."""
+def peer_sequential(root: Path, names: list[str], kube: str, helm: str) -> float:
+    """Seconds for the sequential scripted gate over `names`: helm template, then
+    kubernetes-validate, one experiment after the other."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            values = root / "argo" / "experiments" / name / "values.yaml"
             out = Path(tmp) / f"{name}.yaml"
-            with open(out, "w") as handle:
-                subprocess.run([helm, "template", name, str(root / "charts/tfjob-experiment"),
-                                "-f", str(values), "--kube-version", kube,
-                                "--api-versions", "kubeflow.org/v1"],
-                               stdout=handle, check=True)
-            subprocess.run([KUBERNETES_VALIDATE, "--strict", "--quiet", "--no-warn",
-                            "-k", kube, str(out)], stdout=subprocess.DEVNULL, check=False)
+            helm_template(root, name, kube, helm, out)
+            validate_files([out], kube)
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=1000, help="number of experiments")
-    parser.add_argument("--naive-sample", type=int, default=50,
-                        help="experiments the naive gate runs (extrapolated to N; 0 = all N)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep", action="store_true", help="keep the temporary repository")
-    args = parser.parse_args()
-    sys.path.insert(0, str(REPO / "generator"))
-    from tfgen.gate.helm import find_helm
+def peer_parallel(root: Path, names: list[str], kube: str, helm: str) -> float:
+    """Seconds for the parallel scripted gate over `names`: helm template per experiment on
+    every core, then one kubernetes-validate run over every output file."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = [Path(tmp) / f"{name}.yaml" for name in names]
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            list(pool.map(lambda name, out: helm_template(root, name, kube, helm, out),
+                          names, outs))
+        validate_files(outs, kube)
+    return time.perf_counter() - start
 
-    helm = find_helm(root=REPO)
-    os.environ["TFGEN_HELM"] = helm  # the generated repository has no .tools/ of its own
+
+def helm_template(root: Path, name: str, kube: str, helm: str, out: Path) -> None:
+    values = root / "argo" / "experiments" / name / "values.yaml"
+    with open(out, "w") as handle:
+        subprocess.run([helm, "template", name, str(root / "charts/tfjob-experiment"),
+                        "-f", str(values), "--kube-version", kube,
+                        "--api-versions", "kubeflow.org/v1"], stdout=handle, check=True)
+
+
+def validate_files(paths: list[Path], kube: str) -> None:
+    subprocess.run([KUBERNETES_VALIDATE, "--strict", "--quiet", "--no-warn", "-k", kube,
+                    *map(str, paths)], stdout=subprocess.DEVNULL, check=False)
+
+
+def helm_alone(root: Path, kube: str, helm: str) -> tuple[float, int]:
+    """(seconds, processes) of the helm processes a cold `tfgen check` starts: the batches
+    are cut and their umbrella charts written as the check does, then only helm is timed."""
+    from tfgen.gate.applications import resolve_applications
+    from tfgen.gate.batch import BatchRenderer, jobs_for
+
+    renderer = BatchRenderer(helm=helm)
+    jobs = jobs_for(resolve_applications(root).applications, kube)
+    chart = renderer.chart(jobs[0].chart)
+    size = renderer.batch_size(len(jobs))
+    commands = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, first in enumerate(range(0, len(jobs), size)):
+            chunk = jobs[first:first + size]
+            values = [renderer.helm_values(job, chart) or {} for job in chunk]
+            folder = Path(tmp) / str(number)
+            folder.mkdir()
+            commands.append(renderer.umbrella_command(folder, values, chart, chunk[0].namespace,
+                                                      kube, chunk[0].api_versions))
+        start = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=renderer.workers) as pool:
+            list(pool.map(lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True),
+                          commands))
+        return time.perf_counter() - start, len(commands)
+
+
+Row = tuple[int, str, float, float | None, str]
+
+
+def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], None]) -> None:
+    """Every row of one size, in a repository of its own (removed unless --keep)."""
     tmp = Path(tempfile.mkdtemp(prefix="tfgen-bench-"))
     root = tmp / "repo"
     root.mkdir()
     try:
-        build(root, args.n, args.seed)
+        build(root, n, args.seed)
         read_version = (
             "import yaml,sys;print(yaml.safe_load(open(sys.argv[1]))['kubernetesVersion'])"
         )
         kube = subprocess.run([sys.executable, "-c", read_version, str(root / "tfgen.yaml")],
                               capture_output=True, text=True, check=True).stdout.strip()
-        rows = []
-        wall, rss, _ = run([TFGEN, "render"], root)
-        rows.append(("tfgen render", wall, rss, f"{args.n / wall:,.0f} specs/s"))
+        wall, rss, out = run([TFGEN, "render"], root)
+        add((n, "tfgen render, all files new", wall, rss,
+             f"{n / wall:,.0f} specs/s; {first_line(out)}"))
+        wall, rss, out = run([TFGEN, "render"], root)
+        add((n, "tfgen render, all files unchanged", wall, rss,
+             f"{n / wall:,.0f} specs/s; {first_line(out)}"))
         wall, rss, out = run([TFGEN, "check"], root)
-        rows.append(("tfgen check, cold (empty cache)", wall, rss, out.strip().splitlines()[-1]))
+        add((n, "tfgen check, cold (empty cache)", wall, rss, last_line(out)))
+        seconds, processes = helm_alone(root, kube, helm)
+        add((n, "helm alone, batched as the cold check does", seconds, None,
+             f"{processes} helm processes; cold check / helm alone = {wall / seconds:.2f}"))
         wall, rss, out = run([TFGEN, "check"], root)
-        rows.append(("tfgen check, warm (nothing changed)", wall, rss,
-                     out.strip().splitlines()[-1]))
+        add((n, "tfgen check, warm (nothing changed)", wall, rss, last_line(out)))
         changed = root / "experiments" / "bench-00000.yaml"
         changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
         run([TFGEN, "render"], root)
         wall, rss, out = run([TFGEN, "check"], root)
-        rows.append(("tfgen check, one experiment changed", wall, rss,
-                     out.strip().splitlines()[-1]))
-        names = sorted(p.name for p in (root / "argo" / "experiments").iterdir())
-        sample = names if args.naive_sample <= 0 else names[:args.naive_sample]
-        seconds = naive(root, sample, kube, helm)
-        estimate = seconds / len(sample) * len(names)
-        note = (f"measured on all {len(names)}" if len(sample) == len(names) else
-                f"{seconds:.1f} s for {len(sample)}, extrapolated to {len(names)}")
-        rows.append(("naive gate: helm template + kubernetes-validate, sequential", estimate,
-                     None, note))
-        print(f"\nN={args.n} experiments, {os.cpu_count()} CPUs, helm {helm}\n")
-        print("| what | wall time | peak RSS | note |\n| --- | ---: | ---: | --- |")
-        for what, wall, rss, note in rows:
-            print(f"| {what} | {wall:.2f} s | {f'{rss:.0f} MB' if rss else '-'} | {note} |")
+        add((n, "tfgen check, one experiment changed", wall, rss, last_line(out)))
+        if n in args.peers_at:
+            names = sorted(p.name for p in (root / "argo" / "experiments").iterdir())
+            sample = names[:args.peer_sample] if args.peer_sample > 0 else names
+            for what, peer in (("sequential", peer_sequential), ("parallel", peer_parallel)):
+                seconds = peer(root, sample, kube, helm)
+                note = (f"measured on all {len(names)}" if len(sample) == len(names) else
+                        f"{seconds:.1f} s for {len(sample)}, extrapolated to {len(names)}")
+                add((n, f"scripted peer, {what}", seconds / len(sample) * len(names), None,
+                     note))
         if args.keep:
-            print(f"\nrepository kept at {root}")
+            print(f"repository for N={n} kept at {root}", file=sys.stderr)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def first_line(output: str) -> str:
+    return output.split(";", 1)[0]  # the CPU seconds
+
+
+def last_line(output: str) -> str:
+    lines = output.strip().splitlines()
+    return f"{first_line(output)}; {lines[-1]}" if len(lines) > 1 else lines[0]
+
+
+def sizes(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=sizes, default=[1000, 5000, 10000],
+                        help="comma-separated numbers of experiments, one growth-table block "
+                             "each (default 1000,5000,10000)")
+    parser.add_argument("--peers-at", type=sizes, default=[1000],
+                        help="sizes at which the scripted peers are measured (default 1000)")
+    parser.add_argument("--peer-sample", type=int, default=100,
+                        help="experiments each peer runs (extrapolated to N; 0 = all N)")
+    parser.add_argument("--sweeps", type=float, default=0.0,
+                        help="fraction of experiments that are sweeps; not wired yet: the "
+                             "generated specs have no `sweep`, so this has no effect")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
+    args = parser.parse_args()
+    if args.sweeps:
+        print("note: --sweeps has no effect yet: the generated specs have no sweep",
+              file=sys.stderr)
+    sys.path.insert(0, str(REPO / "generator"))
+    from tfgen.gate.helm import find_helm
+
+    helm = find_helm(root=REPO)
+    os.environ["TFGEN_HELM"] = helm  # the generated repositories have no .tools/ of their own
+    rows: list[Row] = []
+
+    def add(row: Row) -> None:
+        rows.append(row)
+        n, what, wall, rss, note = row
+        print(f"N={n} {what}: {wall:.2f} s", file=sys.stderr)  # progress, the table at the end
+
+    for n in args.sizes:
+        measure(n, args, helm, add)
+    print(f"\n{os.cpu_count()} CPUs, helm {helm}\n")
+    print("| N | what | wall time | peak RSS | note |\n| ---: | --- | ---: | ---: | --- |")
+    for n, what, wall, rss, note in rows:
+        print(f"| {n:,} | {what} | {wall:.2f} s | {f'{rss:.0f} MB' if rss else '-'} | {note} |")
 
 
 if __name__ == "__main__":

@@ -300,15 +300,16 @@ def _normalise(path: str) -> str:
 
 
 
-def resolution_inputs(files: Mapping[str, bytes]) -> list[tuple[str, bytes]]:
-    """What `resolve_applications` reads of a repository's files: argo/, the ApplicationSet
-    and the generator files whole, the values files only as present (never their content), so
-    a change to one experiment's values keeps the resolution."""
+def resolution_inputs(files: Mapping[str, bytes | str]) -> list[tuple[str, bytes | str]]:
+    """What `resolve_applications` reads of a repository's files (path -> content, or its
+    hash): argo/, the ApplicationSet and the generator files whole, the values files only as
+    present (never their content), so a change to one experiment's values keeps the
+    resolution."""
     values = f"/{layout.VALUES_FILE}"
     return [
         (rel, b"" if rel.startswith(layout.GENERATED_DIR + "/") and rel.endswith(values)
-         else data)
-        for rel, data in files.items()
+         else files[rel])
+        for rel in files
         if rel.startswith(layout.ARGO_DIR + "/")
     ]
 

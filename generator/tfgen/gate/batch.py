@@ -40,7 +40,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -284,7 +284,7 @@ class BatchRenderer:
         return umbrella
 
     @staticmethod
-    def _values(job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
+    def helm_values(job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
         """The job's values as helm computes them (value files merged over chart defaults), or
         None when a value file is not in canonical form: helm must read that one itself."""
         merged: dict[str, Any] = {}
@@ -298,33 +298,47 @@ class BatchRenderer:
             merged = merge_values(merged, data)
         return coalesce(merged, chart.defaults)
 
+    def batch_size(self, count: int) -> int:
+        """Experiments per helm process for `count` that share a chart: small sets in one
+        process (each costs ~65 ms to start), large ones spread over the workers."""
+        return min(self.chunk_size, max(MIN_CHUNK, -(-count // self.workers)))
+
+    def umbrella_command(
+        self, tmp: Path, job_values: Sequence[dict[str, Any]], chart: ChartInfo,
+        namespace: str, kube_version: str | None, api_versions: tuple[str, ...],
+    ) -> list[str]:
+        """Write the umbrella chart for one batch under `tmp`; the helm command rendering it
+        (also what bench/ times as "helm alone")."""
+        umbrella = self._umbrella(tmp, chart)
+        deps = []
+        values: dict[str, Any] = {}
+        for index, alias_values in enumerate(job_values):
+            alias = f"e{index:05d}"
+            deps.append(
+                {"name": chart.name, "version": chart.version, "alias": alias,
+                 "repository": f"file://./charts/{chart.name}"}
+            )
+            values[alias] = alias_values
+        meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0",
+                "dependencies": deps}
+        (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
+        # The writer, not JSON: a JSON file escapes an emoji as a surrogate pair, which
+        # helm's YAML reader refuses; the writer's output helm reads exactly as written.
+        (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
+        return helm_mod.template_command(
+            self.helm, UMBRELLA, umbrella, namespace, kube_version=kube_version,
+            api_versions=api_versions,
+            # every alias passed the values schema already (see the module docstring)
+            skip_schema_validation=chart.values_validator is not None,
+        )
+
     def _render_chunk(
         self, jobs: Sequence[RenderJob], job_values: Sequence[dict[str, Any]], chart: ChartInfo,
         kube_version: str | None, api_versions: tuple[str, ...],
     ) -> str:
         with tempfile.TemporaryDirectory(prefix="tfgen-batch-") as tmp:
-            umbrella = self._umbrella(Path(tmp), chart)
-            deps = []
-            values: dict[str, Any] = {}
-            for index, alias_values in enumerate(job_values):
-                alias = f"e{index:05d}"
-                deps.append(
-                    {"name": chart.name, "version": chart.version, "alias": alias,
-                     "repository": f"file://./charts/{chart.name}"}
-                )
-                values[alias] = alias_values
-            meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0",
-                    "dependencies": deps}
-            (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
-            # The writer, not JSON: a JSON file escapes an emoji as a surrogate pair, which
-            # helm's YAML reader refuses; the writer's output helm reads exactly as written.
-            (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
-            cmd = helm_mod.template_command(
-                self.helm, UMBRELLA, umbrella, jobs[0].namespace, kube_version=kube_version,
-                api_versions=api_versions,
-                # every alias passed the values schema already (see the module docstring)
-                skip_schema_validation=chart.values_validator is not None,
-            )
+            cmd = self.umbrella_command(Path(tmp), job_values, chart, jobs[0].namespace,
+                                        kube_version, api_versions)
             self.stats.helm_processes += 1
             return helm_mod.run(cmd)
 
@@ -333,7 +347,7 @@ class BatchRenderer:
         chart = self.chart(jobs[0].chart)
         if len(jobs) == 1 or not chart.batchable or not self.defaults_agree(chart):
             return [self.render_single(job) for job in jobs]
-        values_of = [self._values(job, chart) for job in jobs]
+        values_of = [self.helm_values(job, chart) for job in jobs]
         validator = chart.values_validator
         alone = [i for i, values in enumerate(values_of)
                  if values is None or (validator is not None and not validator.is_valid(values))]
@@ -373,18 +387,30 @@ class BatchRenderer:
     ) -> list[RenderResult]:
         """Render every job (cache first); results in the order of `jobs`."""
         results: dict[int, RenderResult] = {}
+        self.render_each(jobs, results.__setitem__, on_progress)
+        return [results[i] for i in range(len(jobs))]
+
+    def render_each(
+        self, jobs: Sequence[RenderJob], on_result: Callable[[int, RenderResult], None],
+        on_progress: Progress | None = None,
+    ) -> None:
+        """Render every job (cache first), handing each result to `on_result(index, result)`
+        as soon as its helm batch finishes and keeping none: a caller that judges and drops
+        each manifest holds a few batches in memory, never the whole repository's."""
         todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
         keys = [self.key(job) for job in jobs]
-        known = self.cache.get_many("render", keys)
         hits = 0
-        for index, (job, key) in enumerate(zip(jobs, keys, strict=True)):
-            if key in known:
-                results[index] = RenderResult(job, manifest=known[key])
-                hits += 1
-                continue
-            chart = self.chart(job.chart)
-            group = (chart.path, job.kube_version, job.api_versions)
-            todo.setdefault(group, []).append((index, key))
+        for start in range(0, len(jobs), 500):  # the cached manifests, a slice at a time
+            known = self.cache.get_many("render", keys[start:start + 500])
+            for index in range(start, min(start + 500, len(jobs))):
+                job, key = jobs[index], keys[index]
+                if key in known:
+                    on_result(index, RenderResult(job, manifest=known[key]))
+                    hits += 1
+                    continue
+                chart = self.chart(job.chart)
+                group = (chart.path, job.kube_version, job.api_versions)
+                todo.setdefault(group, []).append((index, key))
         self.stats.cached += hits
         if on_progress and hits:
             on_progress(hits)
@@ -393,8 +419,7 @@ class BatchRenderer:
             chart = self.chart(jobs[members[0][0]].chart)
             if len(members) > 1 and chart.batchable:
                 self.defaults_agree(chart)  # asked once, here, rather than by every worker
-            # small sets in one process (each process costs ~65 ms to start), large ones spread
-            size = min(self.chunk_size, max(MIN_CHUNK, -(-len(members) // self.workers)))
+            size = self.batch_size(len(members))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
 
         def work(chunk: list[tuple[int, str]]) -> list[tuple[int, str, RenderResult]]:
@@ -404,12 +429,13 @@ class BatchRenderer:
             return [(i, key, res) for (i, key), res in zip(chunk, rendered, strict=True)]
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            for done in pool.map(work, chunks):
-                for index, key, result in done:
-                    results[index] = result
+            # taken as they finish, whatever their order: a finished batch never waits in
+            # memory behind a slower one
+            for future in as_completed([pool.submit(work, chunk) for chunk in chunks]):
+                for index, key, result in future.result():
                     self.stats.rendered += 1
                     if not result.error:
                         self.cache.put("render", key, result.manifest)
-        self.cache.flush()
-        return [results[i] for i in range(len(jobs))]
-
+                    on_result(index, result)
+                # written per batch: the pending entries would otherwise hold every manifest
+                self.cache.flush()

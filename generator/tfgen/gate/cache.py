@@ -330,6 +330,12 @@ class CacheKeys:
         """What a tool says of its version: the same binary file (path, size, mtime)."""
         return digest("tool-version", binary, str(size), str(mtime_ns), *args)
 
+    @staticmethod
+    def stat_table(root: str) -> str:
+        """The status -> content hash table of a repository's input files (`gate.inputs`):
+        content hashes, whatever tfgen reads them for."""
+        return digest("stat-table", root)
+
     def run(self, helm_version: str, options: Mapping[str, Any], base_commit: str,
             inputs: str) -> str:
         """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen,
@@ -342,7 +348,7 @@ class CacheKeys:
         tfgen (the schema and the rules)."""
         return digest("spec", self.tool, self.cwd, config, shown, raw)
 
-    def resolution(self, root: Path, files: Sequence[tuple[str, bytes]]) -> str:
+    def resolution(self, root: Path, files: Sequence[tuple[str, bytes | str]]) -> str:
         """The Applications the ApplicationSet generates: what resolving them reads."""
         parts: list[bytes | str] = ["resolve", self.tool, str(root)]
         for rel, data in files:

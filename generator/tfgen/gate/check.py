@@ -48,7 +48,7 @@ from .applications import (
     resolution_to_json,
     resolve_applications,
 )
-from .batch import BatchRenderer, RenderJob, jobs_for
+from .batch import BatchRenderer, RenderJob, RenderResult, jobs_for
 from .cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest, tracked_problem
 from .helm import find_helm
 from .inputs import snapshot
@@ -163,7 +163,7 @@ class _Gate:
             helm=options.helm or find_helm(root=self.root), cache=Cache(cache_dir),
             keys=self.keys, workers=options.workers,
         )
-        self.inputs = snapshot(self.root)
+        self.inputs = snapshot(self.root, self.cache)
         wiring.forget_filesystem()  # what an earlier run in this process learnt of files
 
     def close(self) -> None:
@@ -207,11 +207,23 @@ class _Gate:
         # --base compares manifests and kubeconform reads them: then every one is rendered.
         need_all = bool(self.options.base) or self.options.validator != "builtin"
         todo = [i for i, key in enumerate(verdict_keys) if need_all or key not in known]
+        outcomes: dict[int, objects.Verdict | Problem] = {}
+
+        def first_look(position: int, fresh: RenderResult) -> None:
+            # Called in the render thread as each helm batch finishes: the manifest is judged
+            # here and dropped, only the verdict stays (and the cache keeps the manifest).
+            index = todo[position]
+            if verdict_keys[index] in known:
+                return  # rendered for --base or kubeconform only: the stored verdict stands
+            outcome = outcomes[index] = judge.first_look(apps[index], fresh)
+            if isinstance(outcome, objects.Verdict):
+                self.cache.put("objects", verdict_keys[index], outcome.to_json())
+
         with ThreadPoolExecutor(max_workers=1) as pool:
             # Helm runs in other processes: start it first and check specs, generated files
             # and argo/ while it renders (on two cores this hides most of the Python work).
-            rendering = pool.submit(self.renderer.render, [jobs[i] for i in todo],
-                                    _ticker(progress, len(todo)))
+            rendering = pool.submit(self.renderer.render_each, [jobs[i] for i in todo],
+                                    first_look, _ticker(progress, len(todo)))
             specs = validate_paths(repository_specs(self.config), self.config,
                                    verdicts=_SpecVerdicts(self.cache, self.keys,
                                                           self.inputs.config))
@@ -219,16 +231,14 @@ class _Gate:
             for shown, obj in argo:
                 result.problems += judge.validator.problems(obj, shown)
             result.problems += self.wiring(resolution, judge.projects)
-            fresh = dict(zip(todo, rendering.result(), strict=True))
+            rendering.result()
         spec_of = {e.name: e.shown for e in specs.experiments}
         rendered: list[objects.AppObjects] = []
         for index, (app, job, key) in enumerate(zip(apps, jobs, verdict_keys, strict=True)):
             where = spec_of.get(app.name) or layout.shown(app.generator_file)
-            stored = objects.Verdict.from_json(known[key]) if key in known else None
-            load = functools.partial(self.manifest_of, job)
-            item, verdict, found = judge.judge(app, where, fresh.get(index), stored, load)
-            if verdict is not None:
-                self.cache.put("objects", key, verdict.to_json())
+            outcome = outcomes.get(index) or objects.Verdict.from_json(known[key])
+            item, found = objects.located(app, where, outcome,
+                                          functools.partial(self.manifest_of, job))
             result.problems += found
             if item is not None:
                 result.objects += len(item.keys)
@@ -249,7 +259,7 @@ class _Gate:
     def resolve(self) -> Resolution:
         """The Applications the committed ApplicationSet generates, remembered by what
         resolving them reads."""
-        key = self.keys.resolution(self.root, resolution_inputs(self.inputs.files))
+        key = self.keys.resolution(self.root, resolution_inputs(self.inputs.hashes))
         stored = self.cache.get("resolve", key)
         if stored is not None:
             return resolution_from_json(stored)

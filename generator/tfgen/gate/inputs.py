@@ -1,90 +1,183 @@
-"""What the gate reads: every input file of a run, read once.
+"""What the gate reads: every input file of a run, known by its content hash.
 
 The whole-run cache key, each spec's verdict, the drift of the generated files, the Argo CD
 objects in argo/ and the resolved Applications are all computed from this one snapshot, so one
 run judges one consistent state of the repository. Files are read as every command reads
 input (`repo.files.read_input`): the gate is not the one place where a pipe hangs tfgen.
+
+A warm check must not read ten thousand files to learn that none changed, so the snapshot
+keeps, in the gate's (signed) cache, a table of each file's status (size, mtime, ctime, inode,
+device) and content hash, and reads and hashes only the files whose status differs. ctime is
+in it because nobody can set it: an edit that keeps the size and puts the mtime back still
+moves it. A file whose status changed within `RACY_NS` of the snapshot is not put in the table
+(the racy-git rule): timestamps have a granularity (a second, two on some file systems, a clock
+tick on others), so a second edit in the same tick as the first, right after tfgen hashed it,
+would leave the status unchanged; such a file is hashed again by every run until its status is
+old enough to tell edits apart. Files are read only when a run needs their bytes, and checked
+then against the hash the run is keyed by.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from ..repo import layout
 from ..repo.files import Refused, read_input, resolve_input
-from .cache import digest
+from .cache import Cache, CacheKeys, digest
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
 # data, and in this repository a change to it is a change of tfgen.
 INPUT_DIRS = (layout.EXPERIMENTS_DIR, layout.ARGO_DIR, "charts", "schemas")
+# Statuses this recent are not trusted by the next run (see the module docstring).
+RACY_NS = 2_000_000_000
+
+class Files(Mapping[str, bytes]):
+    """Repository-relative POSIX path -> bytes, read when asked (through the safe reader) and
+    refused when they are no longer the bytes the run hashed."""
+
+    def __init__(self, root: Path, hashes: Mapping[str, str]) -> None:
+        self.root, self.hashes = root, hashes
+
+    def __getitem__(self, rel: str) -> bytes:
+        expected = self.hashes[rel]
+        path = self.root / rel
+        data = read_input(path, layout.shown(path), self.root)
+        if content_hash(data) != expected:
+            raise Refused(layout.shown(path), "changed while tfgen was checking",
+                          "run tfgen again")
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.hashes)
+
+    def __len__(self) -> int:
+        return len(self.hashes)
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """Repository-relative POSIX path -> bytes of every input file; `refused`: the files in
+    """Every input file by its content hash (`files` gives the bytes); `refused`: the files in
     experiments/ the safe reader refused, path -> why (the validate stage reports each one as a
-    problem of that file, in the run's format, as `tfgen validate` does)."""
+    problem of that file, in the run's format, as `tfgen validate` does); `hashed`: how many
+    files this snapshot read and hashed (the others' status was known)."""
 
-    files: dict[str, bytes]
+    root: Path
+    hashes: dict[str, str]
     refused: dict[str, str] = field(default_factory=dict)
+    hashed: int = 0
+
+    @cached_property
+    def files(self) -> Files:
+        return Files(self.root, self.hashes)
 
     @cached_property
     def digest(self) -> str:
-        parts: list[bytes | str] = []
-        for rel, data in self.files.items():
-            parts += [rel, data]
-        for rel, reason in self.refused.items():
-            parts += ["refused", rel, reason]
-        return digest(*parts)
+        return digest(json.dumps([self.hashes, self.refused]))
 
-    @property
+    @cached_property
     def config(self) -> bytes:
-        return self.files.get(layout.CONFIG_NAME, b"")
+        return self.files[layout.CONFIG_NAME] if layout.CONFIG_NAME in self.hashes else b""
 
     def generated(self) -> dict[str, bytes]:
         """The files where tfgen writes, as `layout.generated_files` reads them from disk."""
-        return {rel: data for rel, data in self.files.items()
-                if layout.is_generated_location(rel)}
+        return {rel: self.files[rel] for rel in self.hashes if layout.is_generated_location(rel)}
 
 
-def snapshot(root: Path) -> Inputs:
-    """Every input file under `root`, in a stable order, read through the one safe reader
-    (`Refused` for a pipe, a device, a link out of the repository, a file over the limit; a
-    spec the reader refuses is recorded in `refused` instead, for validate to report).
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def snapshot(root: Path, cache: Cache | None = None) -> Inputs:
+    """Every input file under `root`, in a stable order, looked at through the one safe
+    reader's rules (`Refused` for a pipe, a device, a link out of the repository, a file over
+    the limit; a spec the reader refuses is recorded in `refused` instead, for validate to
+    report). Statuses known to `cache` spare reading and hashing (see the module docstring).
 
     Symlinked folders are not entered; one that leads out of the repository is refused, and
     so is a tree where `tfgen render` could not write (`layout.check_generated_tree`).
     """
+    taken = time.time_ns()
     layout.check_generated_tree(root)
-    files: dict[str, bytes] = {}
+    cache = cache or Cache(None)
+    table_key = CacheKeys.stat_table(str(root.absolute()))
+    known = _load_table(cache.get("stat", table_key))
+    table: dict[str, str] = {}
+    hashes: dict[str, str] = {}
     refused: dict[str, str] = {}
-    config = root / layout.CONFIG_NAME
-    if os.path.lexists(config):
-        files[layout.CONFIG_NAME] = read_input(config, layout.shown(config), root)
-    # The one generated file outside argo/: read alone (the rest of .github/ is no input).
-    codeowners = root / layout.CODEOWNERS_FILE
-    if os.path.lexists(codeowners):
-        files[layout.CODEOWNERS_FILE] = read_input(codeowners, layout.shown(codeowners), root)
+    hashed = 0
+
+    def add(rel: str, path: str, status: os.stat_result | None) -> None:
+        nonlocal hashed
+        ident = ""
+        if status is not None:  # a regular file below root, no link on the way
+            ident = (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
+                     f"{status.st_ino} {status.st_dev} ")
+            entry = known.get(rel)
+            if entry is not None and entry.startswith(ident):
+                table[rel], hashes[rel] = entry, entry[len(ident):]
+                return
+        data = read_input(path, layout.shown(path), root)  # refuses what it must
+        hashed += 1
+        hashes[rel] = content_hash(data)
+        if status is not None and max(status.st_mtime_ns, status.st_ctime_ns) < taken - RACY_NS:
+            table[rel] = ident + hashes[rel]
+
+    for rel in (layout.CONFIG_NAME, layout.CODEOWNERS_FILE):
+        # tfgen.yaml, and the one generated file outside argo/ (the rest of .github/ is no
+        # input): read alone
+        if os.path.lexists(root / rel):
+            add(rel, str(root / rel), None)
     for top in INPUT_DIRS:
-        for dirpath, dirnames, filenames in os.walk(root / top):
-            for name in dirnames:
-                if os.path.islink(os.path.join(dirpath, name)):
-                    folder = os.path.join(dirpath, name)
-                    resolve_input(folder, layout.shown(folder), root)
-            dirnames[:] = sorted(d for d in dirnames if d not in (".git", "__pycache__"))
-            rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-            for name in sorted(filenames):
-                path = os.path.join(dirpath, name)
-                rel = f"{rel_dir}/{name}"
-                if layout.is_temp_name(name) or rel == layout.RENDER_LOCK:
-                    continue  # a render at work (or killed): not an input
-                try:
-                    files[rel] = read_input(path, layout.shown(path), root)
-                except Refused as exc:
-                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                        raise
-                    refused[rel] = exc.reason
-    return Inputs(files, refused)
+        linked = os.path.islink(root / top)  # then every file there goes the careful way
+        for rel, entry in _walk(root, top):
+            if layout.is_temp_name(entry.name) or rel == layout.RENDER_LOCK:
+                continue  # a render at work (or killed): not an input
+            try:
+                plain = not linked and entry.is_file(follow_symlinks=False)
+                add(rel, entry.path, entry.stat(follow_symlinks=False) if plain else None)
+            except Refused as exc:
+                if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                    raise
+                refused[rel] = exc.reason
+    if table != known:
+        cache.put("stat", table_key, json.dumps(table, separators=(",", ":")))
+    return Inputs(root, hashes, refused, hashed)
+
+
+def _walk(root: Path, rel_dir: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(relative path, entry) of every file below `rel_dir`: a folder's files by name, then its
+    folders by name. A symlinked folder is not entered, and refused when it leads out of the
+    repository; an unreadable folder is skipped (its files are then no input)."""
+    try:
+        with os.scandir(root / rel_dir) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return
+    folders = []
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in (".git", "__pycache__"):
+                folders.append(entry.name)
+        elif entry.is_symlink() and entry.is_dir():
+            resolve_input(entry.path, layout.shown(entry.path), root)
+        else:
+            yield f"{rel_dir}/{entry.name}", entry
+    for name in folders:
+        yield from _walk(root, f"{rel_dir}/{name}")
+
+
+def _load_table(text: str | None) -> dict[str, str]:
+    if text is None:
+        return {}
+    try:
+        table = json.loads(text)
+    except ValueError:
+        return {}
+    return table if isinstance(table, dict) else {}

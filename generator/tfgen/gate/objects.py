@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,31 +27,30 @@ from .helmvalues import load_yaml_file, merge_values
 from .manifests import ManifestValidator, RenderedObject, parse_manifest
 
 ObjectKey = tuple[str, str, str, str]  # group, kind, namespace, name
+# Experiments per kubeconform process: few processes, and a bounded number of objects held.
+KUBECONFORM_SLICE = 500
 
 
 @dataclass
 class AppObjects:
-    """One Application's rendered objects: their identities always, the manifest and parsed
-    objects only when someone needs them (a reused verdict carries the identities only)."""
+    """One Application's rendered objects: their identities, and the manifest on demand.
+
+    The manifest is loaded (from the render cache, else by helm) on each use and never kept:
+    a check holds the identities of every experiment's objects, not the objects themselves,
+    so its memory does not grow with the repository's manifests."""
 
     app: ResolvedApplication
     path: str  # where problems about its objects point: the experiment's spec
     keys: list[ObjectKey]
-    _manifest: str | None = None
-    _objects: list[RenderedObject] | None = None
     _load: Callable[[], str] | None = field(default=None, repr=False)
 
     @property
     def manifest(self) -> str:
-        if self._manifest is None:
-            self._manifest = self._load() if self._load else ""
-        return self._manifest
+        return self._load() if self._load else ""
 
     @property
     def objects(self) -> list[RenderedObject]:
-        if self._objects is None:
-            self._objects = parse_manifest(self.manifest)
-        return self._objects
+        return parse_manifest(self.manifest)
 
 
 @dataclass(frozen=True)
@@ -149,35 +148,31 @@ class Judge:
         found += wiring.object_problems(objects, app, self.projects.get(app.project), "")
         return Verdict(tuple(found), tuple(o.key for o in objects))
 
-    def judge(
-        self, app: ResolvedApplication, path: str, rendered: RenderResult | None,
-        known: Verdict | None, load: Callable[[], str],
-    ) -> tuple[AppObjects | None, Verdict | None, list[Problem]]:
-        """(the Application's objects, a new verdict to keep, problems located at `path`).
+    def first_look(self, app: ResolvedApplication, rendered: RenderResult) -> Verdict | Problem:
+        """A fresh render judged as soon as helm hands it over, so its manifest can be
+        dropped: the verdict (problems located at no file yet), or the one problem of a
+        render that helm refused or that cannot be parsed (nothing to keep then)."""
+        if rendered.error:
+            return Problem("", pointer=f"helm template {app.name}",
+                           message=helm_message(rendered.error),
+                           hint="fix the spec (or the chart) so the chart renders")
+        try:
+            objects = parse_manifest(rendered.manifest)
+        except InputError as exc:
+            return Problem("", message=exc.message)
+        return self.verdict(app, objects)
 
-        `rendered` is helm's fresh output (None when the verdict is known and helm was not
-        asked); `known` a verdict from the cache; `load` renders the manifest on demand.
-        """
-        if rendered is not None and rendered.error:
-            problem = Problem(path, pointer=f"helm template {app.name}",
-                              message=helm_message(rendered.error),
-                              hint="fix the spec (or the chart) so the chart renders")
-            return None, None, [problem]
-        manifest = rendered.manifest if rendered is not None else None
-        fresh = None
-        if known is None:
-            assert manifest is not None
-            try:
-                objects = parse_manifest(manifest)
-            except InputError as exc:
-                return None, None, [Problem(path, message=exc.message)]
-            known = fresh = self.verdict(app, objects)
-            item = AppObjects(app, path, list(known.keys), manifest, objects)
-        else:
-            item = AppObjects(app, path, list(known.keys), manifest, _load=load)
-        located = [Problem(path, p.line, p.col, p.pointer, p.message, p.hint)
-                   for p in known.problems]
-        return item, fresh, located
+
+def located(
+    app: ResolvedApplication, path: str, outcome: Verdict | Problem, load: Callable[[], str]
+) -> tuple[AppObjects | None, list[Problem]]:
+    """(the Application's objects, its problems located at `path`) from a verdict, fresh or
+    from the cache, or from the problem of a failed render (then no objects); `load` gives
+    the manifest to whoever needs it later."""
+    if isinstance(outcome, Problem):
+        return None, [replace(outcome, path=path)]
+    return (AppObjects(app, path, list(outcome.keys), _load=load),
+            [replace(p, path=path) for p in outcome.problems])
 
 
 def helm_message(error: str) -> str:
@@ -212,11 +207,16 @@ def collisions(rendered: Sequence[AppObjects]) -> list[Problem]:
 def kubeconform_problems(
     rendered: Sequence[AppObjects], validator: ManifestValidator
 ) -> list[Problem]:
-    """Every rendered object through kubeconform, against the same schemas."""
-    flat = [(item, obj) for item in rendered for obj in item.objects]
-    failures = kubeconform.run([obj for _, obj in flat], validator)
-    return [Problem(flat[i][0].path, pointer=f"{flat[i][1].ref} $",
-                    message=f"kubeconform: {message}") for i, message in failures]
+    """Every rendered object through kubeconform, against the same schemas: a slice of
+    experiments per kubeconform process, so the objects in memory are one slice's."""
+    out: list[Problem] = []
+    for start in range(0, len(rendered), KUBECONFORM_SLICE):
+        flat = [(item, obj) for item in rendered[start:start + KUBECONFORM_SLICE]
+                for obj in item.objects]
+        failures = kubeconform.run([obj for _, obj in flat], validator)
+        out += [Problem(flat[i][0].path, pointer=f"{flat[i][1].ref} $",
+                        message=f"kubeconform: {message}") for i, message in failures]
+    return out
 
 
 def argo_objects(
@@ -226,10 +226,11 @@ def argo_objects(
     the path messages show for its file."""
     out: list[tuple[str, RenderedObject]] = []
     problems: list[Problem] = []
-    for rel, raw in sorted(files.items()):
+    for rel in sorted(files):  # the names first: only these few files are read
         folder, _, name = rel.rpartition("/")
         if folder != layout.ARGO_DIR or not name.endswith((".yaml", ".yml")):
             continue
+        raw = files[rel]
         shown = layout.shown(rel, root)
         try:
             objects = parse_manifest(raw.decode("utf-8"))
