@@ -162,15 +162,17 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     out = tfgen(runner, "list")
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "NAMESPACE", "OWNER", "TOPOLOGY", "GPUS", "STORAGE",
-                                "STATE"]
+    assert lines[0].split() == ["NAME", "NAMESPACE", "OWNER", "RUNS", "TOPOLOGY", "GPUS",
+                                "STORAGE", "STATE"]
     specs = sorted((repo / "experiments").glob("*.yaml"))
     assert len(lines) == 1 + len(specs)
     mnist = next(x for x in lines if x.startswith("distributed-mnist"))
-    assert "1x1 GPU master, 2x1 GPU workers, 2 ps" in mnist
+    assert "1 master (1 GPU), 2x1 GPU workers, 2 ps" in mnist
     assert "0a1b2c-xyz.cn-hangzhou.nas.aliyuncs.com:/training" in mnist
     assert mnist.split()[-1] == "active"
     assert "3 workers, 1 ps" in next(x for x in lines if x.startswith("cpu-linear"))
+    sweep = next(x for x in lines if x.startswith("lr-sweep")).split()
+    assert sweep[3] == "6" and sweep[-3] == "12"  # six runs of 2x1 GPU workers: 12 GPUs
     column = lines[0].index("STATE")
     assert all(line[column:].split()[0] in ("STATE", "active") for line in lines)
     assert out.stderr.strip() == f"{len(specs)} experiments"
@@ -181,7 +183,9 @@ def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
     rows = json.loads(tfgen(runner, "list", "--format", "json").stdout)
     assert [r["name"] for r in rows] == sorted(
         p.stem for p in (repo / "experiments").glob("*.yaml"))
-    assert set(rows[0]) == {"name", "namespace", "owner", "topology", "gpus", "storage", "state"}
+    assert set(rows[0]) == {"name", "namespace", "owner", "runs", "topology", "gpus", "storage",
+                            "state"}
+    assert {r["name"]: r["runs"] for r in rows}["lr-sweep"] == 6
     gpus = {r["name"]: r["gpus"] for r in rows}
     assert gpus["distributed-mnist"] == 3 and gpus["resnet-chief-eval"] == 5
     assert rows[0]["storage"] == "claim shared-datasets" and rows[0]["state"] == "retired"

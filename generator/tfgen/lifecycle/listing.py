@@ -14,13 +14,14 @@ from typing import Any
 
 from ..problems import Problem
 from ..repo import chart, layout, naming
-from ..validate import validate_repo
+from ..validate import sweep, validate_repo
 from ..validate.checked import lookup, roles
 from ..validate.experiments import check_file
 from ..validate.loader import LoadError, read_file
 from ..validate.team import gpus
+from ..words import counted
 
-COLUMNS = ("name", "namespace", "owner", "topology", "gpus", "storage", "state")
+COLUMNS = ("name", "namespace", "owner", "runs", "topology", "gpus", "storage", "state")
 PLURALS = {"master": "masters", "chief": "chiefs", "worker": "workers", "ps": "ps",
            "evaluator": "evaluators"}
 
@@ -30,7 +31,8 @@ class Row:
     name: str
     namespace: str
     owner: str
-    topology: str
+    runs: int  # a sweep's runs (validate/sweep.py), 1 without a sweep
+    topology: str  # of one run: every run of a sweep has the same roles
     gpus: int
     storage: str
     state: str
@@ -40,14 +42,16 @@ class Row:
 
 
 def _role_words(role: str, replicas: int, each: int) -> str:
-    noun = role if replicas == 1 else PLURALS[role]
+    """`2x1 GPU workers` (replicas x GPUs each), `1 master (2 GPUs)`, `3 workers`."""
+    if replicas == 1:
+        return f"1 {role} ({counted(each, 'GPU')})" if each else f"1 {role}"
     if each:
-        return f"{replicas}x{each} GPU {noun}"
-    return f"{replicas} {noun}"
+        return f"{replicas}x{each} GPU {PLURALS[role]}"
+    return f"{replicas} {PLURALS[role]}"
 
 
 def topology(spec: Any) -> str:
-    """The roles in words, e.g. `1 master, 2x1 GPU workers, 2 ps`."""
+    """The roles of one run in words, e.g. `1 master (1 GPU), 2x1 GPU workers, 2 ps`."""
     present = dict(roles(spec if isinstance(spec, dict) else {}))
     words = []
     for role in naming.ROLES:
@@ -71,6 +75,7 @@ def row(data: Any) -> Row:
         name=str(lookup(data, "metadata", "name") or "?"),
         namespace=str(lookup(data, "metadata", "namespace") or "?"),
         owner=str(lookup(data, "metadata", "owner") or "?"),
+        runs=sweep.run_count(spec) if isinstance(spec, dict) else 1,
         topology=topology(spec),
         gpus=gpus(spec) if isinstance(spec, dict) else 0,
         storage=storage(spec),
