@@ -221,14 +221,36 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
 def write_new_files(root: Path, files: dict[str, str]) -> list[str]:
     """Write files that do not exist yet (`tfgen init`): each one complete or not at all, as
     `apply_plan` writes, with every folder created inside `root`. Returns the paths written."""
-    jobs = [(rel, root / rel, content) for rel, content in sorted(files.items())]
+    try:
+        return _put_files(root, sorted(files.items()), [], skip_same=False)
+    except _WriteFailed as failed:
+        raise TfgenError(f"cannot write {failed.path}: {failed.reason}") from failed
+
+
+class _WriteFailed(Exception):
+    def __init__(self, path: str, error: OSError) -> None:
+        super().__init__(path)
+        self.path, self.reason = path, error.strerror or str(error)
+
+
+def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
+               skip_same: bool) -> list[str]:
+    """Create the folders (real ones inside `root`), stage every content, then rename each
+    into place, appending to `written` as it goes; `skip_same` leaves alone a file that
+    already holds its content. Raises _WriteFailed naming the path that failed."""
+    jobs = [(rel, root / rel, content) for rel, content in files]
     temps: dict[Path, Path] = {}
+    folders: set[Path] = set()
     current = ""
     try:
         for rel, target, _ in jobs:
-            current = rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _real_folder(root, target.parent)
+            if target.parent not in folders:
+                current = rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _real_folder(root, target.parent)
+                folders.add(target.parent)
+        if skip_same:
+            jobs = [job for job in jobs if not _holds(job[1], job[2], root)]
         failed = _stage_all(jobs, temps, 0o666 & ~_umask())
         if failed:
             current = failed[0]
@@ -236,12 +258,15 @@ def write_new_files(root: Path, files: dict[str, str]) -> list[str]:
         for rel, target, _ in jobs:
             current = rel
             os.replace(temps[target], target)
+            written.append(rel)
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+            list(pool.map(_fsync_dir, sorted(folders)))
     except OSError as exc:
-        raise TfgenError(f"cannot write {current}: {exc.strerror or exc}") from exc
+        raise _WriteFailed(current, exc) from exc
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
-    return [rel for rel, _, _ in jobs]
+    return written
 
 
 def _holds(target: Path, content: str, root: Path) -> bool:
@@ -261,39 +286,15 @@ def _real_folder(root: Path, folder: Path) -> None:
 
 
 def _write(plan: RenderPlan) -> list[str]:
-    to_write = [c for c in plan.changes if c.action in (CREATE, UPDATE)]
-    jobs = [(c.path, plan.root / c.path, c.new or "") for c in to_write]
-    temps: dict[Path, Path] = {}
+    files = [(c.path, c.new or "") for c in plan.changes if c.action in (CREATE, UPDATE)]
     written: list[str] = []
-    folders: dict[Path, str] = {}  # each target folder, with the first path written into it
-    current = ""
     try:
-        for rel, target, _ in jobs:
-            if target.parent not in folders:
-                current = rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _real_folder(plan.root, target.parent)
-                folders[target.parent] = rel
-        jobs = [job for job in jobs if not _holds(job[1], job[2], plan.root)]
-        failed = _stage_all(jobs, temps, 0o666 & ~_umask())
-        if failed:
-            current = failed[0]
-            raise failed[1]
-        for rel, target, _ in jobs:
-            current = rel
-            os.replace(temps[target], target)
-            written.append(rel)
-        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-            list(pool.map(_fsync_dir, sorted(folders)))
-    except OSError as exc:
+        return _put_files(plan.root, files, written, skip_same=True)
+    except _WriteFailed as failed:
         raise TfgenError(
-            f"cannot write {current}: {exc.strerror or exc}; {len(written)} of "
-            f"{len(to_write)} files written, each one complete (run `tfgen render` again)"
-        ) from exc
-    finally:
-        for temp in temps.values():
-            temp.unlink(missing_ok=True)
-    return written
+            f"cannot write {failed.path}: {failed.reason}; {len(written)} of "
+            f"{len(files)} files written, each one complete (run `tfgen render` again)"
+        ) from failed
 
 
 def _orphans(plan: RenderPlan, prune: bool) -> tuple[list[str], list[str]]:
