@@ -49,8 +49,23 @@ IMAGES = ["tensorflow/tensorflow:2.16.1-gpu", "tensorflow/tensorflow:2.16.1",
           "registry.cn-hangzhou.aliyuncs.com/tensorflow-samples/tf-mnist-distributed:gpu"]
 
 
-def spec(index: int, rng: random.Random) -> str:
-    """One experiment spec; the variety covers every chart branch the real repo uses."""
+# A sweep: a 3 x 2 grid or 4 zipped pairs, the two shapes `spec.sweep` takes.
+SWEEPS = (
+    "  sweep:\n    parameters: {lr: [0.1, 0.01, 0.001], batch: [64, 128]}\n    combine: grid\n",
+    "  sweep:\n    parameters: {lr: [0.1, 0.03, 0.01, 0.003], batch: [32, 64, 128, 256]}\n"
+    "    combine: zip\n",
+)
+
+
+def is_sweep(index: int, fraction: float) -> bool:
+    """Spread sweeps evenly over the indexes (golden-ratio steps) without drawing from the
+    random stream, so that the other specs stay what they are at every --sweeps."""
+    return (index * 0.6180339887) % 1 < fraction
+
+
+def spec(index: int, rng: random.Random, sweeps: float = 0.0) -> str:
+    """One experiment spec; the variety covers every chart branch the real repo uses, and a
+    fraction `sweeps` of them (those with a TensorBoard) are sweeps."""
     name = f"bench-{index:05d}"
     ns = NAMESPACES[index % len(NAMESPACES)]
     leader = rng.choice(["master", "chief", None])
@@ -80,13 +95,18 @@ def spec(index: int, rng: random.Random) -> str:
                         f" pathPrefix: /tb/{name}}}\n")
     env = "" if rng.random() < 0.5 else (
         f"  env:\n    - {{name: BATCH_SIZE, value: \"{rng.choice([64, 128, 256])}\"}}\n")
+    sweep = ""
+    log_dir = f"{mount}/logs/{name}"
+    if tb_on and is_sweep(index, sweeps):
+        sweep = SWEEPS[index % len(SWEEPS)]
+        log_dir = "((run.logDir)), --lr=((lr)), --batch=((batch))"
     return (
         "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
         "apiVersion: tfgen.io/v1\nkind: Experiment\n"
         f"metadata:\n  name: {name}\n  namespace: {ns}\n  owner: team-{index % 13}@example.com\n"
         f"spec:\n  image: {rng.choice(IMAGES)}\n  command: [python, /app/train.py]\n"
-        f"  args: [--log_dir={mount}/logs/{name}, --steps={rng.randint(1, 100) * 1000}]\n"
-        f"{env}"
+        f"  args: [--log_dir={log_dir}, --steps={rng.randint(1, 100) * 1000}]\n"
+        f"{env}{sweep}"
         "  roles:\n" + "\n".join(roles) + "\n"
         f"  storage:\n{storage}    mountPath: {mount}\n"
         f"  tensorboard:\n{tensorboard}"
@@ -94,7 +114,7 @@ def spec(index: int, rng: random.Random) -> str:
     )
 
 
-def build(root: Path, n: int, seed: int) -> None:
+def build(root: Path, n: int, seed: int, sweeps: float) -> None:
     for part in ("charts", "schemas"):
         shutil.copytree(REPO / part, root / part)
     # The bundled team policy (a 16-GPU quota, two registries) would refuse most of N random
@@ -105,7 +125,7 @@ def build(root: Path, n: int, seed: int) -> None:
     rng = random.Random(seed)
     (root / "experiments").mkdir()
     for index in range(n):
-        (root / "experiments" / f"bench-{index:05d}.yaml").write_text(spec(index, rng))
+        (root / "experiments" / f"bench-{index:05d}.yaml").write_text(spec(index, rng, sweeps))
 
 
 def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float, str]:
@@ -201,7 +221,7 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
     root = tmp / "repo"
     root.mkdir()
     try:
-        build(root, n, args.seed)
+        build(root, n, args.seed, args.sweeps)
         read_version = (
             "import yaml,sys;print(yaml.safe_load(open(sys.argv[1]))['kubernetesVersion'])"
         )
@@ -263,15 +283,12 @@ def main() -> None:
                         help="sizes at which the scripted peers are measured (default 1000)")
     parser.add_argument("--peer-sample", type=int, default=100,
                         help="experiments each peer runs (extrapolated to N; 0 = all N)")
-    parser.add_argument("--sweeps", type=float, default=0.0,
-                        help="fraction of experiments that are sweeps; not wired yet: the "
-                             "generated specs have no `sweep`, so this has no effect")
+    parser.add_argument("--sweeps", type=float, default=0.1,
+                        help="fraction of the experiments (of those with a TensorBoard) that "
+                             "are sweeps of 6 or 4 runs (default 0.1; 0 for none)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     args = parser.parse_args()
-    if args.sweeps:
-        print("note: --sweeps has no effect yet: the generated specs have no sweep",
-              file=sys.stderr)
     sys.path.insert(0, str(REPO / "generator"))
     from tfgen.gate.helm import find_helm
 
