@@ -30,11 +30,10 @@ $(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml
 $(HELM): scripts/install_helm.py
 	$(PYTHON) scripts/install_helm.py .tools/helm
 
-# `tfgen list` (the lifecycle commands) closes the demo once it exists in this checkout.
 demo: setup
 	$(BIN)/tfgen render
 	$(BIN)/tfgen check
-	@if $(BIN)/tfgen list --help >/dev/null 2>&1; then $(BIN)/tfgen list; fi
+	$(BIN)/tfgen list
 
 example: setup
 	@echo "example: installing tfgen[tensorflow] (TensorFlow + TensorBoard, about 600 MB) ..." >&2

@@ -34,9 +34,6 @@ def test_command_is_in_readme(name):
     assert f"tfgen {name}" in README, f"README.md does not mention `tfgen {name}`"
 
 
-# The lifecycle commands the README documents in the form issue 12 fixes, before they exist in
-# every checkout: skipped only while missing, checked like every other command once present.
-DOCUMENTED_AHEAD = {"new", "rerun", "retire", "list"}
 CODE = re.compile(r"```[a-z]*\n(.*?)```|`([^`\n]+)`", re.S)
 INVOCATION = re.compile(r"\btfgen ([a-z][a-z-]*)([^#\n]*)")
 
@@ -60,8 +57,6 @@ def test_the_readme_shows_commands():
 @pytest.mark.parametrize(("name", "options"), readme_invocations(),
                          ids=lambda value: value if isinstance(value, str) else " ".join(value))
 def test_every_readme_invocation_is_real(name, options):
-    if name not in main.commands and name in DOCUMENTED_AHEAD:
-        pytest.skip(f"tfgen {name} is documented ahead of its merge")
     assert name in main.commands, f"README.md shows `tfgen {name}`, which is no command"
     known = {opt for param in main.commands[name].params for opt in param.opts}
     assert set(options) <= known, f"`tfgen {name}` has no {sorted(set(options) - known)}"
