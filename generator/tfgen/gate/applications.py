@@ -15,7 +15,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -188,14 +188,18 @@ def resolve_applications(repo_root: Path) -> Resolution:
             continue
         try:
             text = (repo_root / rel).read_text(encoding="utf-8")
-            data = yaml.safe_load(text)
+            data = read_canonical(text)
+            if data is None:  # then read again by PyYAML, to say what is wrong with it
+                data, canonical = yaml.safe_load(text), False
+            else:
+                canonical = True
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             problems.append(Problem(rel, message=f"cannot be read: {exc}"))
             continue
         if not isinstance(data, Mapping):
             problems.append(Problem(rel, message="must be a mapping of generator parameters"))
             continue
-        if read_canonical(text) is None:
+        if not canonical:
             # Argo CD reads it with YAML 1.1 rules (an unquoted `y` is true there): only the
             # writer's form is known to mean to Argo CD what it means here.
             problems.append(Problem(rel, message=(
@@ -316,8 +320,10 @@ def resolution_inputs(files: Mapping[str, bytes | str]) -> list[tuple[str, bytes
 
 def resolution_to_json(resolution: Resolution) -> str:
     """A resolution as the cache keeps it."""
+    # fields by hand, not asdict(): that deep-copies every Application's manifest first
     return json.dumps({
-        "applications": [asdict(app) for app in resolution.applications],
+        "applications": [{f.name: getattr(app, f.name) for f in fields(app)}
+                         for app in resolution.applications],
         "problems": [asdict(p) for p in resolution.problems],
     }, separators=(",", ":"), default=str)
 

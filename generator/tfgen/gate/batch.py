@@ -96,11 +96,13 @@ def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> 
 
 @dataclass
 class RenderResult:
-    """The canonical manifest of one job, or helm's error for it."""
+    """The canonical manifest of one job, or helm's error for it; `values`: the job's value
+    files merged, when the batch read them (the judge then need not read them again)."""
 
     job: RenderJob
     manifest: str = ""
     error: str = ""
+    values: dict[str, Any] | None = None
 
 
 @dataclass
@@ -284,9 +286,9 @@ class BatchRenderer:
         return umbrella
 
     @staticmethod
-    def helm_values(job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
-        """The job's values as helm computes them (value files merged over chart defaults), or
-        None when a value file is not in canonical form: helm must read that one itself."""
+    def file_values(job: RenderJob) -> dict[str, Any] | None:
+        """The job's value files merged as helm merges them, or None when one is not in
+        canonical form: helm must read that one itself."""
         merged: dict[str, Any] = {}
         for path in job.values_files:
             try:
@@ -296,7 +298,14 @@ class BatchRenderer:
             if data is None:
                 return None
             merged = merge_values(merged, data)
-        return coalesce(merged, chart.defaults)
+        return merged
+
+    @classmethod
+    def helm_values(cls, job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
+        """The job's values as helm computes them (value files merged over chart defaults), or
+        None when a value file is not in canonical form."""
+        merged = cls.file_values(job)
+        return None if merged is None else coalesce(merged, chart.defaults)
 
     def batch_size(self, count: int) -> int:
         """Experiments per helm process for `count` that share a chart: small sets in one
@@ -347,7 +356,9 @@ class BatchRenderer:
         chart = self.chart(jobs[0].chart)
         if len(jobs) == 1 or not chart.batchable or not self.defaults_agree(chart):
             return [self.render_single(job) for job in jobs]
-        values_of = [self.helm_values(job, chart) for job in jobs]
+        read = [self.file_values(job) for job in jobs]
+        values_of = [None if merged is None else coalesce(merged, chart.defaults)
+                     for merged in read]
         validator = chart.values_validator
         alone = [i for i, values in enumerate(values_of)
                  if values is None or (validator is not None and not validator.is_valid(values))]
@@ -378,7 +389,7 @@ class BatchRenderer:
             return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
         parts = split_umbrella(text, chart.name)
         return [
-            RenderResult(job, manifest=parts.get(f"e{index:05d}", ""))
+            RenderResult(job, manifest=parts.get(f"e{index:05d}", ""), values=read[index])
             for index, job in enumerate(jobs)
         ]
 

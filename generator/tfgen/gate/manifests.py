@@ -52,8 +52,11 @@ _SOURCE_RE = re.compile(r"^# Source: (.+)$")
 # differently from YAML 1.2 (yaml_rs): yes/no/on/off booleans, 0755 octal, 1_000, 1:30 base 60,
 # exponents, merge keys. A document holding one is parsed by PyYAML, as Kubernetes would.
 # Candidates are found by a cheap scan (a plain token after `: `, `- `, `[`, `,`), then checked.
-_CANDIDATE = re.compile(r"(?<=[:\-\[,{] )([-+.0-9A-Za-z_:]{1,40})(?= *(?:$|[,\]}#]))",
-                        re.MULTILINE)
+# Only tokens that could be one of those are candidates: a YAML 1.1 boolean word, or a token
+# starting with a digit, a sign or a dot (most plain tokens are names, and are skipped).
+_CANDIDATE = re.compile(
+    r"[:\-\[,{] ([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON"
+    r"|[oO]ff|OFF)(?= *(?:$|[,\]}#]))", re.MULTILINE)
 _BOOL11 = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
            "off", "Off", "OFF"}
 _NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?[0-9]+|"
@@ -123,17 +126,50 @@ _DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
 def documents(text: str) -> Iterator[tuple[str, str]]:
     """(template, YAML text) of each document of `helm template` output: the `# Source:`
     path helm printed above it, and the document without that line, as helm wrote it."""
-    for chunk in _DOCUMENT_SEPARATOR.split(text):
-        source, lines = "", []
-        for line in chunk.splitlines():
-            match = _SOURCE_RE.match(line)
-            if match and not source:
-                source = match.group(1).strip()
-            else:
-                lines.append(line + "\n")
-        body = "".join(lines)
+    for chunk in _split_documents(text):
+        if any(odd in chunk for odd in _ODD_BREAKS):
+            source, body = _source_and_body_by_lines(chunk)
+        else:  # the usual case, without a Python loop over its lines
+            match = _SOURCE_LINE.search(chunk)
+            source = match.group(1).strip() if match else ""
+            body = chunk[:match.start()] + chunk[match.end():] if match else chunk
+            if body and not body.endswith("\n"):
+                body += "\n"
         if body.strip():
             yield source, body
+
+
+_SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
+# Line breaks other than \n that str.splitlines() also splits at.
+_ODD_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _split_documents(text: str) -> list[str]:
+    """`_DOCUMENT_SEPARATOR.split(text)`, found by substring search: a regex anchored at
+    every line start costs more than parsing the documents does."""
+    chunks, start, at = [], 0, text.find("---")
+    while at != -1:
+        if at == 0 or text[at - 1] == "\n":
+            match = _DOCUMENT_SEPARATOR.match(text, at)
+            if match:
+                chunks.append(text[start:at])
+                start = match.end()
+                at = text.find("---", start)
+                continue
+        at = text.find("---", at + 1)
+    chunks.append(text[start:])
+    return chunks
+
+
+def _source_and_body_by_lines(chunk: str) -> tuple[str, str]:
+    source, lines = "", []
+    for line in chunk.splitlines():
+        match = _SOURCE_RE.match(line)
+        if match and not source:
+            source = match.group(1).strip()
+        else:
+            lines.append(line + "\n")
+    return source, "".join(lines)
 
 
 def parse_manifest(text: str) -> list[RenderedObject]:

@@ -132,13 +132,15 @@ class Judge:
         return json.dumps({"projects": {n: asdict(p) for n, p in sorted(self.projects.items())},
                            "podSecurity": policies}, sort_keys=True)
 
-    def verdict(self, app: ResolvedApplication, objects: Sequence[RenderedObject]) -> Verdict:
+    def verdict(self, app: ResolvedApplication, objects: Sequence[RenderedObject],
+                values: dict[str, Any] | None = None) -> Verdict:
+        """`values`: the Application's value files merged, when the caller has read them."""
         found: list[Problem] = []
         for obj in objects:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
             found += policy.tfjob_problems(obj, "")
-        values = app_values(app)
+        values = app_values(app) if values is None else values
         found += policy.run_tfjob_problems(objects, expected_jobs(app, values), "")
         found += policy.retired_problems(objects, is_retired(app, values), "")
         found += policy.data_safety_problems(objects, "")
@@ -160,7 +162,7 @@ class Judge:
             objects = parse_manifest(rendered.manifest)
         except InputError as exc:
             return Problem("", message=exc.message)
-        return self.verdict(app, objects)
+        return self.verdict(app, objects, rendered.values)
 
 
 def located(

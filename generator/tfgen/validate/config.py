@@ -63,7 +63,7 @@ class RepoConfig:
         """The `policy` entry of a namespace, every default filled in (an absent entry is an
         empty one)."""
         entry = self.data["policy"].get(namespace)
-        return dict(entry) if isinstance(entry, dict) else builtin_policy()
+        return dict(entry if isinstance(entry, dict) else _builtin_policy())
 
     def policy_source(self, namespace: str, key: str) -> str:
         """Where a namespace's policy setting is written: `tfgen.yaml:<line>`, or the schema's
