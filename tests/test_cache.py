@@ -60,6 +60,28 @@ def test_a_changed_tfgen_yaml_is_judged_anew(repo: Path) -> None:
     assert any('namespace "ml-team" is not one Argo CD may deploy to' in t for t in texts), texts
 
 
+@pytest.mark.parametrize("edit", ["values.yaml", "app.yaml", "tfgen.yaml"])
+def test_files_found_in_sync_are_compared_again_once_anything_they_come_from_changes(
+    repo: Path, edit: str
+) -> None:
+    warm(repo)  # every experiment's generated files remembered as in sync
+    folder = repo / "argo/experiments/distributed-mnist"
+    if edit == "values.yaml":
+        path = folder / "values.yaml"
+        path.write_text(path.read_text().replace("replicas: 2", "replicas: 3", 1))
+    elif edit == "app.yaml":
+        path = folder / "app.yaml"
+        path.write_text(path.read_text().replace("owner: ", "owner: x", 1))
+    else:  # changes what every values.yaml should hold
+        edit_config(repo, lambda d: d["networkPolicy"].update(enabled=False))
+    drifted = {p.path for p in check(repo).problems if "generated file is out of date" in p.text()}
+    if edit == "tfgen.yaml":
+        assert drifted == {f"argo/experiments/{folder.name}/values.yaml"
+                           for folder in (repo / "argo/experiments").iterdir()}
+    else:
+        assert drifted == {f"argo/experiments/distributed-mnist/{edit}"}
+
+
 @pytest.mark.parametrize("change", ["chart", "kubernetes version", "helm"])
 def test_every_experiment_is_rendered_again_after(repo: Path, change: str) -> None:
     warm(repo)

@@ -52,7 +52,7 @@ from ..render.generated import dump_yaml
 from ..repo import chart as chart_facts
 from . import helm as helm_mod
 from .applications import ResolvedApplication
-from .cache import Cache, CacheKeys, tool_digest, tool_version, tree_digest
+from .cache import Cache, CacheKeys, content_hash, tool_digest, tool_version, tree_digest
 from .helmvalues import (
     canonical_values,
     coalesce,
@@ -187,8 +187,12 @@ class BatchRenderer:
         keys: CacheKeys | None = None,
         workers: int | None = None,
         chunk_size: int = 150,
+        known_hash: Callable[[Path], str | None] | None = None,
     ) -> None:
         self.helm = helm or helm_mod.find_helm()
+        # The content hash of a values file when the caller already knows it (the gate's
+        # snapshot): a repository's render keys then cost no read of its values files.
+        self.known_hash = known_hash or (lambda path: None)
         self.cache = cache or Cache(None)
         self.keys = keys or CacheKeys(tool_digest(), os.getcwd())
         # Two helm processes per core keep the cores busy while one of them reads, writes or
@@ -211,12 +215,15 @@ class BatchRenderer:
 
     def key(self, job: RenderJob) -> str:
         """The content hash that names this job's rendered manifest in the cache."""
-        values: list[bytes | str] = []
+        values: list[str] = []
         for path in job.values_files:
-            try:
-                values.append(path.read_bytes())
-            except OSError:
-                values.append(f"missing:{path}")
+            known = self.known_hash(path)
+            if known is None:
+                try:
+                    known = content_hash(path.read_bytes())
+                except OSError:
+                    known = f"missing:{path}"
+            values.append(known)
         return self.keys.render(self.helm_version, self.chart(job.chart).digest, job.name,
                                 job.namespace, job.kube_version or "", job.api_versions, values)
 

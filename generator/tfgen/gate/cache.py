@@ -46,13 +46,17 @@ KEY_BYTES = 32
 
 def digest(*parts: bytes | str) -> str:
     """SHA-256 hex of the parts, each length-prefixed so ("ab", "c") != ("a", "bc")."""
-    h = hashlib.sha256()
+    framed: list[bytes] = []
     for part in parts:
         # surrogateescape: a file name that is not UTF-8 is hashed as its bytes, not a crash
         data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    return h.hexdigest()
+        framed += (len(data).to_bytes(8, "big"), data)
+    return hashlib.sha256(b"".join(framed)).hexdigest()
+
+
+def content_hash(data: bytes) -> str:
+    """A file's content hash, as snapshots and keys name files."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__")) -> str:
@@ -169,12 +173,11 @@ class Cache:
 
     def _mac(self, space: str, key: str, value: str) -> str:
         assert self._key is not None
-        mac = hmac.new(self._key, digestmod=hashlib.sha256)
+        framed: list[bytes] = []
         for part in (space, key, value):
             data = part.encode()
-            mac.update(len(data).to_bytes(8, "big"))
-            mac.update(data)
-        return mac.hexdigest()
+            framed += (len(data).to_bytes(8, "big"), data)
+        return hmac.new(self._key, b"".join(framed), hashlib.sha256).hexdigest()
 
     def _verified(self, space: str, key: str, value: str, mac: str) -> bool:
         return hmac.compare_digest(self._mac(space, key, value), mac)
@@ -343,10 +346,16 @@ class CacheKeys:
         return digest("check", self.tool, self.cwd, helm_version,
                       json.dumps(options, sort_keys=True), base_commit, inputs)
 
-    def spec(self, config: bytes, shown: str, raw: bytes) -> str:
-        """One spec file's verdict: its bytes, tfgen.yaml (its defaults and namespaces) and
-        tfgen (the schema and the rules)."""
-        return digest("spec", self.tool, self.cwd, config, shown, raw)
+    def spec(self, config: bytes, shown: str, content: str) -> str:
+        """One spec file's verdict: its content hash, tfgen.yaml (its defaults and
+        namespaces) and tfgen (the schema and the rules)."""
+        return digest("spec", self.tool, self.cwd, config, shown, content)
+
+    def in_sync(self, config: bytes, spec: str, *contents: str) -> str:
+        """An experiment whose generated files are what `tfgen render` writes: the content
+        hashes of its spec and of those files, the spec's path (the files name it),
+        tfgen.yaml and tfgen."""
+        return digest("in-sync", self.tool, self.cwd, config, spec, *contents)
 
     def resolution(self, root: Path, files: Sequence[tuple[str, bytes | str]]) -> str:
         """The Applications the ApplicationSet generates: what resolving them reads."""
@@ -357,9 +366,10 @@ class CacheKeys:
 
     def render(self, helm_version: str, chart_digest: str, release: str, namespace: str,
                kube_version: str, api_versions: Sequence[str],
-               values: Sequence[bytes | str]) -> str:
+               values: Sequence[str]) -> str:
         """One experiment's rendered manifest: everything its `helm template` reads, and
-        tfgen (which splits and normalises helm's output)."""
+        tfgen (which splits and normalises helm's output). `values`: the values files'
+        content hashes, in order."""
         return digest("render", self.tool, helm_version, chart_digest, release, namespace,
                       kube_version, ",".join(api_versions), *values)
 

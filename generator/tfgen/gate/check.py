@@ -49,9 +49,9 @@ from .applications import (
     resolve_applications,
 )
 from .batch import BatchRenderer, RenderJob, RenderResult, jobs_for
-from .cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest, tracked_problem
+from .cache import CACHE_DIRNAME, Cache, CacheKeys, content_hash, tool_digest, tracked_problem
 from .helm import find_helm
-from .inputs import snapshot
+from .inputs import Inputs, snapshot
 from .manifests import ManifestValidator
 
 Progress = Callable[[str, int, int], None]
@@ -134,20 +134,34 @@ def run_check(
 
 
 class _SpecVerdicts:
-    """The validate stage's memory of verdicts, kept in the gate's cache."""
+    """The validate stage's memory of verdicts, kept in the gate's cache and keyed by the
+    content hashes of the run's snapshot (an unchanged spec is not read)."""
 
-    def __init__(self, cache: Cache, keys: CacheKeys, config: bytes) -> None:
-        self.cache, self.keys, self.config = cache, keys, config
+    def __init__(self, cache: Cache, keys: CacheKeys, inputs: Inputs) -> None:
+        self.cache, self.keys, self.inputs = cache, keys, inputs
 
-    def recall(self, shown: str, raw: bytes) -> Verdict | None:
-        stored = self.cache.get_json("spec", self.keys.spec(self.config, shown, raw))
-        if stored is None:
-            return None
-        return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["data"])
+    def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]:
+        keys = []
+        for path, shown in files:
+            content = self.inputs.hash_of(path)
+            keys.append(content and self.keys.spec(self.inputs.config, shown, content))
+        stored = self.cache.get_many("spec", [key for key in keys if key])
+        return [_verdict(stored.get(key)) if key else None for key in keys]
 
-    def remember(self, shown: str, raw: bytes, verdict: Verdict) -> None:
-        self.cache.put_json("spec", self.keys.spec(self.config, shown, raw), {
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None:
+        key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
+        self.cache.put_json("spec", key, {
             "problems": [asdict(p) for p in verdict.problems], "data": verdict.data})
+
+
+def _verdict(text: str | None) -> Verdict | None:
+    if text is None:
+        return None
+    try:
+        stored = json.loads(text)
+    except ValueError:
+        return None
+    return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["data"])
 
 
 class _Gate:
@@ -159,11 +173,11 @@ class _Gate:
         self.cache = Cache(cache_dir)
         self.keys = CacheKeys(tool_digest(), os.getcwd())
         # The renderer works in a thread of its own, with its own connection to the cache.
+        self.inputs = snapshot(self.root, self.cache)
         self.renderer = BatchRenderer(
             helm=options.helm or find_helm(root=self.root), cache=Cache(cache_dir),
-            keys=self.keys, workers=options.workers,
+            keys=self.keys, workers=options.workers, known_hash=self.inputs.hash_of,
         )
-        self.inputs = snapshot(self.root, self.cache)
         wiring.forget_filesystem()  # what an earlier run in this process learnt of files
 
     def close(self) -> None:
@@ -225,8 +239,7 @@ class _Gate:
             rendering = pool.submit(self.renderer.render_each, [jobs[i] for i in todo],
                                     first_look, _ticker(progress, len(todo)))
             specs = validate_paths(repository_specs(self.config), self.config,
-                                   verdicts=_SpecVerdicts(self.cache, self.keys,
-                                                          self.inputs.config))
+                                   verdicts=_SpecVerdicts(self.cache, self.keys, self.inputs))
             result.problems += specs.problems + self.drift(specs) + argo_problems
             for shown, obj in argo:
                 result.problems += judge.validator.problems(obj, shown)
@@ -277,11 +290,27 @@ class _Gate:
                 and (a.chart_dir / "Chart.yaml").is_file()]
 
     def drift(self, specs: ValidationResult) -> list[Problem]:
-        """Committed generated files that differ from what `tfgen render` would write."""
+        """Committed generated files that differ from what `tfgen render` would write. An
+        experiment whose spec, generated files and tfgen.yaml have the contents of an earlier
+        run that found its files in sync is not planned again."""
+        sync_keys = {}
+        for experiment in specs.experiments:
+            contents = [self.inputs.hashes.get(rel) for rel in (
+                experiment.rel, *layout.generated_paths(experiment.name))]
+            if all(contents):
+                sync_keys[experiment.name] = self.keys.in_sync(
+                    self.inputs.config, experiment.rel, *contents)  # type: ignore[arg-type]
+        known = self.cache.get_many("sync", sync_keys.values())
         plan = render.plan_render(self.root, specs.experiments, self.config.argocd,
                                   config=self.config,
                                   committed=self.inputs.generated(),
-                                  pending=specs.invalid_names)
+                                  pending=specs.invalid_names,
+                                  known_unchanged={name for name, key in sync_keys.items()
+                                                   if key in known})
+        drifted = {layout.experiment_of(path) for path in plan.unsettled}
+        for name, key in sync_keys.items():
+            if key not in known and name not in drifted:
+                self.cache.put("sync", key, "")
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
 

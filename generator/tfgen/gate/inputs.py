@@ -19,7 +19,6 @@ then against the hash the run is keyed by.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from ..repo import layout
 from ..repo.files import Refused, read_input, resolve_input
-from .cache import Cache, CacheKeys, digest
+from .cache import Cache, CacheKeys, content_hash, digest
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
 # data, and in this repository a change to it is a change of tfgen.
@@ -85,13 +84,44 @@ class Inputs:
     def config(self) -> bytes:
         return self.files[layout.CONFIG_NAME] if layout.CONFIG_NAME in self.hashes else b""
 
-    def generated(self) -> dict[str, bytes]:
-        """The files where tfgen writes, as `layout.generated_files` reads them from disk."""
-        return {rel: self.files[rel] for rel in self.hashes if layout.is_generated_location(rel)}
+    @cached_property
+    def _tops(self) -> tuple[str, ...]:
+        # the root as given and its real path, each as the prefix of the paths below it
+        return tuple(dict.fromkeys(str(top).rstrip(os.sep) + os.sep
+                                   for top in (self.root.absolute(), self.root.resolve())))
+
+    def hash_of(self, path: Path) -> str | None:
+        """The content hash of a file given by its absolute path below the root (or its real
+        path), when it is an input."""
+        text = str(path)
+        for top in self._tops:
+            if text.startswith(top):
+                return self.hashes.get(text[len(top):].replace(os.sep, "/"))
+        return None
+
+    def generated(self) -> Mapping[str, bytes]:
+        """The files where tfgen writes, as `layout.generated_files` reads them from disk
+        (each read when asked for)."""
+        return _Subset(self.files, {rel for rel in self.hashes
+                                    if layout.is_generated_location(rel)})
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+class _Subset(Mapping[str, bytes]):
+    """Some of a snapshot's files, read when asked for."""
+
+    def __init__(self, files: Files, names: set[str]) -> None:
+        self.files, self.names = files, names
+
+    def __getitem__(self, rel: str) -> bytes:
+        if rel not in self.names:
+            raise KeyError(rel)
+        return self.files[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.names))
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 def snapshot(root: Path, cache: Cache | None = None) -> Inputs:

@@ -114,7 +114,7 @@ def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
 def app_file(name: str, namespace: str, owner: str, source: str) -> GeneratedFile:
     """argo/experiments/<name>/app.yaml: the git files generator's parameters for one run."""
     data = {"name": name, "namespace": namespace, "owner": owner, "source": source}
-    path = f"{layout.generated_folder(name)}/{layout.APP_FILE}"
+    _, path = layout.generated_paths(name)
     return GeneratedFile(path=path, sources=(source,), body=dump_yaml(data))
 
 

@@ -227,6 +227,13 @@ def generated_folder(name: str) -> str:
     return f"{GENERATED_DIR}/{name}"
 
 
+def generated_paths(name: str) -> tuple[str, str]:
+    """The files `tfgen render` writes for one experiment: its chart values and its
+    ApplicationSet generator input."""
+    folder = generated_folder(name)
+    return f"{folder}/{VALUES_FILE}", f"{folder}/{APP_FILE}"
+
+
 def is_temp_name(name: str) -> bool:
     """A file tfgen's writer is writing (or was, when it was killed): see TEMP_MARK."""
     return name.startswith(".") and TEMP_MARK in name

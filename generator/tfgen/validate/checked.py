@@ -3,6 +3,7 @@ to report (`lookup`, `roles`, `Collector`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ class Checked:
     """One loaded experiment as the rules see it: complete data, where it came from.
 
     The locator of a file whose verdict was recalled (not checked in this run) is built from
-    its bytes when a rule across files first needs to point into it.
+    its bytes (`raw`, else read by `read`) when a rule across files first needs to point
+    into it.
     """
 
     source: Path
@@ -27,11 +29,13 @@ class Checked:
     raw: bytes = b""
     config: Document | None = None
     _locator: Locator | None = field(default=None, repr=False)
+    read: Callable[[], bytes] | None = field(default=None, repr=False)
 
     @property
     def locator(self) -> Locator:
         if self._locator is None:
-            self._locator = Locator(load_bytes(self.raw, self.shown), self.config)
+            raw = self.raw or (self.read() if self.read else b"")
+            self._locator = Locator(load_bytes(raw, self.shown), self.config)
         return self._locator
 
 

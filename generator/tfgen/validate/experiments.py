@@ -11,6 +11,7 @@ bytes did not change is not checked again; the rules across files always run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,11 +72,13 @@ class Verdict:
 
 
 class Verdicts(Protocol):
-    """Verdicts remembered by a file's shown path and bytes (the gate's cache)."""
+    """Verdicts remembered by a file's shown path and content (the gate's cache). `recall`
+    gives the verdicts of many files (path, shown) at once, and knows their content without
+    reading them (the gate's snapshot hashed it): an unchanged spec is not even read."""
 
-    def recall(self, shown: str, raw: bytes) -> Verdict | None: ...
+    def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]: ...
 
-    def remember(self, shown: str, raw: bytes, verdict: Verdict) -> None: ...
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None: ...
 
 
 @dataclass
@@ -141,23 +144,25 @@ def check_file(
 
 
 def _check(
-    path: Path, config: RepoConfig, verdicts: Verdicts | None
+    path: Path, shown: str, config: RepoConfig, known: Verdict | None,
+    verdicts: Verdicts | None,
 ) -> tuple[Checked | None, list[Problem]]:
-    """One file, its verdict recalled when its bytes were judged before."""
-    shown = layout.shown(path)
+    """One file: its verdict when `known` (recalled: its content was judged before), else
+    checked now and remembered in `verdicts`."""
+    if known is not None:
+        item = None
+        if known.data is not None:
+            item = Checked(path, shown, known.data, config=config.document,
+                           read=functools.partial(read_file, path, shown, config.root))
+        return item, list(known.problems)
     try:
         raw = read_file(path, shown, config.root)
     except LoadError as exc:
         return None, [exc.problem()]
-    known = verdicts.recall(shown, raw) if verdicts is not None else None
-    if known is not None:
-        item = None
-        if known.data is not None:
-            item = Checked(path, shown, known.data, raw, config.document)
-        return item, list(known.problems)
     item, problems = check_file(path, shown, raw, config)
     if verdicts is not None:
-        verdicts.remember(shown, raw, Verdict(tuple(problems), item.data if item else None))
+        verdicts.remember(path, shown, raw, Verdict(tuple(problems),
+                                                    item.data if item else None))
     return item, problems
 
 
@@ -165,7 +170,8 @@ def _context(files: Sequence[Path], config: RepoConfig, others: Iterable[Path]) 
     """The repository's other experiments, checked only so rules across files can see them
     (their own problems are theirs to report)."""
     given = set(files)
-    context = [_check(path, config, None)[0] for path in others if path not in given]
+    context = [_check(path, layout.shown(path), config, None, None)[0]
+               for path in others if path not in given]
     return [item for item in context if item is not None]
 
 
@@ -187,8 +193,11 @@ def validate_paths(
     checked: list[Checked] = []
     # Counted per spec file: a problem located in tfgen.yaml (a bad default) still fails the spec.
     invalid: set[Path] = set()
-    for path in files:
-        item, found = _check(path, config, verdicts)
+    names = [layout.shown(path) for path in files]
+    known = (verdicts.recall(list(zip(files, names, strict=True))) if verdicts
+             else [None] * len(files))
+    for path, name, verdict in zip(files, names, known, strict=True):
+        item, found = _check(path, name, config, verdict, verdicts)
         problems += found
         if found:
             invalid.add(path)

@@ -29,9 +29,10 @@ def location(data: Any) -> tuple[str, str] | None:
             and mount.startswith("/")):
         return None
     root, logs = posixpath.normpath(mount), posixpath.normpath(log_dir)
-    if not logs.startswith(root.rstrip("/") + "/"):
+    prefix = root.rstrip("/") + "/"
+    if not logs.startswith(prefix):
         return None  # outside the volume: rules.py reports it
-    inside = posixpath.relpath(logs, root)
+    inside = logs[len(prefix):]  # both normalised: what posixpath.relpath gives, cheaper
     nas, claim = lookup(storage, "nas"), lookup(storage, "existingClaim")
     if isinstance(nas, dict) and isinstance(nas.get("path"), str):
         server = nas.get("server") if isinstance(nas.get("server"), str) else ""
