@@ -17,11 +17,11 @@ import yaml
 from helpers import REPO_ROOT, build_file_tree, mnist_spec
 from test_yaml_types import TRICKY
 from tfgen.gate.batch import BatchRenderer, RenderJob, canonical_manifest
-from tfgen.gate.cache import Cache
 from tfgen.gate.helm import find_helm
 from tfgen.gate.helmvalues import coalesce, merge_values
 from tfgen.render.generated import GeneratedFile, dump_yaml
 from tfgen.render.values import build_values
+from tfgen.repo.cache import Cache
 
 CHART = {
     "Chart.yaml": "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",

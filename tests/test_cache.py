@@ -20,9 +20,9 @@ import yaml
 from click.testing import CliRunner
 from helpers import REPO_ROOT, copy_repo_parts, git, git_init
 from tfgen.cli import main
-from tfgen.gate.cache import CACHE_DIRNAME, KEY_ENV, Cache
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
+from tfgen.repo.cache import CACHE_DIRNAME, KEY_ENV, Cache
 
 
 @pytest.fixture
@@ -80,6 +80,27 @@ def test_files_found_in_sync_are_compared_again_once_anything_they_come_from_cha
                            for folder in (repo / "argo/experiments").iterdir()}
     else:
         assert drifted == {f"argo/experiments/distributed-mnist/{edit}"}
+
+
+def test_render_writes_again_a_file_edited_after_it_was_remembered_in_sync(
+    runner: CliRunner, repo: Path
+) -> None:
+    for _ in range(2):  # the second render finds every file in sync and remembers it
+        assert runner.invoke(main, ["render"]).exit_code == 0
+    path = repo / "argo/experiments/distributed-mnist/values.yaml"
+    path.write_text(path.read_text().replace("replicas: 2", "replicas: 3", 1))
+    result = runner.invoke(main, ["render"])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == ["updated argo/experiments/distributed-mnist/values.yaml"]
+
+
+def test_the_cache_folder_keeps_itself_out_of_git(runner: CliRunner, repo: Path) -> None:
+    git_init(repo)  # a repository whose .gitignore does not name the cache
+    assert not (repo / ".gitignore").exists()
+    assert runner.invoke(main, ["render"]).exit_code == 0
+    assert (repo / CACHE_DIRNAME).is_dir()
+    status = git(repo, "status", "--porcelain", "--untracked-files=all")
+    assert CACHE_DIRNAME not in status, status
 
 
 @pytest.mark.parametrize("change", ["chart", "kubernetes version", "helm"])

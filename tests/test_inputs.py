@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from tfgen.gate import inputs
-from tfgen.gate.cache import Cache
+from tfgen.repo import inputs
+from tfgen.repo.cache import Cache
 from tfgen.repo.files import Refused
 
 KEY = b"k" * 32
@@ -83,5 +83,5 @@ def test_a_forged_table_is_not_trusted(root: Path, monkeypatch: pytest.MonkeyPat
 def test_bytes_changed_after_the_snapshot_are_refused(root: Path) -> None:
     taken = run(root)
     (root / SPEC).write_text("name: later\n")
-    with pytest.raises(Refused, match="changed while tfgen was checking"):
+    with pytest.raises(Refused, match="changed while tfgen was reading it"):
         taken.files[SPEC]

@@ -17,6 +17,7 @@ from ..words import counted
 from .app import ROOT_OPTION, emit_problems, handle_errors, main
 
 if TYPE_CHECKING:
+    from ..problems import Problem
     from ..render.plan import RenderPlan
 
 # --- tfgen validate -------------------------------------------------------------------------
@@ -109,9 +110,17 @@ def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
 
     Exit codes: 0 up to date / written, 1 problems or drift (--check), 2 usage.
     """
-    from ..render import apply_plan, plan_repository
+    from ..render import plan_repository, remembering
 
-    plan, problems = plan_repository(root)
+    with remembering(root) as memory:
+        _render(check, prune, fmt, plan_repository(root, memory))
+
+
+def _render(check: bool, prune: bool, fmt: str,
+            planned: tuple[RenderPlan | None, list[Problem]]) -> None:
+    from ..render import apply_plan
+
+    plan, problems = planned
     if problems and plan is None:
         emit_problems(problems, fmt)
         sys.exit(1)

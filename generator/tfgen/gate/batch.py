@@ -50,9 +50,9 @@ import jsonschema_rs
 from ..errors import EnvironmentProblem, HelmError, InputError
 from ..render.generated import dump_yaml
 from ..repo import chart as chart_facts
+from ..repo.cache import Cache, CacheKeys, content_hash, tool_digest, tool_version, tree_digest
 from . import helm as helm_mod
 from .applications import ResolvedApplication
-from .cache import Cache, CacheKeys, content_hash, tool_digest, tool_version, tree_digest
 from .helmvalues import (
     canonical_values,
     coalesce,

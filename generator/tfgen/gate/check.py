@@ -30,14 +30,16 @@ from .. import render
 from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import layout, resources
+from ..repo.cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest, tracked_problem
+from ..repo.inputs import snapshot
 from ..validate import (
     RepoConfig,
     ValidationResult,
-    Verdict,
     load_config,
     repository_specs,
     validate_paths,
 )
+from ..validate.remembered import RememberedVerdicts
 from ..words import counted
 from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
 from .applications import (
@@ -49,9 +51,7 @@ from .applications import (
     resolve_applications,
 )
 from .batch import BatchRenderer, RenderJob, RenderResult, jobs_for
-from .cache import CACHE_DIRNAME, Cache, CacheKeys, content_hash, tool_digest, tracked_problem
 from .helm import find_helm
-from .inputs import Inputs, snapshot
 from .manifests import ManifestValidator
 
 Progress = Callable[[str, int, int], None]
@@ -133,37 +133,6 @@ def run_check(
         gate.close()
 
 
-class _SpecVerdicts:
-    """The validate stage's memory of verdicts, kept in the gate's cache and keyed by the
-    content hashes of the run's snapshot (an unchanged spec is not read)."""
-
-    def __init__(self, cache: Cache, keys: CacheKeys, inputs: Inputs) -> None:
-        self.cache, self.keys, self.inputs = cache, keys, inputs
-
-    def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]:
-        keys = []
-        for path, shown in files:
-            content = self.inputs.hash_of(path)
-            keys.append(content and self.keys.spec(self.inputs.config, shown, content))
-        stored = self.cache.get_many("spec", [key for key in keys if key])
-        return [_verdict(stored.get(key)) if key else None for key in keys]
-
-    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None:
-        key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
-        self.cache.put_json("spec", key, {
-            "problems": [asdict(p) for p in verdict.problems], "data": verdict.data})
-
-
-def _verdict(text: str | None) -> Verdict | None:
-    if text is None:
-        return None
-    try:
-        stored = json.loads(text)
-    except ValueError:
-        return None
-    return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["data"])
-
-
 class _Gate:
     """One run of the gate over one repository: its inputs, its cache, its helm."""
 
@@ -239,7 +208,8 @@ class _Gate:
             rendering = pool.submit(self.renderer.render_each, [jobs[i] for i in todo],
                                     first_look, _ticker(progress, len(todo)))
             specs = validate_paths(repository_specs(self.config), self.config,
-                                   verdicts=_SpecVerdicts(self.cache, self.keys, self.inputs))
+                                   verdicts=RememberedVerdicts(self.cache, self.keys,
+                                                               self.inputs))
             result.problems += specs.problems + self.drift(specs) + argo_problems
             for shown, obj in argo:
                 result.problems += judge.validator.problems(obj, shown)
@@ -293,24 +263,13 @@ class _Gate:
         """Committed generated files that differ from what `tfgen render` would write. An
         experiment whose spec, generated files and tfgen.yaml have the contents of an earlier
         run that found its files in sync is not planned again."""
-        sync_keys = {}
-        for experiment in specs.experiments:
-            contents = [self.inputs.hashes.get(rel) for rel in (
-                experiment.rel, *layout.generated_paths(experiment.name))]
-            if all(contents):
-                sync_keys[experiment.name] = self.keys.in_sync(
-                    self.inputs.config, experiment.rel, *contents)  # type: ignore[arg-type]
-        known = self.cache.get_many("sync", sync_keys.values())
+        in_sync = render.InSync(self.cache, self.keys, self.inputs)
         plan = render.plan_render(self.root, specs.experiments, self.config.argocd,
                                   config=self.config,
                                   committed=self.inputs.generated(),
                                   pending=specs.invalid_names,
-                                  known_unchanged={name for name, key in sync_keys.items()
-                                                   if key in known})
-        drifted = {layout.experiment_of(path) for path in plan.unsettled}
-        for name, key in sync_keys.items():
-            if key not in known and name not in drifted:
-                self.cache.put("sync", key, "")
+                                  known_unchanged=in_sync.known(specs.experiments))
+        in_sync.learn(plan.unsettled, specs.experiments)
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
 

@@ -19,13 +19,13 @@ from pathlib import Path
 from ..errors import InputError, OptionsError
 from ..problems import Problem
 from ..repo import layout, naming
+from ..repo.cache import CACHE_DIRNAME, Cache
 from ..validate import RepoConfig, load_config, team, validate_repo
 from ..validate.experiments import check_file
 from ..validate.loader import LoadError, read_file
 from . import base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
-from .cache import CACHE_DIRNAME, Cache
 from .helm import find_helm
 from .manifests import documents, parse_manifest
 

@@ -12,10 +12,11 @@ without tfgen's header is never overwritten or deleted: it is reported instead.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EnvironmentProblem
 from ..problems import Problem
@@ -25,6 +26,9 @@ from . import argo
 from .codeowners import codeowners_file
 from .generated import GeneratedFile, dump_yaml, is_generated
 from .values import build_values
+
+if TYPE_CHECKING:
+    from .insync import Memory
 
 CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN = "create", "update", "unchanged", "orphan", "foreign"
 ACTIONS = (CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN)
@@ -69,6 +73,8 @@ class RenderPlan:
     changes: list[FileChange]
     problems: list[Problem] = field(default_factory=list)
     experiments: int = 0  # how many experiments the files are for
+    # told what `write.apply_plan` wrote (path -> content), by a planner that remembers it
+    on_written: Callable[[Mapping[str, str]], None] | None = field(default=None, repr=False)
 
     def by_action(self, action: str) -> list[FileChange]:
         return [c for c in self.changes if c.action == action]
@@ -228,8 +234,12 @@ def drift_problems(plan: RenderPlan) -> list[Problem]:
     ]
 
 
-def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[Problem]]:
-    """Validate every spec under the repository's experiments/ and plan the render.
+def plan_repository(
+    root: Path | None = None, memory: Memory | None = None
+) -> tuple[RenderPlan | None, list[Problem]]:
+    """Validate every spec under the repository's experiments/ and plan the render; with a
+    `memory` (`insync.remembering`), known verdicts and files known in sync are not worked
+    out again, and the plan tells the memory what was written.
 
     Returns (None, problems) when any spec is invalid: nothing is rendered from a repository
     that does not validate, so a half-valid tree never reaches Argo CD. Outside a tfgen
@@ -240,16 +250,23 @@ def plan_repository(root: Path | None = None) -> tuple[RenderPlan | None, list[P
         raise NotARepository((root or Path.cwd()).resolve())
     config = load_config([], cwd=root)
     folder = config.experiments_dir
-    if not layout.spec_files(folder) and not layout.misplaced_specs(folder):
-        # No experiment left (the last one retired) is a valid state: argo/ keeps the wiring
-        # and every per-experiment file becomes an orphan.
-        return plan_render(config.root, [], config.argocd,
-                           config=config), []
-    result = validate_paths([folder], config)
-    if result.problems:
-        return None, list(result.problems)
-    return plan_render(config.root, result.experiments, config.argocd,
-                       config=config), []
+    experiments: list[Experiment] = []
+    if layout.spec_files(folder) or layout.misplaced_specs(folder):
+        # (none left, the last one retired, is a valid state: argo/ keeps the wiring and
+        # every per-experiment file becomes an orphan)
+        result = validate_paths([folder], config,
+                                verdicts=memory.verdicts if memory else None)
+        if result.problems:
+            return None, list(result.problems)
+        experiments = result.experiments
+    if memory is None:
+        return plan_render(config.root, experiments, config.argocd, config=config), []
+    plan = plan_render(config.root, experiments, config.argocd, config=config,
+                       committed=memory.inputs.generated(),
+                       known_unchanged=memory.in_sync.known(experiments))
+    memory.in_sync.learn(plan.unsettled, experiments)
+    plan.on_written = functools.partial(memory.in_sync.learn, plan.unsettled, experiments)
+    return plan, []
 
 
 class NotARepository(EnvironmentProblem):

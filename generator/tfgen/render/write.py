@@ -215,6 +215,9 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
         remove_stale_temps(plan.root)
         written = _write(plan)
         removed, kept = _orphans(plan, prune)
+    if plan.on_written is not None:  # every created or updated file now holds its content
+        plan.on_written({c.path: c.new or "" for c in plan.changes
+                         if c.action in (CREATE, UPDATE)})
     return ApplyResult(written=written, removed=removed, kept_orphans=kept)
 
 

@@ -21,11 +21,10 @@ from jsonschema import Draft202012Validator
 
 from .. import __version__
 from ..errors import OptionsError
-from ..gate.cache import CACHE_DIRNAME
 from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
 from ..render.write import apply_plan, write_new_files
-from ..repo import layout, resources
+from ..repo import cache, layout, resources
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config import builtin_data
@@ -153,8 +152,8 @@ def gitattributes() -> str:
 def gitignore() -> str:
     """`.gitignore`: tfgen's local files, which must never reach the repository."""
     return "\n".join([
-        "# tfgen's local cache, signed with a key of this machine: never commit it",
-        f"{CACHE_DIRNAME}/",
+        cache.WHAT_IT_IS,
+        f"{cache.CACHE_DIRNAME}/",
         "# what a killed `tfgen render` can leave behind (the next render removes both)",
         f".*{layout.TEMP_MARK}*",
         layout.RENDER_LOCK,

@@ -34,14 +34,15 @@ from typing import Any
 
 from .. import __version__
 from ..problems import Problem
-from ..repo import resources
 from ..words import counted
+from . import resources
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout).
 FORMAT = "2"
 KEY_ENV = "TFGEN_CACHE_KEY_FILE"
 KEY_BYTES = 32
+WHAT_IT_IS = "# tfgen's local cache, signed with a key of this machine: never commit it"
 
 
 def digest(*parts: bytes | str) -> str:
@@ -132,6 +133,18 @@ def _usable_folder(folder: Path) -> bool:
         return False
 
 
+def _ignore_itself(folder: Path) -> None:
+    """A `.gitignore` of `*` in the cache folder, so `git add -A` leaves the cache out even
+    in a repository whose own .gitignore does not name it (render and check both make it)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(folder / ".gitignore", flags, 0o644)
+    except OSError:
+        return  # there already (or not writable: then nothing else is either)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(f"{WHAT_IT_IS}\n*\n")
+
+
 def tracked_entries(folder: Path) -> list[str]:
     """The files under the cache `folder` that Git tracks (none outside a Git work tree)."""
     git = shutil.which("git")
@@ -197,6 +210,7 @@ class Cache:
                 return None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                _ignore_itself(self.path.parent)
                 db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
@@ -335,7 +349,7 @@ class CacheKeys:
 
     @staticmethod
     def stat_table(root: str) -> str:
-        """The status -> content hash table of a repository's input files (`gate.inputs`):
+        """The status -> content hash table of a repository's input files (`repo.inputs`):
         content hashes, whatever tfgen reads them for."""
         return digest("stat-table", root)
 

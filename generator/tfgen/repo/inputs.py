@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from ..repo import layout
-from ..repo.files import Refused, read_input, resolve_input
+from . import layout
 from .cache import Cache, CacheKeys, content_hash, digest
+from .files import Refused, read_input, resolve_input
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
 # data, and in this repository a change to it is a change of tfgen.
@@ -49,7 +49,7 @@ class Files(Mapping[str, bytes]):
         path = self.root / rel
         data = read_input(path, layout.shown(path), self.root)
         if content_hash(data) != expected:
-            raise Refused(layout.shown(path), "changed while tfgen was checking",
+            raise Refused(layout.shown(path), "changed while tfgen was reading it",
                           "run tfgen again")
         return data
 
@@ -124,8 +124,11 @@ class _Subset(Mapping[str, bytes]):
         return len(self.names)
 
 
-def snapshot(root: Path, cache: Cache | None = None) -> Inputs:
-    """Every input file under `root`, in a stable order, looked at through the one safe
+def snapshot(
+    root: Path, cache: Cache | None = None, folders: Sequence[str] = INPUT_DIRS
+) -> Inputs:
+    """Every input file under `root` (tfgen.yaml, CODEOWNERS and the `folders` of
+    INPUT_DIRS), in a stable order, looked at through the one safe
     reader's rules (`Refused` for a pipe, a device, a link out of the repository, a file over
     the limit; a spec the reader refuses is recorded in `refused` instead, for validate to
     report). Statuses known to `cache` spare reading and hashing (see the module docstring).
@@ -138,7 +141,9 @@ def snapshot(root: Path, cache: Cache | None = None) -> Inputs:
     cache = cache or Cache(None)
     table_key = CacheKeys.stat_table(str(root.absolute()))
     known = _load_table(cache.get("stat", table_key))
-    table: dict[str, str] = {}
+    # the statuses of the folders not looked at stay in the table for the runs that do
+    table = {rel: entry for rel, entry in known.items()
+             if rel.partition("/")[0] in INPUT_DIRS and rel.partition("/")[0] not in folders}
     hashes: dict[str, str] = {}
     refused: dict[str, str] = {}
     hashed = 0
@@ -164,7 +169,7 @@ def snapshot(root: Path, cache: Cache | None = None) -> Inputs:
         # input): read alone
         if os.path.lexists(root / rel):
             add(rel, str(root / rel), None)
-    for top in INPUT_DIRS:
+    for top in folders:
         linked = os.path.islink(root / top)  # then every file there goes the careful way
         for rel, entry in _walk(root, top):
             if layout.is_temp_name(entry.name) or rel == layout.RENDER_LOCK:
@@ -195,12 +200,19 @@ def _walk(root: Path, rel_dir: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in (".git", "__pycache__"):
                 folders.append(entry.name)
-        elif entry.is_symlink() and entry.is_dir():
+        elif entry.is_symlink() and _leads_to_folder(entry):
             resolve_input(entry.path, layout.shown(entry.path), root)
         else:
             yield f"{rel_dir}/{entry.name}", entry
     for name in folders:
         yield from _walk(root, f"{rel_dir}/{name}")
+
+
+def _leads_to_folder(link: os.DirEntry[str]) -> bool:
+    try:
+        return link.is_dir()
+    except OSError:
+        return False  # a loop: read as a file, the safe reader says what it is
 
 
 def _load_table(text: str | None) -> dict[str, str]:

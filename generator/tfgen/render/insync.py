@@ -1,0 +1,92 @@
+"""Experiments whose generated files are known to be what `tfgen render` writes.
+
+An experiment's two files are a function of its spec, tfgen.yaml and tfgen. Once a run has
+seen them equal to what render would write (or render has just written them), the cache
+(`repo.cache`) remembers it under the content hashes of the spec and of both files, the spec's
+path (the files' header names it), tfgen.yaml and tfgen. A later run whose snapshot
+(`repo.inputs`) has the same hashes neither builds nor reads those files: at ten thousand
+experiments that is most of a render's and a check's work. Any change to any of those inputs
+is a different key, so a remembered experiment is planned again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..repo import layout
+from ..repo.cache import CACHE_DIRNAME, Cache, CacheKeys, content_hash, tool_digest
+from ..repo.inputs import Inputs, snapshot
+from ..validate import Experiment
+from ..validate.remembered import RememberedVerdicts
+
+SPACE = "sync"
+
+
+class InSync:
+    """What one run knows and learns of its experiments' generated files."""
+
+    def __init__(self, cache: Cache, keys: CacheKeys, inputs: Inputs) -> None:
+        self.cache, self.keys, self.inputs = cache, keys, inputs
+        self._known: set[str] = set()
+
+    def _key(self, experiment: Experiment, contents: Collection[str | None]) -> str | None:
+        if not all(contents):
+            return None
+        return self.keys.in_sync(self.inputs.config, experiment.rel, *contents)  # type: ignore[arg-type]
+
+    def _snapshot_key(self, experiment: Experiment) -> str | None:
+        return self._key(experiment, [self.inputs.hashes.get(rel) for rel in (
+            experiment.rel, *layout.generated_paths(experiment.name))])
+
+    def known(self, experiments: Collection[Experiment]) -> set[str]:
+        """The names of the experiments whose files are known to be in sync."""
+        keys = {e.name: self._snapshot_key(e) for e in experiments}
+        found = self.cache.get_many(SPACE, [key for key in keys.values() if key])
+        self._known = {name for name, key in keys.items() if key in found}
+        return self._known
+
+    def learn(self, unsettled: Collection[str], experiments: Collection[Experiment],
+              written: Mapping[str, str] | None = None) -> None:
+        """Remember the experiments whose files a plan found settled (not among its
+        `unsettled` paths), or that were `written` as planned (path -> content written)."""
+        unsettled = set(unsettled) - set(written or {})
+        for experiment in experiments:
+            paths = layout.generated_paths(experiment.name)
+            if experiment.name in self._known:
+                continue
+            if unsettled.intersection(paths):
+                continue
+            contents = [self.inputs.hashes.get(experiment.rel)] + [
+                content_hash(written[path].encode()) if written and path in written
+                else self.inputs.hashes.get(path) for path in paths]
+            key = self._key(experiment, contents)
+            if key is not None:
+                self.cache.put(SPACE, key, "")
+
+
+class Memory:
+    """What `tfgen render` remembers in the repository's cache: its snapshot of experiments/
+    and argo/, the spec verdicts and the experiments in sync."""
+
+    def __init__(self, root: Path) -> None:
+        self.cache = Cache(root / CACHE_DIRNAME)
+        keys = CacheKeys(tool_digest(), os.getcwd())
+        self.inputs = snapshot(root, self.cache, (layout.EXPERIMENTS_DIR, layout.ARGO_DIR))
+        self.verdicts = RememberedVerdicts(self.cache, keys, self.inputs)
+        self.in_sync = InSync(self.cache, keys, self.inputs)
+
+
+@contextmanager
+def remembering(root: Path | None) -> Iterator[Memory | None]:
+    """The memory of the repository at or above `root` (None outside a repository), written
+    to the cache when the block ends."""
+    found = layout.find_root([], root)
+    memory = Memory(found) if found is not None else None
+    try:
+        yield memory
+    finally:
+        if memory is not None:
+            memory.cache.close()

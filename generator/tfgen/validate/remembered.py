@@ -1,0 +1,49 @@
+"""Spec verdicts remembered between runs in the cache (`repo.cache`), by content.
+
+`tfgen check` and `tfgen render` hand `validate_paths` this memory: each spec's verdict (its
+problems and its completed data) is kept under the hash of its bytes, its shown path,
+tfgen.yaml and tfgen itself. The hashes come from the run's snapshot (`repo.inputs`), so a
+spec whose verdict is known is not even read; the rules across files always run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from ..problems import Problem
+from ..repo.cache import Cache, CacheKeys, content_hash
+from ..repo.inputs import Inputs
+from .experiments import Verdict
+
+
+class RememberedVerdicts:
+    """The `Verdicts` of validate_paths, kept in a run's cache."""
+
+    def __init__(self, cache: Cache, keys: CacheKeys, inputs: Inputs) -> None:
+        self.cache, self.keys, self.inputs = cache, keys, inputs
+
+    def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]:
+        keys = []
+        for path, shown in files:
+            content = self.inputs.hash_of(path)
+            keys.append(content and self.keys.spec(self.inputs.config, shown, content))
+        stored = self.cache.get_many("spec", [key for key in keys if key])
+        return [_verdict(stored.get(key)) if key else None for key in keys]
+
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None:
+        key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
+        self.cache.put_json("spec", key, {
+            "problems": [asdict(p) for p in verdict.problems], "data": verdict.data})
+
+
+def _verdict(text: str | None) -> Verdict | None:
+    if text is None:
+        return None
+    try:
+        stored = json.loads(text)
+    except ValueError:
+        return None
+    return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["data"])
