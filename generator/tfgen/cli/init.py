@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..scaffold import InitSettings, SettingsError, defaults, init_repository
 from .app import handle_errors, main
+
+if TYPE_CHECKING:
+    from ..scaffold import InitSettings
 
 
 def _interactive() -> bool:
@@ -18,6 +21,8 @@ def _interactive() -> bool:
 
 def _ask(settings: InitSettings) -> InitSettings:
     """Ask for what the flags left open, offering the defaults (only on a terminal)."""
+    from ..scaffold import defaults
+
     base = defaults()
     if settings.repo_url is None:
         settings.repo_url = click.prompt("Git URL of the new repository, as Argo CD clones it",
@@ -64,6 +69,10 @@ def init(directory: Path, repo_url: str | None, namespaces: tuple[str, ...],
 
     Exit codes: 0 written, 2 usage error (a refused folder, an invalid setting).
     """
+    # imported here: the scaffold (Jinja2, the full JSON Schema validator) costs every other
+    # command a tenth of a second at start-up
+    from ..scaffold import InitSettings, SettingsError, init_repository
+
     settings = InitSettings(
         repo_url=repo_url, namespaces=list(namespaces), nas_server=nas_server,
         kubernetes_version=kubernetes_version, argocd_namespace=argocd_namespace,

@@ -189,23 +189,31 @@ def snapshot(
 def _walk(root: Path, rel_dir: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(relative path, entry) of every file below `rel_dir`: a folder's files by name, then its
     folders by name. A symlinked folder is not entered, and refused when it leads out of the
-    repository; an unreadable folder is skipped (its files are then no input)."""
-    try:
-        with os.scandir(root / rel_dir) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except OSError:
-        return
-    folders = []
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name not in (".git", "__pycache__"):
-                folders.append(entry.name)
-        elif entry.is_symlink() and _leads_to_folder(entry):
-            resolve_input(entry.path, layout.shown(entry.path), root)
-        else:
-            yield f"{rel_dir}/{entry.name}", entry
-    for name in folders:
-        yield from _walk(root, f"{rel_dir}/{name}")
+    repository; an unreadable folder is skipped (its files are then no input). Paths are
+    strings: ten thousand experiment folders make pathlib's cost show."""
+    top = str(root)
+    pending = [rel_dir]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(os.path.join(top, current)) as listing:
+                entries = sorted(listing, key=_name)
+        except OSError:
+            continue
+        folders = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in (".git", "__pycache__"):
+                    folders.append(f"{current}/{entry.name}")
+            elif entry.is_symlink() and _leads_to_folder(entry):
+                resolve_input(entry.path, layout.shown(entry.path), root)
+            else:
+                yield f"{current}/{entry.name}", entry
+        pending += reversed(folders)  # popped in name order, each one's folders before its next sibling
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _leads_to_folder(link: os.DirEntry[str]) -> bool:
