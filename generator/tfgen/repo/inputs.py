@@ -209,7 +209,8 @@ def _walk(root: Path, rel_dir: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
                 resolve_input(entry.path, layout.shown(entry.path), root)
             else:
                 yield f"{current}/{entry.name}", entry
-        pending += reversed(folders)  # popped in name order, each one's folders before its next sibling
+        # popped in name order, and each one's own folders before its next sibling
+        pending += reversed(folders)
 
 
 def _name(entry: os.DirEntry[str]) -> str:
