@@ -25,6 +25,7 @@ import yaml
 
 from ..errors import EnvironmentProblem, InputError
 from ..problems import Problem
+from ..repo import resources
 from ..repo.yamlread import SafeLoader
 
 
@@ -218,9 +219,7 @@ def json_pointer(path: Iterable[Any]) -> str:
 
 def kubernetes_schema_root() -> Path:
     """The folder of Kubernetes JSON schemas shipped inside the kubernetes-validate package."""
-    import kubernetes_validate  # imported lazily: only its data files are used
-
-    return Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
+    return resources.kubernetes_schemas_package() / "kubernetes-json-schema"
 
 
 def supported_versions(root: Path | None = None) -> list[str]:

@@ -319,15 +319,15 @@ def tool_digest() -> str:
     """tfgen itself: its version, its code, the schemas it ships, and the versions of the
     validators it runs. A new tfgen must not reuse an old one's verdicts."""
     import jsonschema_rs
-    import kubernetes_validate
 
     package = Path(__file__).resolve().parents[1]
+    kubernetes = resources.kubernetes_schemas_package()
     return digest(
         __version__,
         tree_digest(package),  # symlinked folders (the shipped schemas, chart) are not entered
         tree_digest(resources.schema_dir()),
         getattr(jsonschema_rs, "__version__", ""),
-        getattr(kubernetes_validate, "__version__", str(Path(kubernetes_validate.__file__).parent)),
+        str(kubernetes), (kubernetes / "version.py").read_bytes(),  # its schemas' version
     )
 
 
