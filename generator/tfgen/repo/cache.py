@@ -42,6 +42,7 @@ CACHE_DIRNAME = ".tfgen-cache"
 FORMAT = "2"
 KEY_ENV = "TFGEN_CACHE_KEY_FILE"
 KEY_BYTES = 32
+FLUSH_EVERY = 1000  # pending entries written at once
 WHAT_IT_IS = "# tfgen's local cache, signed with a key of this machine: never commit it"
 
 
@@ -259,21 +260,22 @@ class Cache:
     def put(self, space: str, key: str, text: str) -> None:
         if self.enabled:
             self._pending[(space, key)] = text
+            if len(self._pending) >= FLUSH_EVERY:
+                self.flush()  # a large repository's entries are not all held until the end
 
     def flush(self) -> None:
-        """Write pending entries in one transaction."""
+        """Write pending entries in one transaction (threads may put meanwhile: the
+        connection is serialised, and the pending entries are taken over first)."""
+        pending, self._pending = self._pending, {}
         db = self._connect()
-        if db is None or not self._pending:
-            self._pending.clear()
+        if db is None or not pending:
             return
         try:
             with db:
                 db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?)",
-                               [(s, k, v, self._mac(s, k, v))
-                                for (s, k), v in self._pending.items()])
+                               [(s, k, v, self._mac(s, k, v)) for (s, k), v in pending.items()])
         except sqlite3.Error:
             self._broken = True
-        self._pending.clear()
 
     def close(self) -> None:
         self.flush()

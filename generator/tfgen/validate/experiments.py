@@ -138,9 +138,10 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
-    return checked, (problems + file_problems(checked, config.namespaces)
-                     + team.file_problems(checked, config)
-                     + sweep.file_problems(checked, config.max_runs))
+    problems += (file_problems(checked, config.namespaces) + team.file_problems(checked, config)
+                 + sweep.file_problems(checked, config.max_runs))
+    checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
+    return checked, problems
 
 
 def _check(
