@@ -97,22 +97,24 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
                    "carry tfgen's header).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Output for people (text) or programs (json, github).")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
 @ROOT_OPTION
 @handle_errors
-def render(check: bool, prune: bool, fmt: str, root: Path | None) -> None:
+def render(check: bool, prune: bool, fmt: str, no_cache: bool, root: Path | None) -> None:
     """Generate argo/ from experiments/*.yaml and tfgen.yaml.
 
     Per experiment: argo/experiments/<name>/values.yaml (chart values) and app.yaml (the
     ApplicationSet's input); once: argo/project.yaml, applicationset.yaml, bootstrap.yaml and
     argocd-cm-tfjob-health.yaml, and .github/CODEOWNERS when tfgen.yaml declares owners.
     Specs are validated first; nothing is written when any is invalid. Files are written
-    atomically and only when their content changes.
+    atomically and only when their content changes. Specs and files that an earlier render or
+    check found in order are known again by their content hashes (.tfgen-cache/).
 
     Exit codes: 0 up to date / written, 1 problems or drift (--check), 2 usage.
     """
     from ..render import plan_repository, remembering
 
-    with remembering(root) as memory:
+    with remembering(root, enabled=not no_cache) as memory:
         _render(check, prune, fmt, plan_repository(root, memory))
 
 

@@ -80,10 +80,10 @@ class Memory:
 
 
 @contextmanager
-def remembering(root: Path | None) -> Iterator[Memory | None]:
-    """The memory of the repository at or above `root` (None outside a repository), written
-    to the cache when the block ends."""
-    found = layout.find_root([], root)
+def remembering(root: Path | None, enabled: bool = True) -> Iterator[Memory | None]:
+    """The memory of the repository at or above `root` (None outside a repository, or when
+    not `enabled`), written to the cache when the block ends."""
+    found = layout.find_root([], root) if enabled else None
     memory = Memory(found) if found is not None else None
     try:
         yield memory
