@@ -9,9 +9,11 @@ rendered object and every Argo CD object in argo/ (`objects`, `wiring`), and wit
 revision refuse changes a live run cannot take (`immutability`). Every finding is a `Problem`;
 nothing is printed here.
 
-Speed comes from the cache (`cache`), keyed by content: the whole result (nothing changed since
-the last identical run), each spec's verdict, the resolved Applications, each experiment's
-rendered manifest and the verdict on its objects. Its entries are signed with a key of this
+Speed comes from the cache (`repo.cache`), keyed by content hashes of the run's snapshot
+(`repo.inputs`): the whole result (nothing changed since the last identical run), each spec's
+verdict (`validate.remembered`), the experiments whose files are in sync (`render.insync`,
+shared with `tfgen render`), the resolved Applications, each experiment's rendered manifest and
+the verdict on its objects. Its entries are signed with a key of this
 machine, so a pull request cannot bring its own verdicts; a committed cache is not used and is
 reported as a problem.
 """
@@ -141,8 +143,8 @@ class _Gate:
         cache_dir = self.root / CACHE_DIRNAME if options.use_cache else None
         self.cache = Cache(cache_dir)
         self.keys = CacheKeys(tool_digest(), os.getcwd())
-        # The renderer works in a thread of its own, with its own connection to the cache.
         self.inputs = snapshot(self.root, self.cache)
+        # The renderer works in a thread of its own, with its own connection to the cache.
         self.renderer = BatchRenderer(
             helm=options.helm or find_helm(root=self.root), cache=Cache(cache_dir),
             keys=self.keys, workers=options.workers, known_hash=self.inputs.hash_of,

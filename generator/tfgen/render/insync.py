@@ -55,9 +55,7 @@ class InSync:
         unsettled = set(unsettled) - set(written or {})
         for experiment in experiments:
             paths = layout.generated_paths(experiment.name)
-            if experiment.name in self._known:
-                continue
-            if unsettled.intersection(paths):
+            if experiment.name in self._known or unsettled.intersection(paths):
                 continue
             contents = [self.inputs.hashes.get(experiment.rel)] + [
                 content_hash(written[path].encode()) if written and path in written
@@ -65,6 +63,7 @@ class InSync:
             key = self._key(experiment, contents)
             if key is not None:
                 self.cache.put(SPACE, key, "")
+                self._known.add(experiment.name)  # learnt once per run
 
 
 class Memory:

@@ -252,8 +252,8 @@ def plan_repository(
     folder = config.experiments_dir
     experiments: list[Experiment] = []
     if layout.spec_files(folder) or layout.misplaced_specs(folder):
-        # (none left, the last one retired, is a valid state: argo/ keeps the wiring and
-        # every per-experiment file becomes an orphan)
+        # (with no spec at all, the last one deleted, nothing is validated: a valid state,
+        # argo/ keeps the wiring and every per-experiment file becomes an orphan)
         result = validate_paths([folder], config,
                                 verdicts=memory.verdicts if memory else None)
         if result.problems:

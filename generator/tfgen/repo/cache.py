@@ -4,8 +4,9 @@ Entries are keyed by a SHA-256 over everything that decides their content, never
 name, so a stale entry cannot be hit: a changed input is a different key. `CacheKeys` is the one
 place every key is made, each from all of its inputs (tfgen's code and shipped schemas, the
 chart, tfgen.yaml, helm's version, the Kubernetes version, ...). Entries live in one SQLite
-file, written in one transaction per run, so concurrent and interrupted runs never leave a
-half-written entry. Deleting the folder is always safe. The folder is git-ignored.
+file, written in transactions of up to a thousand entries, so concurrent and interrupted runs
+never leave a half-written entry. Deleting the folder is always safe. The folder is
+git-ignored, by the repository's .gitignore and by one of its own.
 
 The cache is a local speed-up, never evidence: whoever can push can also write a cache file
 that says "no problems". So every entry carries an HMAC-SHA256 made with a key that never
