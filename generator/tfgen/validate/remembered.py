@@ -18,6 +18,8 @@ from ..repo.cache import Cache, CacheKeys, content_hash
 from ..repo.inputs import Inputs
 from .experiments import Verdict
 
+SLICE = 500  # verdicts fetched and decoded together
+
 
 class RememberedVerdicts:
     """The `Verdicts` of validate_paths, kept in a run's cache."""
@@ -30,8 +32,12 @@ class RememberedVerdicts:
         for path, shown in files:
             content = self.inputs.hash_of(path)
             keys.append(content and self.keys.spec(self.inputs.config, shown, content))
-        stored = self.cache.get_many("spec", [key for key in keys if key])
-        return [_verdict(stored.get(key)) if key else None for key in keys]
+        verdicts: list[Verdict | None] = []
+        for start in range(0, len(keys), SLICE):  # a slice's texts at a time, not all of them
+            part = keys[start:start + SLICE]
+            stored = self.cache.get_many("spec", [key for key in part if key])
+            verdicts += [_verdict(stored.get(key)) if key else None for key in part]
+        return verdicts
 
     def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None:
         key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
