@@ -16,9 +16,10 @@ import pytest
 import yaml
 from helpers import REPO_ROOT, build_file_tree, mnist_spec
 from test_yaml_types import TRICKY
-from tfgen.gate.batch import BatchRenderer, RenderJob, canonical_manifest
+from tfgen.gate.batch import BatchRenderer, RenderJob
 from tfgen.gate.helm import find_helm
 from tfgen.gate.helmvalues import coalesce, merge_values
+from tfgen.gate.umbrella import canonical_manifest
 from tfgen.render.generated import GeneratedFile, dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo.cache import Cache

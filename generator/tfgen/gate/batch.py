@@ -1,11 +1,11 @@
 """Rendering many experiments with few `helm` processes, and not at all when nothing changed.
 
 One `helm template` process costs ~65 ms, so a gate over a thousand experiments cannot start
-one per experiment. Instead we generate an umbrella chart in a temporary folder with one aliased
-dependency per experiment (all pointing at one copy of the chart), give each alias its
-experiment's values and split helm's output back per experiment using the `# Source:
-<umbrella>/charts/<alias>/templates/...` comments. The chart promises not to use `.Release.*` or
-`.Chart.Name` in its output, so the objects are the ones the per-experiment `helm template` that
+one per experiment. Instead we generate an umbrella chart (`umbrella`) in a temporary folder
+with one aliased dependency per experiment (all pointing at one copy of the chart), give each
+alias its experiment's values and split helm's output back per experiment using the
+`# Source: <umbrella>/charts/<alias>/templates/...` comments. The chart promises not to use
+`.Release.*` or `.Chart.Name` in its output, so the objects are the ones the per-experiment `helm template` that
 Argo CD runs would produce (a test proves it byte for byte). Two Helm behaviours differ for
 subcharts and are neutralised here: parent-supplied `null`s do not delete subchart defaults in
 Helm 4 (so we merge values with the chart defaults ourselves, Helm's way, and give the copy an
@@ -36,7 +36,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -45,31 +44,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema_rs
-
-from ..errors import EnvironmentProblem, HelmError, InputError
-from ..render.generated import dump_yaml
+from ..errors import EnvironmentProblem, HelmError
 from ..repo import chart as chart_facts
-from ..repo.cache import Cache, CacheKeys, content_hash, tool_digest, tool_version, tree_digest
+from ..repo.cache import Cache, tool_version
+from ..repo.keys import CacheKeys, content_hash, tool_digest
 from . import helm as helm_mod
 from .applications import ResolvedApplication
 from .helmvalues import (
     canonical_values,
     coalesce,
-    load_yaml_file,
     merge_values,
     typed,
 )
+from .umbrella import (
+    UMBRELLA,
+    ChartInfo,
+    alias,
+    aliases_named,
+    canonical_manifest,
+    split_umbrella,
+    write_umbrella,
+)
 
-UMBRELLA = "tfgen-batch"
 MIN_CHUNK = 25
-# Templates that read these would render differently per release; such a chart is rendered one
-# experiment per helm process (correct, only slower).
-_RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
-_TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
-_ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
-_DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
-
 Progress = Callable[[int], None]
 
 
@@ -112,68 +109,6 @@ class BatchStats:
     helm_processes: int = 0
     cached: int = 0
     rendered: int = 0
-
-
-def canonical_manifest(text: str) -> str:
-    """helm output normalised to `---\\n# Source: ...\\n<body>\\n` per document.
-
-    Only whitespace between documents is normalised (helm 3 and 4 differ there).
-    """
-    out = []
-    for chunk in _DOC_SPLIT.split(text):
-        body = chunk.strip("\n")
-        if not body.startswith("# Source: "):
-            if body.strip("-\n \t"):
-                out.append("---\n" + body + "\n")
-            continue
-        out.append("---\n" + body.rstrip() + "\n")
-    return "".join(out)
-
-
-def split_umbrella(text: str, chart_name: str) -> dict[str, str]:
-    """Per alias, its documents from an umbrella render, with `# Source:` rewritten to what a
-    per-experiment render prints (`<chart>/templates/...`)."""
-    parts: dict[str, list[str]] = {}
-    prefix = f"# Source: {UMBRELLA}/charts/"
-    for chunk in _DOC_SPLIT.split(text):
-        body = chunk.strip("\n")
-        if not body.startswith(prefix):
-            continue
-        alias, _, rest = body[len(prefix):].partition("/")
-        parts.setdefault(alias, []).append(
-            "---\n# Source: " + chart_name + "/" + rest.rstrip() + "\n"
-        )
-    return {alias: "".join(docs) for alias, docs in parts.items()}
-
-
-class ChartInfo:
-    """What the batch renderer needs to know about one chart folder, computed once."""
-
-    def __init__(self, chart: Path) -> None:
-        self.path = chart
-        meta = load_yaml_file(chart / "Chart.yaml")
-        if not isinstance(meta, dict) or "name" not in meta:
-            raise InputError(f"{chart / 'Chart.yaml'}: not a chart (no name)")
-        self.name = str(meta["name"])
-        self.version = str(meta.get("version", "0.0.0"))
-        values_path = chart / "values.yaml"
-        defaults = load_yaml_file(values_path) if values_path.exists() else {}
-        self.defaults: dict[str, Any] = defaults if isinstance(defaults, dict) else {}
-        self.digest = tree_digest(chart)
-        schema_path = chart / "values.schema.json"
-        self.values_validator: Any = None
-        if schema_path.exists():
-            try:
-                self.values_validator = jsonschema_rs.validator_for(
-                    json.loads(schema_path.read_text(encoding="utf-8")))
-            except (ValueError, jsonschema_rs.ValidationError):
-                self.values_validator = None  # helm reports a broken schema itself
-        self.batchable = not any(
-            _RELEASE_BOUND.search(_TEMPLATE_COMMENT.sub("", p.read_text(
-                encoding="utf-8", errors="replace")))
-            for p in (chart / "templates").rglob("*")
-            if p.is_file()
-        )
 
 
 class BatchRenderer:
@@ -278,20 +213,6 @@ class BatchRenderer:
         return RenderResult(job, manifest=canonical_manifest(text))
 
     # -- many experiments per process -------------------------------------------------------
-    def _umbrella(self, root: Path, chart: ChartInfo) -> Path:
-        """The umbrella skeleton (chart copy with empty defaults, `global` admitted)."""
-        umbrella = root / UMBRELLA
-        copy_dir = umbrella / "charts" / chart.name
-        shutil.copytree(chart.path, copy_dir, ignore=shutil.ignore_patterns(".git", "charts"))
-        (copy_dir / "values.yaml").write_text("{}\n", encoding="utf-8")
-        schema_path = copy_dir / "values.schema.json"
-        if schema_path.exists():
-            schema = json.loads(schema_path.read_text(encoding="utf-8"))
-            if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-                schema["properties"].setdefault("global", {"type": "object"})
-                schema_path.write_text(json.dumps(schema), encoding="utf-8")
-        return umbrella
-
     @staticmethod
     def file_values(job: RenderJob) -> dict[str, Any] | None:
         """The job's value files merged as helm merges them, or None when one is not in
@@ -325,22 +246,7 @@ class BatchRenderer:
     ) -> list[str]:
         """Write the umbrella chart for one batch under `tmp`; the helm command rendering it
         (also what bench/ times as "helm alone")."""
-        umbrella = self._umbrella(tmp, chart)
-        deps = []
-        values: dict[str, Any] = {}
-        for index, alias_values in enumerate(job_values):
-            alias = f"e{index:05d}"
-            deps.append(
-                {"name": chart.name, "version": chart.version, "alias": alias,
-                 "repository": f"file://./charts/{chart.name}"}
-            )
-            values[alias] = alias_values
-        meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0",
-                "dependencies": deps}
-        (umbrella / "Chart.yaml").write_text(json.dumps(meta), encoding="utf-8")
-        # The writer, not JSON: a JSON file escapes an emoji as a surrogate pair, which
-        # helm's YAML reader refuses; the writer's output helm reads exactly as written.
-        (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
+        umbrella = write_umbrella(tmp, job_values, chart)
         return helm_mod.template_command(
             self.helm, UMBRELLA, umbrella, namespace, kube_version=kube_version,
             api_versions=api_versions,
@@ -383,7 +289,7 @@ class BatchRenderer:
             # helm names the failing subcharts (`charts/e00042/templates/...` for a template
             # error, `e00042:` in a schema report): render those alone for their own message
             # and the rest again together; bisect when it names none.
-            named = {int(m) for m in _ALIAS_IN_ERROR.findall(exc.message) if int(m) < len(jobs)}
+            named = {i for i in aliases_named(exc.message) if i < len(jobs)}
             if named:
                 failing = [jobs[i] for i in sorted(named)]
                 rest = [job for i, job in enumerate(jobs) if i not in named]
@@ -396,7 +302,7 @@ class BatchRenderer:
             return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
         parts = split_umbrella(text, chart.name)
         return [
-            RenderResult(job, manifest=parts.get(f"e{index:05d}", ""), values=read[index])
+            RenderResult(job, manifest=parts.get(alias(index), ""), values=read[index])
             for index, job in enumerate(jobs)
         ]
 

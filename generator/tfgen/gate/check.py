@@ -32,8 +32,9 @@ from .. import render
 from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import layout, resources
-from ..repo.cache import CACHE_DIRNAME, Cache, CacheKeys, tool_digest, tracked_problem
+from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..repo.inputs import snapshot
+from ..repo.keys import CacheKeys, tool_digest
 from ..validate import (
     RepoConfig,
     ValidationResult,

@@ -17,8 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..repo import layout
-from ..repo.cache import CACHE_DIRNAME, Cache, CacheKeys, content_hash, tool_digest
+from ..repo.cache import CACHE_DIRNAME, Cache
 from ..repo.inputs import Inputs, snapshot
+from ..repo.keys import CacheKeys, content_hash, tool_digest
 from ..validate import Experiment
 from ..validate.remembered import RememberedVerdicts
 

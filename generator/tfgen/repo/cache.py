@@ -1,12 +1,10 @@
 """A content-addressed cache under `.tfgen-cache/` so unchanged experiments cost nothing.
 
-Entries are keyed by a SHA-256 over everything that decides their content, never by time or
-name, so a stale entry cannot be hit: a changed input is a different key. `CacheKeys` is the one
-place every key is made, each from all of its inputs (tfgen's code and shipped schemas, the
-chart, tfgen.yaml, helm's version, the Kubernetes version, ...). Entries live in one SQLite
-file, written in transactions of up to a thousand entries, so concurrent and interrupted runs
-never leave a half-written entry. Deleting the folder is always safe. The folder is
-git-ignored, by the repository's .gitignore and by one of its own.
+Entries are keyed by content (`repo.keys`: a changed input is a different key, so a stale
+entry cannot be hit). They live in one SQLite file, written in transactions of up to a
+thousand entries, so concurrent and interrupted runs never leave a half-written entry.
+Deleting the folder is always safe. The folder is git-ignored, by the repository's .gitignore
+and by one of its own.
 
 The cache is a local speed-up, never evidence: whoever can push can also write a cache file
 that says "no problems". So every entry carries an HMAC-SHA256 made with a key that never
@@ -28,15 +26,13 @@ import shutil
 import sqlite3
 import stat
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..problems import Problem
 from ..words import counted
-from . import resources
+from .keys import CacheKeys
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout).
@@ -45,36 +41,6 @@ KEY_ENV = "TFGEN_CACHE_KEY_FILE"
 KEY_BYTES = 32
 FLUSH_EVERY = 1000  # pending entries written at once
 WHAT_IT_IS = "# tfgen's local cache, signed with a key of this machine: never commit it"
-
-
-def digest(*parts: bytes | str) -> str:
-    """SHA-256 hex of the parts, each length-prefixed so ("ab", "c") != ("a", "bc")."""
-    framed: list[bytes] = []
-    for part in parts:
-        # surrogateescape: a file name that is not UTF-8 is hashed as its bytes, not a crash
-        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
-        framed += (len(data).to_bytes(8, "big"), data)
-    return hashlib.sha256(b"".join(framed)).hexdigest()
-
-
-def content_hash(data: bytes) -> str:
-    """A file's content hash, as snapshots and keys name files."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__")) -> str:
-    """Digest of every file (relative path + bytes) under a folder, in a stable order."""
-    skip = set(ignore)
-    parts: list[bytes | str] = []
-    if not root.exists():
-        return digest("absent")
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in skip)
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            parts.append(path.relative_to(root).as_posix())
-            parts.append(path.read_bytes())
-    return digest(*parts)
 
 
 def key_path() -> Path:
@@ -315,89 +281,3 @@ def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
         cache.put("tool-version", identity, version)
         cache.flush()
     return version
-
-
-@cache
-def tool_digest() -> str:
-    """tfgen itself: its version, its code, the schemas it ships, and the versions of the
-    validators it runs. A new tfgen must not reuse an old one's verdicts."""
-    import jsonschema_rs
-
-    package = Path(__file__).resolve().parents[1]
-    kubernetes = resources.kubernetes_schemas_package()
-    return digest(
-        __version__,
-        tree_digest(package),  # symlinked folders (the shipped schemas, chart) are not entered
-        tree_digest(resources.schema_dir()),
-        getattr(jsonschema_rs, "__version__", ""),
-        str(kubernetes), (kubernetes / "version.py").read_bytes(),  # its schemas' version
-    )
-
-
-class CacheKeys:
-    """Every key of the gate's cache, each a digest of everything its entry depends on.
-
-    `tool` is `tool_digest()`; `cwd` is part of the keys of entries holding problems, because
-    problems name files relative to the working directory.
-    """
-
-    def __init__(self, tool: str, cwd: str) -> None:
-        self.tool = tool
-        self.cwd = cwd
-
-    @staticmethod
-    def tool_version(binary: str, size: int, mtime_ns: int, args: Sequence[str]) -> str:
-        """What a tool says of its version: the same binary file (path, size, mtime)."""
-        return digest("tool-version", binary, str(size), str(mtime_ns), *args)
-
-    @staticmethod
-    def stat_table(root: str) -> str:
-        """The status -> content hash table of a repository's input files (`repo.inputs`):
-        content hashes, whatever tfgen reads them for."""
-        return digest("stat-table", root)
-
-    def run(self, helm_version: str, options: Mapping[str, Any], base_commit: str,
-            inputs: str) -> str:
-        """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen,
-        helm, the options and the base revision."""
-        return digest("check", self.tool, self.cwd, helm_version,
-                      json.dumps(options, sort_keys=True), base_commit, inputs)
-
-    def spec(self, config: bytes, shown: str, content: str) -> str:
-        """One spec file's verdict: its content hash, tfgen.yaml (its defaults and
-        namespaces) and tfgen (the schema and the rules)."""
-        return digest("spec", self.tool, self.cwd, config, shown, content)
-
-    def in_sync(self, config: bytes, spec: str, *contents: str) -> str:
-        """An experiment whose generated files are what `tfgen render` writes: the content
-        hashes of its spec and of those files, the spec's path (the files name it),
-        tfgen.yaml and tfgen."""
-        return digest("in-sync", self.tool, self.cwd, config, spec, *contents)
-
-    def resolution(self, root: Path, files: Sequence[tuple[str, bytes | str]]) -> str:
-        """The Applications the ApplicationSet generates: what resolving them reads."""
-        parts: list[bytes | str] = ["resolve", self.tool, str(root)]
-        for rel, data in files:
-            parts += [rel, data]
-        return digest(*parts)
-
-    def render(self, helm_version: str, chart_digest: str, release: str, namespace: str,
-               kube_version: str, api_versions: Sequence[str],
-               values: Sequence[str]) -> str:
-        """One experiment's rendered manifest: everything its `helm template` reads, and
-        tfgen (which splits and normalises helm's output). `values`: the values files'
-        content hashes, in order."""
-        return digest("render", self.tool, helm_version, chart_digest, release, namespace,
-                      kube_version, ",".join(api_versions), *values)
-
-    def chart_defaults(self, helm_version: str, chart_digest: str) -> str:
-        """Whether helm reads a chart's values.yaml as tfgen does: the chart and helm."""
-        return digest("chart-defaults", self.tool, helm_version, chart_digest)
-
-    def objects(self, render_key: str, namespace: str, project: str, *, kube_version: str,
-                schema_check: bool, projects: str) -> str:
-        """The verdict on one experiment's rendered objects: the objects (their render key)
-        and what judges them (tfgen's schemas and rules, the Kubernetes version, the
-        AppProjects in argo/)."""
-        return digest("objects", self.tool, kube_version, str(schema_check), projects,
-                      render_key, namespace, project)

@@ -28,8 +28,9 @@ from functools import cached_property
 from pathlib import Path
 
 from . import layout
-from .cache import Cache, CacheKeys, content_hash, digest
+from .cache import Cache
 from .files import Refused, read_input, resolve_input
+from .keys import CacheKeys, content_hash, digest
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
 # data, and in this repository a change to it is a change of tfgen.

@@ -14,8 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..problems import Problem
-from ..repo.cache import Cache, CacheKeys, content_hash
+from ..repo.cache import Cache
 from ..repo.inputs import Inputs
+from ..repo.keys import CacheKeys, content_hash
 from .experiments import Verdict
 
 SLICE = 500  # verdicts fetched and decoded together
