@@ -5,8 +5,8 @@ one per experiment. Instead we generate an umbrella chart (`umbrella`) in a temp
 with one aliased dependency per experiment (all pointing at one copy of the chart), give each
 alias its experiment's values and split helm's output back per experiment using the
 `# Source: <umbrella>/charts/<alias>/templates/...` comments. The chart promises not to use
-`.Release.*` or `.Chart.Name` in its output, so the objects are the ones the per-experiment `helm template` that
-Argo CD runs would produce (a test proves it byte for byte). Two Helm behaviours differ for
+`.Release.*` or `.Chart.Name` in its output, so the objects are the ones the per-experiment
+`helm template` that Argo CD runs would produce (a test proves it byte for byte). Two Helm behaviours differ for
 subcharts and are neutralised here: parent-supplied `null`s do not delete subchart defaults in
 Helm 4 (so we merge values with the chart defaults ourselves, Helm's way, and give the copy an
 empty values.yaml), and Helm adds a `global` key to every subchart's values (so the copy's
