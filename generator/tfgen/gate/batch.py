@@ -1,26 +1,26 @@
 """Rendering many experiments with few `helm` processes, and not at all when nothing changed.
 
-One `helm template` process costs ~65 ms, so a gate over a thousand experiments cannot start
-one per experiment. Instead we generate an umbrella chart (`umbrella`) in a temporary folder
-with one aliased dependency per experiment (all pointing at one copy of the chart), give each
-alias its experiment's values and split helm's output back per experiment using the
-`# Source: <umbrella>/charts/<alias>/templates/...` comments. The chart promises not to use
-`.Release.*` or `.Chart.Name` in its output, so the objects are the ones the per-experiment
-`helm template` that Argo CD runs would produce (a test proves it byte for byte). Two Helm behaviours differ for
+One `helm template` process costs ~65 ms, so a gate over a thousand experiments cannot start one
+per experiment. Instead we generate an umbrella chart (`umbrella`) in a temporary folder with
+one aliased dependency per experiment (all pointing at one copy of the chart), give each alias
+its experiment's values and split helm's output back per experiment using the `# Source:
+<umbrella>/charts/<alias>/templates/...` comments. The chart promises not to use `.Release.*` or
+`.Chart.Name` in its output, so the objects are the ones the per-experiment `helm template` that
+Argo CD runs would produce (a test proves it byte for byte). Two Helm behaviours differ for
 subcharts and are neutralised here: parent-supplied `null`s do not delete subchart defaults in
 Helm 4 (so we merge values with the chart defaults ourselves, Helm's way, and give the copy an
 empty values.yaml), and Helm adds a `global` key to every subchart's values (so the copy's
 values.schema.json admits `global`). Helm's own check of the values against values.schema.json
 costs about a quarter of its time per experiment, so each experiment's values are checked here
-first with a validator compiled once: an experiment they fail is rendered alone by a plain
-`helm template` (helm's own verdict and message, as Argo CD would see them), and a batch of
+first with a validator compiled once: an experiment they fail is rendered alone by a plain `helm
+template` (helm's own verdict and message, as Argo CD would see them), and a batch of
 experiments that pass is rendered with `--skip-schema-validation`. Results are cached by content
 hash; a batch that fails is bisected so each failing experiment gets its own helm error message.
 
-A batch hands helm the values as tfgen read them (PyYAML), not the committed files that Argo CD
+A batch hands helm the values as tfgen read them, not the committed files that Argo CD
 gives helm (go-yaml v2, YAML 1.1 rules: an unquoted `y` is a boolean there and a string here).
 So only a values file in the writer's canonical form is batched: comment lines of printable
-ASCII (the header), then exactly `dump_yaml` of what PyYAML reads from the whole file. The
+ASCII (the header), then exactly `dump_yaml` of what was read from it (`read_canonical`). The
 writer quotes everything the two parsers could read differently, and tests/test_yaml_types.py
 shows helm reading such files exactly as written, so for these the values are the same either
 way. Any other values file (edited by hand, written by another tool) is rendered alone by a
