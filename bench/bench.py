@@ -200,7 +200,8 @@ def helm_alone(root: Path, kube: str, helm: str) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         for number, first in enumerate(range(0, len(jobs), size)):
             chunk = jobs[first:first + size]
-            values = [renderer.helm_values(job, chart) or {} for job in chunk]
+            values = [renderer.over_defaults(renderer.file_values(job), chart) or {}
+                      for job in chunk]
             folder = Path(tmp) / str(number)
             folder.mkdir()
             commands.append(renderer.umbrella_command(folder, values, chart, chunk[0].namespace,

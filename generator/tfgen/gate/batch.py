@@ -228,11 +228,10 @@ class BatchRenderer:
             merged = merge_values(merged, data)
         return merged
 
-    @classmethod
-    def helm_values(cls, job: RenderJob, chart: ChartInfo) -> dict[str, Any] | None:
-        """The job's values as helm computes them (value files merged over chart defaults), or
-        None when a value file is not in canonical form."""
-        merged = cls.file_values(job)
+    @staticmethod
+    def over_defaults(merged: dict[str, Any] | None, chart: ChartInfo) -> dict[str, Any] | None:
+        """A job's merged value files (`file_values`) as helm computes its values: coalesced
+        over the chart's defaults (None stays None)."""
         return None if merged is None else coalesce(merged, chart.defaults)
 
     def batch_size(self, count: int) -> int:
@@ -270,8 +269,7 @@ class BatchRenderer:
         if len(jobs) == 1 or not chart.batchable or not self.defaults_agree(chart):
             return [self.render_single(job) for job in jobs]
         read = [self.file_values(job) for job in jobs]
-        values_of = [None if merged is None else coalesce(merged, chart.defaults)
-                     for merged in read]
+        values_of = [self.over_defaults(merged, chart) for merged in read]
         validator = chart.values_validator
         alone = [i for i, values in enumerate(values_of)
                  if values is None or (validator is not None and not validator.is_valid(values))]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -33,8 +32,6 @@ from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import layout, resources
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
-from ..repo.inputs import snapshot
-from ..repo.keys import CacheKeys, tool_digest
 from ..validate import (
     RepoConfig,
     ValidationResult,
@@ -42,7 +39,6 @@ from ..validate import (
     repository_specs,
     validate_paths,
 )
-from ..validate.remembered import RememberedVerdicts
 from ..words import counted
 from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
 from .applications import (
@@ -141,11 +137,11 @@ class _Gate:
 
     def __init__(self, config: RepoConfig, options: CheckOptions) -> None:
         self.config, self.options, self.root = config, options, config.root
-        cache_dir = self.root / CACHE_DIRNAME if options.use_cache else None
-        self.cache = Cache(cache_dir)
-        self.keys = CacheKeys(tool_digest(), os.getcwd())
-        self.inputs = snapshot(self.root, self.cache)
+        self.memory = render.Memory(self.root, use_cache=options.use_cache)
+        self.cache, self.keys, self.inputs = (
+            self.memory.cache, self.memory.keys, self.memory.inputs)
         # The renderer works in a thread of its own, with its own connection to the cache.
+        cache_dir = self.root / CACHE_DIRNAME if options.use_cache else None
         self.renderer = BatchRenderer(
             helm=options.helm or find_helm(root=self.root), cache=Cache(cache_dir),
             keys=self.keys, workers=options.workers, known_hash=self.inputs.hash_of,
@@ -211,8 +207,7 @@ class _Gate:
             rendering = pool.submit(self.renderer.render_each, [jobs[i] for i in todo],
                                     first_look, _ticker(progress, len(todo)))
             specs = validate_paths(repository_specs(self.config), self.config,
-                                   verdicts=RememberedVerdicts(self.cache, self.keys,
-                                                               self.inputs))
+                                   verdicts=self.memory.verdicts)
             result.problems += specs.problems + self.drift(specs) + argo_problems
             for shown, obj in argo:
                 result.problems += judge.validator.problems(obj, shown)
@@ -266,13 +261,8 @@ class _Gate:
         """Committed generated files that differ from what `tfgen render` would write. An
         experiment whose spec, generated files and tfgen.yaml have the contents of an earlier
         run that found its files in sync is not planned again."""
-        in_sync = render.InSync(self.cache, self.keys, self.inputs)
-        plan = render.plan_render(self.root, specs.experiments, self.config.argocd,
-                                  config=self.config,
-                                  committed=self.inputs.generated(),
-                                  pending=specs.invalid_names,
-                                  known_unchanged=in_sync.known(specs.experiments))
-        in_sync.learn(plan.unsettled, specs.experiments)
+        plan = render.remembered_plan(self.memory, specs.experiments, self.config,
+                                      pending=specs.invalid_names)
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
 

@@ -48,7 +48,8 @@ try:  # Rust parser: 7.5x faster than PyYAML's C loader on rendered manifests, s
 except ImportError:  # pragma: no cover - PyYAML alone gives the same objects, slower
     yaml_rs = None
 
-_SOURCE_RE = re.compile(r"^# Source: (.+)$")
+# helm's comment above each document, naming the template it came from
+_SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
 # Plain scalars that YAML 1.1 (PyYAML, and the go-yaml v2 that Kubernetes decodes with) reads
 # differently from YAML 1.2 (yaml_rs): yes/no/on/off booleans, 0755 octal, 1_000, 1:30 base 60,
 # exponents, merge keys. A document holding one is parsed by PyYAML, as Kubernetes would.
@@ -140,7 +141,6 @@ def documents(text: str) -> Iterator[tuple[str, str]]:
             yield source, body
 
 
-_SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
 # Line breaks other than \n that str.splitlines() also splits at.
 _ODD_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -165,7 +165,7 @@ def _split_documents(text: str) -> list[str]:
 def _source_and_body_by_lines(chunk: str) -> tuple[str, str]:
     source, lines = "", []
     for line in chunk.splitlines():
-        match = _SOURCE_RE.match(line)
+        match = _SOURCE_LINE.match(line)
         if match and not source:
             source = match.group(1).strip()
         else:

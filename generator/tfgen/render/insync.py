@@ -12,13 +12,13 @@ is a different key, so a remembered experiment is planned again.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..repo import layout
 from ..repo.cache import CACHE_DIRNAME, Cache
-from ..repo.inputs import Inputs, snapshot
+from ..repo.inputs import INPUT_DIRS, Inputs, snapshot
 from ..repo.keys import CacheKeys, content_hash, tool_digest
 from ..validate import Experiment
 from ..validate.remembered import RememberedVerdicts
@@ -68,15 +68,17 @@ class InSync:
 
 
 class Memory:
-    """What `tfgen render` remembers in the repository's cache: its snapshot of experiments/
-    and argo/, the spec verdicts and the experiments in sync."""
+    """What a run (`tfgen render`, `tfgen check`) remembers in the repository's cache: its
+    snapshot of the input `folders`, the spec verdicts and the experiments in sync. Without
+    `use_cache` it remembers nothing (`--no-cache`), and the snapshot reads every file."""
 
-    def __init__(self, root: Path) -> None:
-        self.cache = Cache(root / CACHE_DIRNAME)
-        keys = CacheKeys(tool_digest(), os.getcwd())
-        self.inputs = snapshot(root, self.cache, (layout.EXPERIMENTS_DIR, layout.ARGO_DIR))
-        self.verdicts = RememberedVerdicts(self.cache, keys, self.inputs)
-        self.in_sync = InSync(self.cache, keys, self.inputs)
+    def __init__(self, root: Path, folders: Sequence[str] = INPUT_DIRS,
+                 use_cache: bool = True) -> None:
+        self.cache = Cache(root / CACHE_DIRNAME if use_cache else None)
+        self.keys = CacheKeys(tool_digest(), os.getcwd())
+        self.inputs = snapshot(root, self.cache, folders)
+        self.verdicts = RememberedVerdicts(self.cache, self.keys, self.inputs)
+        self.in_sync = InSync(self.cache, self.keys, self.inputs)
 
 
 @contextmanager
@@ -84,7 +86,9 @@ def remembering(root: Path | None, enabled: bool = True) -> Iterator[Memory | No
     """The memory of the repository at or above `root` (None outside a repository, or when
     not `enabled`), written to the cache when the block ends."""
     found = layout.find_root([], root) if enabled else None
-    memory = Memory(found) if found is not None else None
+    # render reads experiments/ and argo/ only (the chart and schemas are check's to judge)
+    memory = (Memory(found, (layout.EXPERIMENTS_DIR, layout.ARGO_DIR)) if found is not None
+              else None)
     try:
         yield memory
     finally:

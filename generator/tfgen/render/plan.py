@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -261,12 +261,21 @@ def plan_repository(
         experiments = result.experiments
     if memory is None:
         return plan_render(config.root, experiments, config.argocd, config=config), []
+    return remembered_plan(memory, experiments, config), []
+
+
+def remembered_plan(
+    memory: Memory, experiments: Sequence[Experiment], config: RepoConfig,
+    pending: Collection[str] = (),
+) -> RenderPlan:
+    """`plan_render` against the files of `memory`'s snapshot, leaving out the experiments it
+    knows in sync; it learns which ones are (now, and once the plan is written)."""
     plan = plan_render(config.root, experiments, config.argocd, config=config,
-                       committed=memory.inputs.generated(),
+                       committed=memory.inputs.generated(), pending=pending,
                        known_unchanged=memory.in_sync.known(experiments))
     memory.in_sync.learn(plan.unsettled, experiments)
     plan.on_written = functools.partial(memory.in_sync.learn, plan.unsettled, experiments)
-    return plan, []
+    return plan
 
 
 class NotARepository(EnvironmentProblem):
