@@ -5,6 +5,7 @@ too recently to be told apart from a second edit in the same tick is hashed by e
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -73,8 +74,9 @@ def test_a_forged_table_is_not_trusted(root: Path, monkeypatch: pytest.MonkeyPat
     (root / SPEC).write_text("name: new\n")
     other = Cache(root / ".tfgen-cache", key=b"x" * 32)  # another machine's key signs it
     status = (root / SPEC).stat()
-    table = {SPEC: (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
+    files = {SPEC: (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
                     f"{status.st_ino} {status.st_dev} {inputs.content_hash(b'name: one')}")}
+    table = {"files": files, "folders": {}}
     other.put_json("stat", inputs.CacheKeys.stat_table(str(root.absolute())), table)
     other.close()
     assert run(root).files[SPEC] == b"name: new\n"
@@ -85,3 +87,55 @@ def test_bytes_changed_after_the_snapshot_are_refused(root: Path) -> None:
     (root / SPEC).write_text("name: later\n")
     with pytest.raises(Refused, match="changed while tfgen was reading it"):
         taken.files[SPEC]
+
+
+def _next_tick() -> None:
+    """File timestamps come from a clock that moves in ticks (at most 10 ms on Linux): wait
+    for the next one, so that the change a test makes next moves its folder's status."""
+    time.sleep(0.02)
+
+
+def test_a_folder_whose_status_is_known_is_not_listed_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
+    first = run(root)
+    listed: list[str] = []
+    scandir = os.scandir
+    monkeypatch.setattr(inputs.os, "scandir", lambda path: listed.append(path) or scandir(path))
+    again = run(root)
+    assert again.hashes == first.hashes and list(again.hashes) == list(first.hashes)
+    assert [p for p in listed if str(p).startswith(str(root / "experiments"))] == [], (
+        "experiments/ is known: only its files' statuses are looked at")
+    assert any("tfgen-cache" in str(p) for p in listed), "the spy sees the listings made"
+
+
+def test_entries_added_removed_and_in_new_folders_are_seen(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
+    run(root)
+    _next_tick()
+    (root / "experiments/b.yaml").unlink()
+    (root / "experiments/c.yaml").write_text("name: three\n")
+    (root / "experiments/deeper").mkdir()
+    (root / "experiments/deeper/d.yaml").write_text("name: four\n")
+    assert list(run(root).hashes) == ["tfgen.yaml", SPEC, "experiments/c.yaml",
+                                      "experiments/deeper/d.yaml"]
+    _next_tick()
+    (root / "experiments/deeper/d.yaml").rename(root / "experiments/deeper/e.yaml")
+    assert "experiments/deeper/e.yaml" in run(root).hashes
+
+
+def test_a_file_replaced_by_a_link_in_a_known_folder_is_looked_at_carefully(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
+    run(root)
+    outside = tmp_path / "secret.yaml"
+    outside.write_text("name: secret\n")
+    _next_tick()
+    (root / SPEC).unlink()
+    (root / SPEC).symlink_to(outside)
+    taken = run(root)
+    assert SPEC in taken.refused and SPEC not in taken.hashes

@@ -15,12 +15,19 @@ tick on others), so a second edit in the same tick as the first, right after tfg
 would leave the status unchanged; such a file is hashed again by every run until its status is
 old enough to tell edits apart. Files are read only when a run needs their bytes, and checked
 then against the hash the run is keyed by.
+
+Listing ten thousand folders costs more than looking at their files, so the table keeps each
+folder's listing too, under the folder's own status: adding, removing or renaming an entry
+moves a folder's mtime and ctime, so a folder whose status is unchanged (and old enough, by the
+same rule) still holds the names listed, and only its files' statuses are looked at. A folder
+holding a symbolic link is never remembered: links are looked at the careful way every time.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -132,7 +139,8 @@ def snapshot(
     INPUT_DIRS), in a stable order, looked at through the one safe
     reader's rules (`Refused` for a pipe, a device, a link out of the repository, a file over
     the limit; a spec the reader refuses is recorded in `refused` instead, for validate to
-    report). Statuses known to `cache` spare reading and hashing (see the module docstring).
+    report). Statuses known to `cache` spare listing, reading and hashing (see the module
+    docstring).
 
     Symlinked folders are not entered; one that leads out of the repository is refused, and
     so is a tree where `tfgen render` could not write (`layout.check_generated_tree`).
@@ -141,10 +149,9 @@ def snapshot(
     layout.check_generated_tree(root)
     cache = cache or Cache(None)
     table_key = CacheKeys.stat_table(str(root.absolute()))
-    known = _load_table(cache.get("stat", table_key))
+    known = _Table.load(cache.get("stat", table_key))
     # the statuses of the folders not looked at stay in the table for the runs that do
-    table = {rel: entry for rel, entry in known.items()
-             if rel.partition("/")[0] in INPUT_DIRS and rel.partition("/")[0] not in folders}
+    table = known.without(folders)
     hashes: dict[str, str] = {}
     refused: dict[str, str] = {}
     hashed = 0
@@ -155,15 +162,15 @@ def snapshot(
         if status is not None:  # a regular file below root, no link on the way
             ident = (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
                      f"{status.st_ino} {status.st_dev} ")
-            entry = known.get(rel)
+            entry = known.files.get(rel)
             if entry is not None and entry.startswith(ident):
-                table[rel], hashes[rel] = entry, entry[len(ident):]
+                table.files[rel], hashes[rel] = entry, entry[len(ident):]
                 return
         data = read_input(path, layout.shown(path), root)  # refuses what it must
         hashed += 1
         hashes[rel] = content_hash(data)
-        if status is not None and max(status.st_mtime_ns, status.st_ctime_ns) < taken - RACY_NS:
-            table[rel] = ident + hashes[rel]
+        if status is not None and _settled(status, taken):
+            table.files[rel] = ident + hashes[rel]
 
     for rel in (layout.CONFIG_NAME, layout.CODEOWNERS_FILE):
         # tfgen.yaml, and the one generated file outside argo/ (the rest of .github/ is no
@@ -171,47 +178,155 @@ def snapshot(
         if os.path.lexists(root / rel):
             add(rel, str(root / rel), None)
     for top in folders:
-        linked = os.path.islink(root / top)  # then every file there goes the careful way
-        for rel, entry in _walk(root, top):
-            if layout.is_temp_name(entry.name) or rel == layout.RENDER_LOCK:
-                continue  # a render at work (or killed): not an input
-            try:
-                plain = not linked and entry.is_file(follow_symlinks=False)
-                add(rel, entry.path, entry.stat(follow_symlinks=False) if plain else None)
-            except Refused as exc:
-                if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                    raise
-                refused[rel] = exc.reason
+        # below a symlinked folder every file goes the careful way, and no listing is kept
+        walk = _Walk(root, known.folders, table.folders, taken,
+                     plain=not os.path.islink(root / top))
+        for folder, path, files in walk.folders(top):
+            for name, status in files:
+                rel = f"{folder}/{name}"
+                if layout.is_temp_name(name) or rel == layout.RENDER_LOCK:
+                    continue  # a render at work (or killed): not an input
+                try:
+                    add(rel, f"{path}/{name}", status)
+                except Refused as exc:
+                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                        raise
+                    refused[rel] = exc.reason
     if table != known:
-        cache.put("stat", table_key, json.dumps(table, separators=(",", ":")))
+        cache.put("stat", table_key, table.to_json())
     return Inputs(root, hashes, refused, hashed)
 
 
-def _walk(root: Path, rel_dir: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """(relative path, entry) of every file below `rel_dir`: a folder's files by name, then its
-    folders by name. A symlinked folder is not entered, and refused when it leads out of the
-    repository; an unreadable folder is skipped (its files are then no input). Paths are
-    strings: ten thousand experiment folders make pathlib's cost show."""
-    top = str(root)
-    pending = [rel_dir]
-    while pending:
-        current = pending.pop()
+def _settled(status: os.stat_result, taken: int) -> bool:
+    """Whether a status is old enough to be told apart from the next edit's (racy-git)."""
+    return max(status.st_mtime_ns, status.st_ctime_ns) < taken - RACY_NS
+
+
+# A file in a folder: its name, and its status when it is a regular file reached without a
+# link (else None: it is read the careful way).
+_File = tuple[str, "os.stat_result | None"]
+_Listing = tuple[list[_File], list[str]]  # the files, the names of the folders
+
+
+@dataclass
+class _Table:
+    """The statuses a snapshot keeps in the cache: file path -> "size mtime ctime inode
+    device hash", folder path -> ["mtime ctime inode device", [name, ...]] (a folder's name
+    ends in "/"), each as the walk found it."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    folders: dict[str, list] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, text: str | None) -> _Table:
         try:
-            with os.scandir(os.path.join(top, current)) as listing:
-                entries = sorted(listing, key=_name)
+            data = json.loads(text) if text is not None else None
+        except ValueError:
+            data = None
+        if not (isinstance(data, dict) and isinstance(data.get("files"), dict)
+                and isinstance(data.get("folders"), dict)):
+            return cls()  # none yet, or written by another version: every file is looked at
+        return cls(data["files"], data["folders"])
+
+    def without(self, folders: Sequence[str]) -> _Table:
+        """The entries below the input folders other than `folders`."""
+        if set(INPUT_DIRS) <= set(folders):
+            return _Table()
+
+        def kept(rel: str) -> bool:
+            top = rel.partition("/")[0]
+            return top in INPUT_DIRS and top not in folders
+        return _Table({r: e for r, e in self.files.items() if kept(r)},
+                      {r: e for r, e in self.folders.items() if kept(r)})
+
+    def to_json(self) -> str:
+        return json.dumps({"files": self.files, "folders": self.folders},
+                          separators=(",", ":"))
+
+
+class _Walk:
+    """Every folder below a folder, with its files: a folder's files by name, then its folders
+    by name. A symlinked folder is not entered, and refused when it leads out of the
+    repository; an unreadable folder is skipped (its files are then no input). A folder whose
+    status the `known` listings vouch for is not listed again; the listings found go to
+    `found`. Paths are strings: ten thousand experiment folders make pathlib's cost show."""
+
+    def __init__(self, root: Path, known: Mapping[str, list], found: dict[str, list],
+                 taken: int, plain: bool) -> None:
+        self.root, self.known, self.found = root, known, found
+        self.taken, self.plain = taken, plain
+
+    def folders(self, top: str) -> Iterator[tuple[str, str, list[_File]]]:
+        """(relative path, path, files) of `top` and of every folder below it."""
+        base = str(self.root)
+        pending = [top]
+        while pending:
+            current = pending.pop()
+            path = f"{base}/{current}"
+            listing = self._remembered(current, path)
+            if listing is None:
+                listing = self._listed(current, path)
+            files, subfolders = listing
+            yield current, path, files
+            # popped in name order, and each one's own folders before its next sibling
+            pending += [f"{current}/{name}" for name in reversed(subfolders)]
+
+    def _remembered(self, current: str, path: str) -> _Listing | None:
+        """The folder's listing as kept, when its status vouches for it and every file in it
+        is still a regular file."""
+        record = self.known.get(current) if self.plain else None
+        if record is None:
+            return None
+        files: list[_File] = []
+        subfolders: list[str] = []
+        try:
+            if _folder_ident(os.lstat(path)) != record[0]:
+                return None
+            for name in record[1]:
+                if name.endswith("/"):
+                    subfolders.append(name[:-1])
+                    continue
+                status = os.lstat(f"{path}/{name}")
+                if not stat.S_ISREG(status.st_mode):
+                    return None  # replaced while we looked: list the folder
+                files.append((name, status))
         except OSError:
-            continue
-        folders = []
-        for entry in entries:
+            return None  # gone meanwhile: list the folder
+        self.found[current] = record
+        return files, subfolders
+
+    def _listed(self, current: str, path: str) -> _Listing:
+        """The folder's listing now; it is kept when it can be trusted."""
+        try:
+            status = os.lstat(path)  # before listing: a change while listing moves it
+            with os.scandir(path) as listing:
+                scanned = sorted(listing, key=_name)
+        except OSError:
+            return [], []
+        files: list[_File] = []
+        subfolders: list[str] = []
+        names: list[str] = []
+        keep = self.plain
+        for entry in scanned:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in (".git", "__pycache__"):
-                    folders.append(f"{current}/{entry.name}")
+                    subfolders.append(entry.name)
+                    names.append(entry.name + "/")
             elif entry.is_symlink() and _leads_to_folder(entry):
-                resolve_input(entry.path, layout.shown(entry.path), root)
+                resolve_input(entry.path, layout.shown(entry.path), self.root)
+                keep = False
             else:
-                yield f"{current}/{entry.name}", entry
-        # popped in name order, and each one's own folders before its next sibling
-        pending += reversed(folders)
+                regular = self.plain and entry.is_file(follow_symlinks=False)
+                keep = keep and regular
+                files.append((entry.name, entry.stat(follow_symlinks=False) if regular else None))
+                names.append(entry.name)
+        if keep and _settled(status, self.taken):
+            self.found[current] = [_folder_ident(status), names]
+        return files, subfolders
+
+
+def _folder_ident(status: os.stat_result) -> str:
+    return f"{status.st_mtime_ns} {status.st_ctime_ns} {status.st_ino} {status.st_dev}"
 
 
 def _name(entry: os.DirEntry[str]) -> str:
@@ -223,13 +338,3 @@ def _leads_to_folder(link: os.DirEntry[str]) -> bool:
         return link.is_dir()
     except OSError:
         return False  # a loop: read as a file, the safe reader says what it is
-
-
-def _load_table(text: str | None) -> dict[str, str]:
-    if text is None:
-        return {}
-    try:
-        table = json.loads(text)
-    except ValueError:
-        return {}
-    return table if isinstance(table, dict) else {}
