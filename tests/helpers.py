@@ -52,7 +52,7 @@ def experiment(data: dict[str, Any], rel: str | None = None) -> Experiment:
     """An Experiment of already completed data (e.g. `mnist_spec()`), as if read from
     `rel` (default: experiments/<name>.yaml)."""
     rel = rel or f"experiments/{data['metadata']['name']}.yaml"
-    return Experiment(source=Path(rel), shown=rel, rel=rel, data=data)
+    return Experiment.of(Path(rel), rel, rel, data)
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -13,6 +13,35 @@ from ..repo import chart
 from .document import Document, Locator, PointerParts
 from .loader import load_bytes
 
+# What the rules across files read of an experiment (unique names and volumes, log
+# directories, GPU quotas: rules.repo_problems, logdirs, team.quota_problems), as paths into
+# its data ("*": every key of a mapping). A remembered verdict brings back these parts only:
+# ten thousand whole specs cost more to recall than to judge.
+ACROSS_FILES: tuple[tuple[str, ...], ...] = (
+    ("metadata", "name"), ("metadata", "namespace"),
+    ("spec", "lifecycle"), ("spec", "runPolicy", "suspend"), ("spec", "sweep"),
+    ("spec", "storage"), ("spec", "tensorboard", "logDir"),
+    ("spec", "roles", "*", "replicas"), ("spec", "roles", "*", "gpus"),
+)
+
+
+def across_files(data: dict[str, Any]) -> dict[str, Any]:
+    """The parts of `data` that ACROSS_FILES names, each in its place (shared, not copied)."""
+    out: dict[str, Any] = {}
+    for path in ACROSS_FILES:
+        _take(data, out, path)
+    return out
+
+
+def _take(source: dict[str, Any], target: dict[str, Any], path: tuple[str, ...]) -> None:
+    head, rest = path[0], path[1:]
+    for key in (list(source) if head == "*" else [head] if head in source else []):
+        value = source[key]
+        if rest and isinstance(value, dict):
+            _take(value, target.setdefault(key, {}), rest)
+        else:  # the end of the path, or a value a rule cannot look into either
+            target[key] = value
+
 
 @dataclass
 class Checked:
@@ -20,7 +49,8 @@ class Checked:
 
     The locator of a file whose verdict was recalled (not checked in this run) is built from
     its bytes (`raw`, else read by `read`) when a rule across files first needs to point
-    into it.
+    into it. A recalled file's `data` holds only what the rules across files read
+    (`across_files`); `load` gives its complete data.
     """
 
     source: Path
@@ -30,6 +60,7 @@ class Checked:
     config: Document | None = None
     _locator: Locator | None = field(default=None, repr=False)
     read: Callable[[], bytes] | None = field(default=None, repr=False)
+    load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def locator(self) -> Locator:

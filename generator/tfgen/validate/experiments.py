@@ -12,15 +12,18 @@ bytes did not change is not checked again; the rules across files always run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import TfgenError
 from ..problems import Problem
 from ..repo import layout
 from ..words import counted
 from . import sweep, team
+from .checked import across_files
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
@@ -41,21 +44,27 @@ class Experiment:
     plus `mountPath`.
 
     `source` is the spec file, `shown` how messages name it, `rel` its repository-relative
-    path (what generated files name as their source).
+    path (what generated files name as their source). `data` is loaded by `load` when first
+    asked for: a run that remembers most of its experiments in sync needs only their names.
     """
 
     source: Path
     shown: str
     rel: str
-    data: dict[str, Any]
+    name: str
+    namespace: str
+    load: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
 
-    @property
-    def name(self) -> str:
-        return str(self.data["metadata"]["name"])
+    @classmethod
+    def of(cls, source: Path, shown: str, rel: str, data: dict[str, Any]) -> Experiment:
+        """An experiment whose complete data is at hand."""
+        meta = data["metadata"]
+        return cls(source, shown, rel, str(meta["name"]), str(meta["namespace"]),
+                   lambda: data)
 
-    @property
-    def namespace(self) -> str:
-        return str(self.data["metadata"]["namespace"])
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        return self.load()
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -64,11 +73,13 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One file's outcome as a cache keeps it: its problems, and its completed data (None when
-    the file could not be loaded)."""
+    """One file's outcome as a cache keeps it: its problems, what the rules across files read
+    of it (`checked.across_files`; None when the file could not be loaded), and its complete
+    data, given by `load_data` when asked for."""
 
     problems: tuple[Problem, ...]
-    data: dict[str, Any] | None
+    facts: dict[str, Any] | None
+    load_data: Callable[[], dict[str, Any] | None] = field(repr=False, compare=False)
 
 
 class Verdicts(Protocol):
@@ -152,9 +163,11 @@ def _check(
     checked now and remembered in `verdicts`."""
     if known is not None:
         item = None
-        if known.data is not None:
-            item = Checked(path, shown, known.data, config=config.document,
-                           read=functools.partial(read_file, path, shown, config.root))
+        if known.facts is not None:
+            read = functools.partial(read_file, path, shown, config.root)
+            item = Checked(path, shown, known.facts, config=config.document, read=read,
+                           load=functools.partial(_recalled_data, known, path, shown, read,
+                                                     config))
         return item, list(known.problems)
     try:
         raw = read_file(path, shown, config.root)
@@ -162,9 +175,28 @@ def _check(
         return None, [exc.problem()]
     item, problems = check_file(path, shown, raw, config)
     if verdicts is not None:
-        verdicts.remember(path, shown, raw, Verdict(tuple(problems),
-                                                    item.data if item else None))
+        data = item.data if item else None
+        verdicts.remember(path, shown, raw, Verdict(
+            tuple(problems), across_files(data) if data else None, lambda: data))
     return item, problems
+
+
+def _recalled_data(
+    known: Verdict, path: Path, shown: str, read: Callable[[], bytes], config: RepoConfig
+) -> dict[str, Any]:
+    """A recalled file's complete data: remembered, else (the cache lost it) worked out again
+    from the file, which must still be a valid spec."""
+    data = known.load_data()
+    if data is None:
+        checked, problems = check_file(path, shown, read(), config)
+        if checked is None or problems:
+            raise TfgenError(f"{shown}: changed while tfgen was reading it; run tfgen again")
+        data = checked.data
+    return data
+
+
+def _given(data: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: data  # the data alone: not the checked file's bytes and locator
 
 
 def _context(files: Sequence[Path], config: RepoConfig, others: Iterable[Path]) -> list[Checked]:
@@ -213,7 +245,9 @@ def validate_paths(
     shown = {p.path for p in across}
     invalid |= {c.source for c in checked if c.shown in shown}
     experiments = [
-        Experiment(c.source, c.shown, layout.relative(config.root, c.source), c.data)
+        Experiment(c.source, c.shown, layout.relative(config.root, c.source),
+                   str(c.data["metadata"]["name"]), str(c.data["metadata"]["namespace"]),
+                   c.load or _given(c.data))
         for c in checked
         if c.source not in invalid
     ]

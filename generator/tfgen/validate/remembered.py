@@ -1,17 +1,20 @@
 """Spec verdicts remembered between runs in the cache (`repo.cache`), by content.
 
 `tfgen check` and `tfgen render` hand `validate_paths` this memory: each spec's verdict (its
-problems and its completed data) is kept under the hash of its bytes, its shown path,
-tfgen.yaml and tfgen itself. The hashes come from the run's snapshot (`repo.inputs`), so a
-spec whose verdict is known is not even read; the rules across files always run.
+problems, what the rules across files read of it, and its completed data) is kept under the
+hash of its bytes, its shown path, tfgen.yaml and tfgen itself. The hashes come from the run's
+snapshot (`repo.inputs`), so a spec whose verdict is known is not even read; the rules across
+files always run.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from ..problems import Problem
 from ..repo.cache import Cache
@@ -20,6 +23,10 @@ from ..repo.keys import CacheKeys, content_hash
 from .experiments import Verdict
 
 SLICE = 500  # verdicts fetched and decoded together
+# A verdict is kept in two parts: its problems and what the rules across files read (recalled
+# for every unchanged spec), and the complete data (loaded only for the experiments a run
+# works on).
+FACTS, DATA = "spec", "spec-data"
 
 
 class RememberedVerdicts:
@@ -36,21 +43,28 @@ class RememberedVerdicts:
         verdicts: list[Verdict | None] = []
         for start in range(0, len(keys), SLICE):  # a slice's texts at a time, not all of them
             part = keys[start:start + SLICE]
-            stored = self.cache.get_many("spec", [key for key in part if key])
-            verdicts += [_verdict(stored.get(key)) if key else None for key in part]
+            stored = self.cache.get_many(FACTS, [key for key in part if key])
+            verdicts += [_verdict(stored.get(key), functools.partial(self._data, key))
+                         if key else None for key in part]
         return verdicts
 
     def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None:
         key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
-        self.cache.put_json("spec", key, {
-            "problems": [asdict(p) for p in verdict.problems], "data": verdict.data})
+        self.cache.put_json(FACTS, key, {
+            "problems": [asdict(p) for p in verdict.problems], "facts": verdict.facts})
+        if verdict.facts is not None:
+            self.cache.put_json(DATA, key, verdict.load_data())
+
+    def _data(self, key: str) -> dict[str, Any] | None:
+        data = self.cache.get_json(DATA, key)
+        return data if isinstance(data, dict) else None
 
 
-def _verdict(text: str | None) -> Verdict | None:
+def _verdict(text: str | None, load: Callable[[], dict[str, Any] | None]) -> Verdict | None:
     if text is None:
         return None
     try:
         stored = json.loads(text)
     except ValueError:
         return None
-    return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["data"])
+    return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["facts"], load)
