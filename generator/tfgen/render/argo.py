@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from ..repo import chart, layout, naming, resources
 from .generated import GeneratedFile, dump_yaml, quoted
+
+if TYPE_CHECKING:
+    import jinja2
 
 # What the generated headers name as the source of the cluster-wide files.
 CONFIG_SOURCE = layout.CONFIG_NAME
@@ -50,6 +51,9 @@ def _yaml_scalar(value: Any) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
+    # imported here: a run that writes no argo/ file (a warm `tfgen check`) never needs it
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(resources.templates_dir()),
         undefined=jinja2.StrictUndefined,
