@@ -1,7 +1,7 @@
 """A remembered verdict brings back only what the rules across files read of a spec
 (`checked.ACROSS_FILES`): unique names and PersistentVolumes, shared log directories, GPU
-quotas. A run that recalls every verdict must report what a run that checks every file
-reports, and hand on the same complete data."""
+quotas. A run that keeps its verdicts, and one that recalls them, must report what a run
+without memory reports, and hand on the same complete data."""
 
 from __future__ import annotations
 
@@ -90,11 +90,12 @@ def assert_recalled_as_judged(root: Path) -> list[str]:
     """The problems a run without memory finds, and a run recalling every verdict finds the
     same, with the same complete data; returns the messages found."""
     fresh = judged(root, remember=False)
-    judged(root, remember=True)  # remembers every verdict
+    remembering = judged(root, remember=True)  # checks every file, keeps every verdict
     recalled = judged(root, remember=True)
-    assert recalled.problems == fresh.problems
-    assert [(e.name, e.data) for e in recalled.experiments] == [
-        (e.name, e.data) for e in fresh.experiments]
+    for run in (remembering, recalled):
+        assert run.problems == fresh.problems
+        assert [(e.name, e.data) for e in run.experiments] == [
+            (e.name, e.data) for e in fresh.experiments]
     return [p.message for p in fresh.problems]
 
 

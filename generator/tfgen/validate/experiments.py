@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,8 +43,8 @@ class Experiment:
     plus `mountPath`.
 
     `source` is the spec file, `shown` how messages name it, `rel` its repository-relative
-    path (what generated files name as their source). `data` is loaded by `load` when first
-    asked for: a run that remembers most of its experiments in sync needs only their names.
+    path (what generated files name as their source). `data` is loaded by `load` when asked
+    for: a run that remembers most of its experiments in sync needs only their names.
     """
 
     source: Path
@@ -62,8 +61,10 @@ class Experiment:
         return cls(source, shown, rel, str(meta["name"]), str(meta["namespace"]),
                    lambda: data)
 
-    @cached_property
+    @property
     def data(self) -> dict[str, Any]:
+        """Loaded each time it is asked for (from the cache, for a remembered spec): a run
+        over ten thousand experiments does not hold them all. Take it once."""
         return self.load()
 
     @property
@@ -89,7 +90,9 @@ class Verdicts(Protocol):
 
     def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]: ...
 
-    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None: ...
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> Verdict:
+        """Keep `verdict`; returns it as `recall` would give it back."""
+        ...
 
 
 @dataclass
@@ -162,31 +165,41 @@ def _check(
     """One file: its verdict when `known` (recalled: its content was judged before), else
     checked now and remembered in `verdicts`."""
     if known is not None:
-        item = None
-        if known.facts is not None:
-            read = functools.partial(read_file, path, shown, config.root)
-            item = Checked(path, shown, known.facts, config=config.document, read=read,
-                           load=functools.partial(_recalled_data, known, path, shown, read,
-                                                     config))
-        return item, list(known.problems)
+        return _recalled(path, shown, config, known), list(known.problems)
     try:
         raw = read_file(path, shown, config.root)
     except LoadError as exc:
         return None, [exc.problem()]
     item, problems = check_file(path, shown, raw, config)
-    if verdicts is not None:
-        data = item.data if item else None
-        verdicts.remember(path, shown, raw, Verdict(
-            tuple(problems), across_files(data) if data else None, lambda: data))
-    return item, problems
+    if verdicts is None:
+        return item, problems
+    data = item.data if item else None
+    # From here on the file is held as a recalled one: what the rules across files read, the
+    # rest in the cache, so a run does not hold ten thousand complete specs at once.
+    kept = verdicts.remember(path, shown, raw, Verdict(
+        tuple(problems), across_files(data) if data else None, _given(data)))
+    return _recalled(path, shown, config, kept), problems
+
+
+def _recalled(path: Path, shown: str, config: RepoConfig, known: Verdict) -> Checked | None:
+    """A file as its remembered verdict gives it: what the rules across files read, with its
+    bytes read (for a problem's line) and its complete data loaded when asked for."""
+    if known.facts is None:
+        return None
+    read = functools.partial(read_file, path, shown, config.root)
+    return Checked(path, shown, known.facts, config=config.document, read=read,
+                   load=functools.partial(_recalled_data, known.load_data, path, shown, read,
+                                          config))
 
 
 def _recalled_data(
-    known: Verdict, path: Path, shown: str, read: Callable[[], bytes], config: RepoConfig
+    remembered: Callable[[], dict[str, Any] | None], path: Path, shown: str,
+    read: Callable[[], bytes], config: RepoConfig,
 ) -> dict[str, Any]:
-    """A recalled file's complete data: remembered, else (the cache lost it) worked out again
-    from the file, which must still be a valid spec."""
-    data = known.load_data()
+    """A recalled file's complete data: `remembered`, else (the cache lost it) worked out
+    again from the file, which must still be a valid spec. (Not the verdict: what the rules
+    across files read of it is not held once they have run.)"""
+    data = remembered()
     if data is None:
         checked, problems = check_file(path, shown, read(), config)
         if checked is None or problems:
@@ -195,7 +208,7 @@ def _recalled_data(
     return data
 
 
-def _given(data: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def _given(data: Any) -> Callable[[], Any]:
     return lambda: data  # the data alone: not the checked file's bytes and locator
 
 

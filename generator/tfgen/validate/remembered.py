@@ -48,12 +48,14 @@ class RememberedVerdicts:
                          if key else None for key in part]
         return verdicts
 
-    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> None:
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> Verdict:
         key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
         self.cache.put_json(FACTS, key, {
             "problems": [asdict(p) for p in verdict.problems], "facts": verdict.facts})
-        if verdict.facts is not None:
-            self.cache.put_json(DATA, key, verdict.load_data())
+        if verdict.facts is None or not self.cache.enabled:
+            return verdict  # a cache that keeps nothing cannot give the data back
+        self.cache.put_json(DATA, key, verdict.load_data())
+        return Verdict(verdict.problems, verdict.facts, functools.partial(self._data, key))
 
     def _data(self, key: str) -> dict[str, Any] | None:
         data = self.cache.get_json(DATA, key)

@@ -332,15 +332,16 @@ def _run_problems(checked: Checked, name: str, run: Run, out: Collector) -> None
     field invalid, nor add a line (the run's values are one-line names in TensorBoard)."""
     spec = checked.data["spec"]
     job = naming.job_name(name, run.suffix)
+    substituted = run_spec(spec, name, run)
     before = dict(placeholder_fields(spec))
-    after = dict(placeholder_fields(run_spec(spec, name, run)))
+    after = dict(placeholder_fields(substituted))
     changed = {pointer_text(p): p for p in before if before[p] != after[p]}
     said = f"run {job} ({run.label()}): after substitution"
     for parts in changed.values():
         if _one_line().match(before[parts]) and not _one_line().match(after[parts]):
             out.add(parts, f"{said} the field holds a line break or control character",
                     "sweep values are single-line text", key=False)
-    data = {**checked.data, "spec": run_spec(spec, name, run)}
+    data = {**checked.data, "spec": substituted}
     for problem in schema_problems(checked.locator.document, data):
         if problem.pointer in changed:
             out.problems.append(replace(problem, message=f"{said} {problem.message}"))
