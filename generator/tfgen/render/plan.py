@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,9 +108,8 @@ def experiment_files(
     if config is None:
         values = build_values(experiment.data)
     else:
-        namespace = experiment.data["metadata"]["namespace"]
         values = build_values(experiment.data, config.network_policy,
-                              config.namespace_policy(namespace)["runAsNonRoot"])
+                              config.namespace_policy(experiment.namespace)["runAsNonRoot"])
     meta = values["experiment"]
     values_path, _ = layout.generated_paths(meta["name"])
     return [
@@ -123,15 +123,18 @@ def wanted_files(
     argocd: Mapping[str, Any],
     config: RepoConfig | None = None,
     known_unchanged: Collection[str] = (),
-) -> tuple[list[GeneratedFile], list[Problem]]:
+) -> tuple[Iterator[GeneratedFile], list[Problem]]:
     """Everything tfgen generates for these experiments, tfgen.yaml's `argocd` block and the
     rest of the repository config (its defaults when None: no owners, so no CODEOWNERS).
-    The experiments named in `known_unchanged` are left out (see `plan_render`)."""
+    The experiments named in `known_unchanged` are left out (see `plan_render`). The files
+    are made as they are taken, one experiment's at a time: ten thousand experiments' files
+    are never held at once."""
     files = argo.argo_files(argocd)
     experiments = list(experiments)
     codeowners, problems = codeowners_file(config.owners if config else {}, experiments)
     if codeowners is not None:
         files.append(codeowners)
+    planned = []
     for experiment in sorted(experiments, key=lambda e: e.rel):
         # Names become folder names: the validate stage allows only names that cannot leave
         # argo/experiments/, and the writer checks it again rather than trust its caller.
@@ -141,8 +144,10 @@ def wanted_files(
                                     hint=naming.NAME_RULE))
             continue
         if experiment.name not in known_unchanged:
-            files += experiment_files(experiment, config)
-    return files, problems
+            planned.append(experiment)
+    made = (generated for experiment in planned
+            for generated in experiment_files(experiment, config))
+    return itertools.chain(files, made), problems
 
 
 def _text(raw: bytes) -> str:
@@ -183,7 +188,9 @@ def plan_render(
         for experiment in experiments if experiment.name in known_unchanged
         for path in layout.generated_paths(experiment.name)
     ]
+    wanted: set[str] = set()
     for generated in files:
+        wanted.add(generated.path)
         raw = committed.get(generated.path)
         if generated.path == layout.CODEOWNERS_FILE and pending:
             # Its lines for the specs that did not validate cannot be known: the specs'
@@ -205,7 +212,7 @@ def plan_render(
         else:
             action = UPDATE
         changes.append(FileChange(generated.path, action, new, old, generated.sources))
-    wanted = {generated.path for generated in files} | {change.path for change in changes}
+    wanted.update(change.path for change in changes)
     for rel in sorted(set(committed) - wanted):
         if layout.experiment_of(rel) in pending:
             continue
