@@ -34,12 +34,13 @@ than PyYAML does, that chart's experiments are rendered one by one.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,8 @@ from .umbrella import (
 )
 
 MIN_CHUNK = 25
+# Batches started and not yet taken, per worker: one rendering, one finished and waiting.
+IN_FLIGHT = 2
 Progress = Callable[[int], None]
 
 
@@ -350,14 +353,23 @@ class BatchRenderer:
                 on_progress(len(chunk))
             return [(i, key, res) for (i, key), res in zip(chunk, rendered, strict=True)]
 
+        waiting = iter(chunks)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            # taken as they finish, whatever their order: a finished batch never waits in
-            # memory behind a slower one
-            for future in as_completed([pool.submit(work, chunk) for chunk in chunks]):
-                for index, key, result in future.result():
-                    self.stats.rendered += 1
-                    if not result.error:
-                        self.cache.put("render", key, result.manifest)
-                    on_result(index, result)
-                # written per batch: the pending entries would otherwise hold every manifest
-                self.cache.flush()
+            # At most IN_FLIGHT batches per worker are started and not yet taken: helm never
+            # waits for work, and when the results are judged more slowly than helm renders
+            # them, finished batches (manifests and values) do not pile up in memory.
+            running = {pool.submit(work, chunk)
+                       for chunk in itertools.islice(waiting, IN_FLIGHT * self.workers)}
+            while running:
+                # taken as they finish, whatever their order: a finished batch never waits in
+                # memory behind a slower one
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    for index, key, result in future.result():
+                        self.stats.rendered += 1
+                        if not result.error:
+                            self.cache.put("render", key, result.manifest)
+                        on_result(index, result)
+                    # written per batch: the pending entries would otherwise hold every manifest
+                    self.cache.flush()
+                    running |= {pool.submit(work, chunk) for chunk in itertools.islice(waiting, 1)}
