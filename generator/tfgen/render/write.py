@@ -244,13 +244,14 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
     jobs = [(rel, root / rel, content) for rel, content in files]
     temps: dict[Path, Path] = {}
     folders: set[Path] = set()
+    real_root = os.path.realpath(root)
     current = ""
     try:
         for rel, target, _ in jobs:
             if target.parent not in folders:
                 current = rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                _real_folder(root, target.parent)
+                _real_folder(root, real_root, target.parent)
                 folders.add(target.parent)
         if skip_same:
             jobs = [job for job in jobs if not _holds(job[1], job[2], root)]
@@ -273,15 +274,18 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
 
 
 def _holds(target: Path, content: str, root: Path) -> bool:
+    if not os.path.lexists(target):
+        return False  # most often so: a new file (the reader would say so the long way)
     try:
         return read_input(target, layout.shown(target), root) == content.encode("utf-8")
     except Refused:
         return False
 
 
-def _real_folder(root: Path, folder: Path) -> None:
-    """Refuse a target folder that is not where it seems (a symlink on the way out of argo/)."""
-    wanted = os.path.normpath(os.path.join(os.path.realpath(root), os.path.relpath(folder, root)))
+def _real_folder(root: Path, real_root: str, folder: Path) -> None:
+    """Refuse a target folder that is not where it seems (a symlink on the way out of argo/);
+    `real_root` is the real path of `root`."""
+    wanted = os.path.normpath(os.path.join(real_root, os.path.relpath(folder, root)))
     if os.path.realpath(folder) != wanted:
         raise TfgenError(f"cannot write into {layout.shown(folder)}: it is, or lies under, a "
                          "symbolic link, and tfgen writes only into real folders inside the "
