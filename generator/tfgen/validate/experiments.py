@@ -55,11 +55,13 @@ class Experiment:
     load: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, source: Path, shown: str, rel: str, data: dict[str, Any]) -> Experiment:
-        """An experiment whose complete data is at hand."""
+    def of(cls, source: Path, shown: str, rel: str, data: dict[str, Any],
+           load: Callable[[], dict[str, Any]] | None = None) -> Experiment:
+        """An experiment named by `data` (complete, or what the rules across files read),
+        whose complete data `load` gives (default: `data` itself)."""
         meta = data["metadata"]
         return cls(source, shown, rel, str(meta["name"]), str(meta["namespace"]),
-                   lambda: data)
+                   load or _given(data))
 
     @property
     def data(self) -> dict[str, Any]:
@@ -258,9 +260,7 @@ def validate_paths(
     shown = {p.path for p in across}
     invalid |= {c.source for c in checked if c.shown in shown}
     experiments = [
-        Experiment(c.source, c.shown, layout.relative(config.root, c.source),
-                   str(c.data["metadata"]["name"]), str(c.data["metadata"]["namespace"]),
-                   c.load or _given(c.data))
+        Experiment.of(c.source, c.shown, layout.relative(config.root, c.source), c.data, c.load)
         for c in checked
         if c.source not in invalid
     ]
