@@ -372,4 +372,6 @@ class BatchRenderer:
                         on_result(index, result)
                     # written per batch: the pending entries would otherwise hold every manifest
                     self.cache.flush()
-                    running |= {pool.submit(work, chunk) for chunk in itertools.islice(waiting, 1)}
+                    following = next(waiting, None)
+                    if following is not None:
+                        running.add(pool.submit(work, following))
