@@ -103,6 +103,19 @@ def test_the_cache_folder_keeps_itself_out_of_git(runner: CliRunner, repo: Path)
     assert CACHE_DIRNAME not in status, status
 
 
+def test_a_cache_of_another_format_is_deleted_not_left_behind(
+    runner: CliRunner, repo: Path
+) -> None:
+    folder = repo / CACHE_DIRNAME
+    folder.mkdir()
+    old = [folder / "cache-v1.sqlite3", folder / "cache-v1.sqlite3-wal"]
+    for path in old:
+        path.write_bytes(b"a cache an earlier tfgen wrote")
+    assert runner.invoke(main, ["render"]).exit_code == 0
+    assert not any(path.exists() for path in old)
+    assert cache_file(repo).stat().st_size > 0, "the current format's cache is kept"
+
+
 @pytest.mark.parametrize("change", ["chart", "kubernetes version", "helm"])
 def test_every_experiment_is_rendered_again_after(repo: Path, change: str) -> None:
     warm(repo)
