@@ -75,9 +75,10 @@ def test_tfjob_matches_the_spec(resolution: applications.Resolution,
 
 
 def test_generated_argo_files_are_tfgen_labelled(resolution: applications.Resolution) -> None:
-    assert resolution.applications
-    for app in resolution.applications:
-        assert app.manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
+    manifests = applications.generated_applications(REPO)
+    assert len(manifests) == len(resolution.applications) > 0
+    for manifest in manifests:
+        assert manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfgen"
 
 
 def test_helm3_renders_the_same(resolution: applications.Resolution,

@@ -113,12 +113,15 @@ def test_resolved_applications(repo: Path) -> None:
     assert app.value_files == [repo / "argo/experiments/team-run/values.yaml"]
     assert app.manifest_generate_paths == ["charts/tfjob-experiment",
                                            "argo/experiments/team-run"]
-    assert app.manifest["metadata"]["annotations"]["tfgen.io/source"] == \
-        "experiments/team-run.yaml"
-    assert app.manifest["metadata"]["namespace"] == ARGOCD["namespace"]
-    assert "finalizers" not in app.manifest["metadata"]  # preserveResourcesOnDeletion
-    for resolved in resolution.applications:
-        assert schema_errors(resolved.manifest) == []
+    manifests = {m["metadata"]["name"]: m for m in applications.generated_applications(repo)}
+    assert sorted(manifests) == sorted(apps)
+    metadata = manifests["team-run"]["metadata"]
+    assert metadata["annotations"]["tfgen.io/source"] == "experiments/team-run.yaml"
+    assert metadata["namespace"] == ARGOCD["namespace"]
+    assert "finalizers" not in metadata  # preserveResourcesOnDeletion
+    assert manifests["team-run"]["spec"]["destination"]["server"] == app.destination_server
+    for manifest in manifests.values():
+        assert schema_errors(manifest) == []
 
 
 def test_missing_key_is_an_error_like_missingkey_error(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -49,7 +49,9 @@ class ResolvedApplication:
     value_files: list[Path]
     manifest_generate_paths: list[str]
     generator_file: Path
-    manifest: dict[str, Any] = field(repr=False)
+    # where it deploys: the project's destinations must allow it
+    destination_server: str
+    destination_name: str
 
 
 @dataclass
@@ -154,18 +156,42 @@ def _glob_match(pattern: str, path: str) -> bool:
 def resolve_applications(repo_root: Path) -> Resolution:
     """Every Application that argo/applicationset.yaml generates from the committed files."""
     repo_root = repo_root.resolve()
+    problems: list[Problem] = []
+    applications = []
+    for rel, app in _generated(repo_root, problems):
+        resolved, app_problems = _resolved(repo_root, app, rel)
+        problems += app_problems
+        if resolved:
+            applications.append(resolved)
+    return Resolution(applications, problems)
+
+
+def generated_applications(repo_root: Path) -> list[dict[str, Any]]:
+    """The Application manifests the ApplicationSet controller would create (those it would
+    not are left out: `resolve_applications` says why)."""
+    return [app for _, app in _generated(repo_root.resolve(), [])]
+
+
+def _generated(
+    repo_root: Path, problems: list[Problem]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(generator file, Application manifest) for each Application the committed
+    ApplicationSet generates, one at a time (ten thousand manifests are not held at once);
+    what stops one is added to `problems`."""
     appset_path = repo_root / layout.APPLICATIONSET_FILE
     display = layout.APPLICATIONSET_FILE
     try:
         appset = yaml.safe_load(appset_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return Resolution([], [Problem(display, message="missing", hint="run `tfgen render`")])
+        problems.append(Problem(display, message="missing", hint="run `tfgen render`"))
+        return
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return Resolution([], [Problem(display, message=f"cannot be read: {exc}")])
+        problems.append(Problem(display, message=f"cannot be read: {exc}"))
+        return
     if not isinstance(appset, Mapping):
-        return Resolution([], [Problem(display, message="is not an ApplicationSet (a mapping)")])
+        problems.append(Problem(display, message="is not an ApplicationSet (a mapping)"))
+        return
     spec = _map(appset.get("spec"))
-    problems: list[Problem] = []
     options = _list(spec.get("goTemplateOptions"))
     if not spec.get("goTemplate") or "missingkey=error" not in options:
         problems.append(Problem(display, pointer="$.spec.goTemplate",
@@ -174,7 +200,7 @@ def resolve_applications(repo_root: Path) -> Resolution:
     if not isinstance(template, Mapping):
         problems.append(Problem(display, pointer="$.spec.template",
                                 message="the Application template is missing"))
-        return Resolution([], problems)
+        return
     globs, glob_problems = _git_file_globs(appset)
     problems += glob_problems
     candidates = sorted(
@@ -182,7 +208,6 @@ def resolve_applications(repo_root: Path) -> Resolution:
         for p in (repo_root / layout.ARGO_DIR).rglob("*")
         if p.is_file()
     )
-    applications = []
     for rel in candidates:
         if not any(_glob_match(g, rel) for g in globs):
             continue
@@ -213,12 +238,9 @@ def resolve_applications(repo_root: Path) -> Resolution:
             problems.append(Problem(rel, message=f"ApplicationSet template: {exc}",
                                     hint="every key the template uses must be in app.yaml"))
             continue
+        app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **app}
         _as_the_controller_does(app, appset)
-        resolved, app_problems = _resolved(repo_root, app, rel)
-        problems += app_problems
-        if resolved:
-            applications.append(resolved)
-    return Resolution(applications, problems)
+        yield rel, app
 
 
 def _as_the_controller_does(app: dict[str, Any], appset: Mapping[str, Any]) -> None:
@@ -234,7 +256,6 @@ def _as_the_controller_does(app: dict[str, Any], appset: Mapping[str, Any]) -> N
 def _resolved(
     repo_root: Path, app: dict[str, Any], rel: str
 ) -> tuple[ResolvedApplication | None, list[Problem]]:
-    app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **app}
     spec = _map(app.get("spec"))
     source = _map(spec.get("source"))
     helm = _map(source.get("helm"))
@@ -261,9 +282,10 @@ def _resolved(
     name = str(metadata.get("name", ""))
     paths = str(_map(metadata.get("annotations")).get(
         "argocd.argoproj.io/manifest-generate-paths", ""))
+    destination = _map(spec.get("destination"))
     return ResolvedApplication(
         name=name,
-        namespace=str(_map(spec.get("destination")).get("namespace", "")),
+        namespace=str(destination.get("namespace", "")),
         project=str(spec.get("project", "")),
         repo_url=str(source.get("repoURL", "")),
         target_revision=str(source.get("targetRevision", "")),
@@ -273,7 +295,8 @@ def _resolved(
         value_files=value_files,
         manifest_generate_paths=refresh_paths(paths, source_path),
         generator_file=repo_root / rel,
-        manifest=app,
+        destination_server=str(destination.get("server", "")),
+        destination_name=str(destination.get("name", "")),
     ), []
 
 
@@ -320,7 +343,7 @@ def resolution_inputs(files: Mapping[str, bytes | str]) -> list[tuple[str, bytes
 
 def resolution_to_json(resolution: Resolution) -> str:
     """A resolution as the cache keeps it."""
-    # fields by hand, not asdict(): that deep-copies every Application's manifest first
+    # fields by hand, not asdict(): that copies every field's value first
     return json.dumps({
         "applications": [{f.name: getattr(app, f.name) for f in fields(app)}
                          for app in resolution.applications],

@@ -154,8 +154,6 @@ def application_problems(
 ) -> list[Problem]:
     """Problems of one resolved Application."""
     out: list[Problem] = []
-    spec = (app.manifest or {}).get("spec") or {}
-    destination = spec.get("destination") or {}
     if not app.name or len(app.release_name) > naming.MAX_RELEASE_NAME:
         out.append(Problem(where, pointer="$.metadata.name",
                            message=f"release name {app.release_name!r} is empty or longer "
@@ -175,8 +173,8 @@ def application_problems(
         out.append(Problem(where, pointer="$.spec.source.repoURL",
                            message=f"repository {app.repo_url!r} is not in the sourceRepos of "
                                    f"project {project.name!r}"))
-    if not destination_allowed(project, str(destination.get("server", "")),
-                               str(destination.get("name", "")), app.namespace):
+    if not destination_allowed(project, app.destination_server, app.destination_name,
+                               app.namespace):
         out.append(Problem(where, pointer="$.spec.destination.namespace",
                            message=f"destination namespace {app.namespace!r} is not allowed by "
                                    f"project {project.name!r} ({project.path})",
@@ -192,8 +190,6 @@ def object_problems(
     if project is None:
         return []
     out: list[Problem] = []
-    spec = (app.manifest or {}).get("spec") or {}
-    destination = spec.get("destination") or {}
     for obj in objects:
         group = obj.api_version.rpartition("/")[0]
         which = ("clusterResourceWhitelist" if obj.kind in CLUSTER_SCOPED
@@ -212,8 +208,7 @@ def object_problems(
                                        f"({project.path}); Argo CD would refuse to sync it",
                                hint="keep tfgen's names (<namespace>-<name>-data for volumes)"))
         if obj.kind not in CLUSTER_SCOPED and obj.namespace and not destination_allowed(
-            project, str(destination.get("server", "")), str(destination.get("name", "")),
-            obj.namespace,
+            project, app.destination_server, app.destination_name, obj.namespace
         ):
             out.append(Problem(path, pointer=f"{obj.ref} $.metadata.namespace",
                                message=f"namespace {obj.namespace!r} is not a destination of "
