@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -105,6 +106,15 @@ class KubeObject:
         return f"{self.kind}/{self.name}"
 
 
+ObjectKey = tuple[str, str, str, str]  # group, kind, namespace, name
+
+
+def object_key(group: str, kind: str, namespace: str, name: str) -> ObjectKey:
+    """An object's identity. A check holds every experiment's (seventy thousand at ten
+    thousand experiments), and groups, kinds and namespaces repeat: one string each."""
+    return (sys.intern(group), sys.intern(kind), sys.intern(namespace), name)
+
+
 @dataclass
 class RenderedObject(KubeObject):
     """One Kubernetes object from a rendered manifest, with the template that produced it."""
@@ -112,10 +122,10 @@ class RenderedObject(KubeObject):
     source: str = ""  # `# Source:` path helm printed, e.g. tfjob-experiment/templates/pv.yaml
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
+    def key(self) -> ObjectKey:
         """Identity of the object in a cluster: apiVersion group, kind, namespace, name."""
-        group = self.api_version.rpartition("/")[0]
-        return (group, self.kind, self.namespace, self.name)
+        return object_key(self.api_version.rpartition("/")[0], self.kind, self.namespace,
+                          self.name)
 
     def problem(self, path: str, pointer: str, message: str, hint: str = "") -> Problem:
         """A problem with this object, reported in the file a person should open (`path`)."""

@@ -24,9 +24,8 @@ from . import kubeconform, policy, wiring
 from .applications import ResolvedApplication
 from .batch import RenderResult
 from .helmvalues import load_yaml_file, merge_values
-from .manifests import ManifestValidator, RenderedObject, parse_manifest
+from .manifests import ManifestValidator, ObjectKey, RenderedObject, object_key, parse_manifest
 
-ObjectKey = tuple[str, str, str, str]  # group, kind, namespace, name
 # Experiments per kubeconform process: few processes, and a bounded number of objects held.
 KUBECONFORM_SLICE = 500
 
@@ -41,7 +40,7 @@ class AppObjects:
 
     app: ResolvedApplication
     path: str  # where problems about its objects point: the experiment's spec
-    keys: list[ObjectKey]
+    keys: tuple[ObjectKey, ...]
     _load: Callable[[], str] | None = field(default=None, repr=False)
 
     @property
@@ -69,7 +68,7 @@ class Verdict:
     def from_json(cls, text: str) -> Verdict:
         data = json.loads(text)
         return cls(tuple(Problem(**p) for p in data["problems"]),
-                   tuple(tuple(k) for k in data["keys"]))  # type: ignore[misc]
+                   tuple(object_key(*k) for k in data["keys"]))
 
 
 def app_values(app: ResolvedApplication) -> dict[str, Any]:
@@ -173,7 +172,7 @@ def located(
     the manifest to whoever needs it later."""
     if isinstance(outcome, Problem):
         return None, [replace(outcome, path=path)]
-    return (AppObjects(app, path, list(outcome.keys), _load=load),
+    return (AppObjects(app, path, outcome.keys, _load=load),
             [replace(p, path=path) for p in outcome.problems])
 
 
