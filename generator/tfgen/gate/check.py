@@ -254,8 +254,10 @@ class _Gate:
         scope = None
         if self.options.changed_only and self.options.base:
             scope = base.changed_experiments(self.root, self.options.base)
+        charts = {a.chart_dir for a in applications}  # one for ten thousand Applications
+        found = {chart for chart in charts if (chart / "Chart.yaml").is_file()}
         return [a for a in applications if (scope is None or a.name in scope)
-                and (a.chart_dir / "Chart.yaml").is_file()]
+                and a.chart_dir in found]
 
     def drift(self, specs: ValidationResult) -> list[Problem]:
         """Committed generated files that differ from what `tfgen render` would write. An

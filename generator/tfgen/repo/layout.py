@@ -132,6 +132,16 @@ def spec_files(directory: Path) -> list[Path]:
     return [base / name for name in names]
 
 
+def holds_specs(directory: Path) -> bool:
+    """Whether a folder holds an experiment spec (`spec_files` is not empty), found without
+    listing all ten thousand."""
+    try:
+        with os.scandir(directory) as entries:
+            return any(is_spec_name(entry.name) for entry in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 def misplaced_specs(directory: Path) -> list[Problem]:
     """What looks like an experiment spec in a folder but is not read as one: YAML files
     spelled otherwise than *.yaml, and sub-folders holding YAML files."""

@@ -281,7 +281,7 @@ def repository_specs(config: RepoConfig) -> list[Path]:
     experiments (just started by `tfgen init`, or its last run deleted) is valid, as render
     takes it; a folder a person names that holds no spec is still a problem."""
     folder = config.experiments_dir
-    if folder.is_dir() and not layout.spec_files(folder) and not layout.misplaced_specs(folder):
+    if folder.is_dir() and not layout.holds_specs(folder) and not layout.misplaced_specs(folder):
         return []
     return [folder]
 
