@@ -343,7 +343,7 @@ def resolution_inputs(files: Mapping[str, bytes | str]) -> list[tuple[str, bytes
 
 def resolution_to_json(resolution: Resolution) -> str:
     """A resolution as the cache keeps it."""
-    # fields by hand, not asdict(): that copies every field's value first
+    # fields by hand: asdict() would deep-copy each one first
     return json.dumps({
         "applications": [{f.name: getattr(app, f.name) for f in fields(app)}
                          for app in resolution.applications],
