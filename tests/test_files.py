@@ -5,14 +5,20 @@ refuses; and every command reads through it (validate, render, check alike)."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tfgen.repo import layout
 from tfgen.repo.files import MAX_BYTES, Refused, read_input
 
 SECRET = "root:x:0:0:not-for-any-message"
+# what an experiments/ folder may hold: specs, near misses, hidden files (files or folders)
+LOOK_ALIKES = ["run.yaml", ".yaml", "run.yml", "run.YAML", ".hidden.yaml", "run.yaml.bak",
+               "a.yaml", "README"]
 
 
 @pytest.fixture
@@ -127,3 +133,17 @@ def test_spec_discovery_lists_every_yaml_entry_and_names_look_alikes(repo: Path)
     assert "rename it to old.yaml" in problems["old.yml"]
     assert "rename it to LOUD.yaml" in problems["LOUD.YAML"]
     assert "a folder of YAML files" in problems["nested"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(files=st.sets(st.sampled_from(LOOK_ALIKES), max_size=4),
+       folders=st.sets(st.sampled_from(LOOK_ALIKES), max_size=2))
+def test_a_folder_holds_specs_when_discovery_lists_some(files: set[str], folders: set[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        experiments = Path(tmp)
+        for name in files:
+            (experiments / name).write_text("a: 1\n")
+        for name in folders - files:
+            (experiments / name).mkdir()
+        assert layout.holds_specs(experiments) == bool(layout.spec_files(experiments))
+    assert not layout.holds_specs(experiments), "a folder that is gone holds none"
