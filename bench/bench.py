@@ -7,7 +7,8 @@ run, side by side, a growth table (one row per size and command):
 
 - `tfgen render` with every file new, then again with every file unchanged (specs/s),
 - `tfgen check` cold (empty .tfgen-cache/), warm (nothing changed), one experiment changed
-  (its spec edited and re-rendered first, the render not timed),
+  (its spec edited and re-rendered first, the render not timed); the last two REPEATS times
+  each (another experiment changed each time), the run of median wall time reported,
 - helm alone: the helm processes `tfgen check` starts for a cold check (the same umbrella
   charts, the same batches, the same number in parallel), written beforehand, only helm timed.
 
@@ -44,6 +45,7 @@ BIN = Path(sys.executable).parent
 TFGEN = os.environ.get("TFGEN_BIN", str(BIN / "tfgen"))
 KUBERNETES_VALIDATE = str(BIN / "kubernetes-validate")
 
+REPEATS = 3  # runs of the warm and one-changed checks; the median is reported
 NAMESPACES = ["default", "ml-team"]
 IMAGES = ["tensorflow/tensorflow:2.16.1-gpu", "tensorflow/tensorflow:2.16.1",
           "registry.cn-hangzhou.aliyuncs.com/tensorflow-samples/tf-mnist-distributed:gpu"]
@@ -216,6 +218,12 @@ def helm_alone(root: Path, kube: str, helm: str) -> tuple[float, int]:
 Row = tuple[int, str, float, float | None, str]
 
 
+def median(runs: list[tuple[float, float, str]]) -> tuple[float, float, str]:
+    """The run of median wall time: the rows that take a second or so are measured REPEATS
+    times, as one run of them says more about the machine's moment than about tfgen."""
+    return sorted(runs, key=lambda measured: measured[0])[len(runs) // 2]
+
+
 def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], None]) -> None:
     """Every row of one size, in a repository of its own (removed unless --keep)."""
     tmp = Path(tempfile.mkdtemp(prefix="tfgen-bench-"))
@@ -241,12 +249,16 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         seconds, processes = helm_alone(root, kube, helm)
         add((n, "helm alone, batched as the cold check does", seconds, None,
              f"{processes} helm processes; cold check / helm alone = {wall / seconds:.2f}"))
-        wall, rss, out = run([TFGEN, "check"], root)
+        wall, rss, out = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
         add((n, "tfgen check, warm (nothing changed)", wall, rss, last_line(out)))
-        changed = root / "experiments" / "bench-00000.yaml"
-        changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
-        run([TFGEN, "render"], root)
-        wall, rss, out = run([TFGEN, "check"], root)
+
+        def one_changed(index: int) -> tuple[float, float, str]:
+            changed = root / "experiments" / f"bench-{index:05d}.yaml"
+            changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
+            run([TFGEN, "render"], root)
+            return run([TFGEN, "check"], root)
+
+        wall, rss, out = median([one_changed(index) for index in range(REPEATS)])
         add((n, "tfgen check, one experiment changed", wall, rss, last_line(out)))
         if n in args.peers_at:
             names = sorted(p.name for p in (root / "argo" / "experiments").iterdir())
