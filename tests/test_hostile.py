@@ -293,24 +293,33 @@ class Outcome:
 
 # Set inside the child before tfgen starts, so the limits cover tfgen and everything it runs.
 # A launcher rather than `preexec_fn`, which is not safe with the threads that run cases.
+# It also writes the largest memory peak of tfgen and of the processes it ran (helm) to the
+# file named first on its command line: wait4's figure for the child counts what the test
+# process held when it started it (tfgen's own peak is VmHWM, which starts at the exec).
 LAUNCHER = (
     "import resource, runpy, sys\n"
     f"resource.setrlimit(resource.RLIMIT_DATA, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n"
     f"resource.setrlimit(resource.RLIMIT_FSIZE, ({FILE_LIMIT}, {FILE_LIMIT}))\n"
-    "sys.argv = ['tfgen', *sys.argv[1:]]\n"
-    "runpy.run_module('tfgen', run_name='__main__', alter_sys=True)\n"
+    "peak, sys.argv = sys.argv[1], ['tfgen', *sys.argv[2:]]\n"
+    "try:\n"
+    "    runpy.run_module('tfgen', run_name='__main__', alter_sys=True)\n"
+    "finally:\n"
+    "    own = int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])\n"
+    "    ran = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "    open(peak, 'w').write(str(max(own, ran)))\n"
 )
 
 
 def run_tfgen(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None,
               logs: Path) -> Outcome:
     """Run tfgen with `args` in `cwd`; waits with os.wait4 for the child's own resource usage."""
-    out_path, err_path = logs / "stdout", logs / "stderr"
+    out_path, err_path, peak_path = logs / "stdout", logs / "stderr", logs / "peak-kib"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         stdin_arg: Any = subprocess.PIPE if stdin is not None else subprocess.DEVNULL
         start = time.monotonic()
         process = subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, *args], cwd=cwd, env=env, stdin=stdin_arg,
+            [sys.executable, "-c", LAUNCHER, str(peak_path), *args], cwd=cwd, env=env,
+            stdin=stdin_arg,
             stdout=out, stderr=err, start_new_session=True,
         )
         hung = threading.Event()
@@ -339,10 +348,11 @@ def run_tfgen(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None
         # Helm or a replica left behind by a killed tfgen must not outlive the case.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+    peak = _read(peak_path) if peak_path.exists() else ""  # none when killed
     return Outcome(
         code=None if hung.is_set() else process.returncode,
         stdout=_read(out_path), stderr=_read(err_path), seconds=seconds,
-        max_rss_kib=int(usage.ru_maxrss), hung=hung.is_set(),
+        max_rss_kib=int(peak) if peak.isdigit() else int(usage.ru_maxrss), hung=hung.is_set(),
     )
 
 
