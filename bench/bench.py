@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
+from tfgen.words import counted
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -248,7 +249,8 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         add((n, "tfgen check, cold (empty cache)", wall, rss, last_line(out)))
         seconds, processes = helm_alone(root, kube, helm)
         add((n, "helm alone, batched as the cold check does", seconds, None,
-             f"{processes} helm processes; cold check / helm alone = {wall / seconds:.2f}"))
+             f"{counted(processes, 'helm process', 'helm processes')}; "
+             f"cold check / helm alone = {wall / seconds:.2f}"))
         wall, rss, out = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
         add((n, "tfgen check, warm (nothing changed)", wall, rss, last_line(out)))
 
