@@ -191,7 +191,7 @@ def object_problems(
         return []
     out: list[Problem] = []
     for obj in objects:
-        group = obj.api_version.rpartition("/")[0]
+        group = obj.key[0]  # its API group, as its identity has it
         which = ("clusterResourceWhitelist" if obj.kind in CLUSTER_SCOPED
                  else "namespaceResourceWhitelist")
         if not kind_allowed(project, group, obj.kind):
