@@ -139,3 +139,35 @@ def test_a_file_replaced_by_a_link_in_a_known_folder_is_looked_at_carefully(
     (root / SPEC).symlink_to(outside)
     taken = run(root)
     assert SPEC in taken.refused and SPEC not in taken.hashes
+
+
+def test_files_a_render_removes_while_the_folder_is_listed_are_no_error(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A concurrent render renames its temporary files into place (and a spec may be deleted)
+    # between the listing of a folder and the look at each entry: what is gone is no input.
+    folder = root / "argo" / "experiments" / "a"
+    folder.mkdir(parents=True)
+    temporary = folder / ".app.yaml.tfgen-tmp-x1"
+    temporary.write_text("half written\n")
+    (root / "experiments/c.yaml").write_text("name: three\n")
+    listed = os.scandir
+
+    def listing_then_removal(path: str) -> object:
+        entries = list(listed(path))  # listed first, as the walk does ...
+        for gone in (temporary, root / "experiments/c.yaml"):
+            if Path(path) == gone.parent:
+                gone.unlink()  # ... then gone before it is looked at
+
+        class Listing:
+            def __enter__(self) -> list[os.DirEntry[str]]:
+                return entries
+
+            def __exit__(self, *_: object) -> None:
+                return None
+        return Listing()
+
+    monkeypatch.setattr(inputs.os, "scandir", listing_then_removal)
+    taken = run(root)
+    assert sorted(taken.hashes) == ["experiments/a.yaml", "experiments/b.yaml", "tfgen.yaml"]
+    assert not temporary.exists() and not (root / "experiments/c.yaml").exists()

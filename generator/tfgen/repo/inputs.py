@@ -184,8 +184,6 @@ def snapshot(
         for folder, path, files in walk.folders(top):
             for name, status in files:
                 rel = f"{folder}/{name}"
-                if layout.is_temp_name(name) or rel == layout.RENDER_LOCK:
-                    continue  # a render at work (or killed): not an input
                 try:
                     add(rel, f"{path}/{name}", status)
                 except Refused as exc:
@@ -286,6 +284,8 @@ class _Walk:
                 if name.endswith("/"):
                     subfolders.append(name[:-1])
                     continue
+                if _not_input(current, name):
+                    continue
                 status = os.lstat(f"{path}/{name}")
                 if not stat.S_ISREG(status.st_mode):
                     return None  # replaced while we looked: list the folder
@@ -315,14 +315,27 @@ class _Walk:
             elif entry.is_symlink() and _leads_to_folder(entry):
                 resolve_input(entry.path, layout.shown(entry.path), self.root)
                 keep = False
+            elif _not_input(current, entry.name):
+                names.append(entry.name)  # not looked at: it may be gone already
             else:
                 regular = self.plain and entry.is_file(follow_symlinks=False)
+                try:
+                    looked = entry.stat(follow_symlinks=False) if regular else None
+                except FileNotFoundError:
+                    keep = False  # gone since it was listed: the folder has changed
+                    continue
                 keep = keep and regular
-                files.append((entry.name, entry.stat(follow_symlinks=False) if regular else None))
+                files.append((entry.name, looked))
                 names.append(entry.name)
         if keep and _settled(status, self.taken):
             self.found[current] = [_folder_ident(status), names]
         return files, subfolders
+
+
+def _not_input(folder: str, name: str) -> bool:
+    """A file a render is writing (or was, when it was killed), or its lock: never an input,
+    and never looked at (a render at work may rename or remove it at any moment)."""
+    return layout.is_temp_name(name) or f"{folder}/{name}" == layout.RENDER_LOCK
 
 
 def _folder_ident(status: os.stat_result) -> str:
