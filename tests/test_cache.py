@@ -1,7 +1,7 @@
 """The gate's cache is keyed by every input of what it keeps: after a change to any of them
 (tfgen itself and the schemas it ships, tfgen.yaml, the chart, helm, the Kubernetes version),
 `tfgen check` answers from the new inputs, never from what an earlier run stored. And it
-cannot lie: edited or foreign entries (HMAC under this machine's key) are misses, and a
+cannot lie: edited or foreign entries (a MAC under this machine's key) are misses, and a
 committed cache is neither read nor written, but reported."""
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def cache_file(root: Path) -> Path:
 
 
 def forge_no_problems(root: Path, key: bytes | None) -> int:
-    """Rewrite every stored verdict to "no problems": with the entries' old HMACs when `key`
+    """Rewrite every stored verdict to "no problems": with the entries' old MACs when `key`
     is None (an edited cache), else signed with `key` (a cache made on another machine)."""
     with sqlite3.connect(cache_file(root)) as db:
         rows = db.execute("SELECT space, key, value, mac FROM entry").fetchall()

@@ -7,8 +7,8 @@ Deleting the folder is always safe. The folder is git-ignored, by the repository
 and by one of its own.
 
 The cache is a local speed-up, never evidence: whoever can push can also write a cache file
-that says "no problems". So every entry carries an HMAC-SHA256 made with a key that never
-leaves this machine (`$TFGEN_CACHE_KEY_FILE`, else `$XDG_CACHE_HOME/tfgen/key` or
+that says "no problems". So every entry carries a MAC (keyed BLAKE2b) made with a key that
+never leaves this machine (`$TFGEN_CACHE_KEY_FILE`, else `$XDG_CACHE_HOME/tfgen/key` or
 `~/.cache/tfgen/key`, created mode 0600, refused inside the repository): a copied, committed
 or edited entry is a miss, and is written again. A cache folder tracked by Git is not read or
 written at all, and `tfgen check` reports it (`tracked_problem`); nor is one that is a symlink
@@ -35,8 +35,8 @@ from ..words import counted
 from .keys import CacheKeys
 
 CACHE_DIRNAME = ".tfgen-cache"
-# Bump when the meaning of cached content changes (a new check, a different layout).
-FORMAT = "3"
+# Bump when the meaning of cached content changes (a new check, a different layout, MAC).
+FORMAT = "4"
 KEY_ENV = "TFGEN_CACHE_KEY_FILE"
 KEY_BYTES = 32
 FLUSH_EVERY = 1000  # pending entries written at once
@@ -149,7 +149,7 @@ class Cache:
     One database file instead of one file per entry: creating thousands of small files costs
     more than rendering on some file systems, and SQLite gives atomic, concurrent-safe writes
     (WAL) for free. Writes are batched in memory and committed by `flush()` (also on close).
-    Each stored value carries its HMAC under the machine key; a value whose HMAC does not
+    Each stored value carries its MAC under the machine key; a value whose MAC does not
     match is a miss.
     """
 
@@ -161,12 +161,15 @@ class Cache:
         self._broken = False
 
     def _mac(self, space: str, key: str, value: str) -> str:
+        # BLAKE2b in its keyed mode is a MAC in one pass: a third of HMAC-SHA256's time on
+        # the short entries a check verifies by the ten thousand.
         assert self._key is not None
-        framed: list[bytes] = []
+        mac = hashlib.blake2b(key=self._key, digest_size=32)
         for part in (space, key, value):
             data = part.encode()
-            framed += (len(data).to_bytes(8, "big"), data)
-        return hmac.new(self._key, b"".join(framed), hashlib.sha256).hexdigest()
+            mac.update(len(data).to_bytes(8, "big"))
+            mac.update(data)
+        return mac.hexdigest()
 
     def _verified(self, space: str, key: str, value: str, mac: str) -> bool:
         return hmac.compare_digest(self._mac(space, key, value), mac)
