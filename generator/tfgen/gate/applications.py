@@ -12,6 +12,7 @@ go-yaml v2 (YAML 1.1), and only the canonical form is proven to mean the same th
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -354,8 +355,9 @@ def resolution_to_json(resolution: Resolution) -> str:
 def resolution_from_json(text: str) -> Resolution:
     data = json.loads(text)
     applications = []
+    chart = functools.cache(Path)  # one chart for ten thousand Applications: one Path
     for app in data["applications"]:
-        app["chart_dir"] = Path(app["chart_dir"])
+        app["chart_dir"] = chart(app["chart_dir"])
         app["generator_file"] = Path(app["generator_file"])
         app["value_files"] = [Path(v) for v in app["value_files"]]
         applications.append(ResolvedApplication(**app))
