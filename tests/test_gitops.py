@@ -4,6 +4,7 @@ would, and the TFJob Lua health check run in a real Lua interpreter."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import lupa
 import pytest
 import yaml
 from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tfgen.gate import applications
 from tfgen.render import apply_plan, plan_render
 from tfgen.repo import layout, resources
@@ -157,6 +160,58 @@ def test_value_files_must_stay_in_the_repository(tmp_path: Path, value_file: str
     else:
         with pytest.raises(ValueError, match="outside the repository"):
             applications.resolve_value_file(tmp_path, chart, value_file)
+
+
+def test_a_value_file_is_resolved_through_links_as_the_file_system_has_them(
+        tmp_path: Path) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "argo/experiments").mkdir(parents=True)
+    outside.mkdir()
+    (repo / "argo/experiments/away").symlink_to(outside, target_is_directory=True)
+    (repo / "argo/experiments/here").symlink_to("../experiments", target_is_directory=True)
+    (tmp_path / "via-link").symlink_to(repo, target_is_directory=True)
+    chart = repo / "charts/tfjob-experiment"
+    with pytest.raises(ValueError, match="outside the repository"):
+        applications.resolve_value_file(repo, chart, "../../argo/experiments/away/values.yaml")
+    assert applications.resolve_value_file(
+        tmp_path / "via-link", tmp_path / "via-link/charts/tfjob-experiment",
+        "/argo/experiments/here/x/values.yaml") == repo.resolve() / "argo/experiments/x/values.yaml"
+
+
+# What a folder below argo/ may hold: files, links to a file, a folder or nowhere, and a
+# folder with an app.yaml. A link to a folder is not entered: pathlib's rglob does not either.
+ENTRIES = ["app.yaml", "values.yaml", "link-to-file", "link-to-folder", "dangling", "x/"]
+GLOBS = ["argo/experiments/*/app.yaml", "argo/experiments/*/*", "argo/experiments/*/*/app.yaml"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(tree=st.dictionaries(st.sampled_from(["a", "b", "c/d"]),
+                            st.sets(st.sampled_from(ENTRIES), max_size=4), max_size=3))
+def test_the_generator_files_are_those_pathlib_finds(tree: dict[str, set[str]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        (root / "argo/experiments").mkdir(parents=True)
+        (root / "elsewhere").mkdir()
+        (root / "elsewhere/app.yaml").write_text("name: a\n")
+        for folder, entries in tree.items():
+            base = root / "argo/experiments" / folder
+            base.mkdir(parents=True, exist_ok=True)
+            for entry in entries:
+                if entry == "x/":
+                    (base / "x").mkdir()
+                    (base / "x/app.yaml").write_text("name: a\n")
+                elif entry.startswith("link-to-"):
+                    (base / entry).symlink_to(root / "elsewhere" / (
+                        "app.yaml" if entry == "link-to-file" else ""))
+                elif entry == "dangling":
+                    (base / entry).symlink_to(base / "nowhere")
+                else:
+                    (base / entry).write_text("name: a\n")
+        seen_by_pathlib = sorted(
+            rel for rel in (p.relative_to(root).as_posix()
+                            for p in (root / "argo").rglob("*") if p.is_file())
+            if any(applications._glob_match(glob, rel) for glob in GLOBS))
+        assert applications._generator_files(root, GLOBS) == seen_by_pathlib
 
 
 def test_refresh_paths_relative_and_rooted() -> None:
