@@ -248,10 +248,10 @@ def _generator_files(repo_root: Path, globs: Sequence[str]) -> list[str]:
     """The files below argo/ that a glob matches, repository-relative and sorted: links to
     files followed, folders behind a link not entered. Walked as strings: ten thousand
     experiment folders make pathlib's cost show."""
-    top = str(repo_root)
+    argo = os.path.join(repo_root, layout.ARGO_DIR)
     found = []
-    for folder, _, names in os.walk(os.path.join(top, layout.ARGO_DIR)):
-        below = folder[len(top) + 1:].replace(os.sep, "/")
+    for folder, _, names in os.walk(argo):
+        below = layout.ARGO_DIR + folder[len(argo):].replace(os.sep, "/")
         found += [f"{below}/{name}" for name in names
                   if any(_glob_match(glob, f"{below}/{name}") for glob in globs)
                   and os.path.isfile(os.path.join(folder, name))]
