@@ -22,7 +22,7 @@ from helpers import REPO_ROOT, copy_repo_parts, git, git_init
 from tfgen.cli import main
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
-from tfgen.repo.cache import CACHE_DIRNAME, KEY_ENV, Cache
+from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
 
 
 @pytest.fixture
@@ -224,6 +224,18 @@ def test_the_key_is_private_to_this_machine_and_never_in_the_repository(
         result = check(repo)
         assert result.ok and not result.from_cache  # no key to be had: nothing cached
     assert not inside.exists()
+
+
+@pytest.mark.parametrize("length", [KEY_BYTES, 65, KEY_BYTES * 4])
+def test_a_key_file_of_any_length_read_keys_the_cache(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int
+) -> None:
+    # keyed BLAKE2b takes 64 bytes at most: a longer key file is made into a key that fits
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * length)
+    monkeypatch.setenv(KEY_ENV, str(key))
+    assert not check(repo).from_cache
+    assert check(repo).from_cache
 
 
 def test_a_committed_cache_is_ignored_and_reported(runner: CliRunner, repo: Path) -> None:

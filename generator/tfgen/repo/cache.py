@@ -81,6 +81,12 @@ def machine_key(repository: Path, _retry: bool = True) -> bytes | None:
     return data if len(data) >= KEY_BYTES else None
 
 
+def _mac_key(secret: bytes) -> bytes:
+    """The MAC's key, made from the machine's: a key file may hold up to KEY_BYTES * 4 bytes,
+    and keyed BLAKE2b takes at most 64."""
+    return hashlib.blake2b(secret, digest_size=64).digest()
+
+
 def _open_nonblocking(path: str, flags: int) -> int:
     # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
     return os.open(path, flags | os.O_NONBLOCK)
@@ -155,7 +161,7 @@ class Cache:
 
     def __init__(self, root: Path | None, key: bytes | None = None) -> None:
         self.path = root / f"cache-v{FORMAT}.sqlite3" if root is not None else None
-        self._key = key
+        self._key = _mac_key(key) if key is not None else None
         self._db: sqlite3.Connection | None = None
         self._pending: dict[tuple[str, str], str] = {}
         self._broken = False
@@ -182,7 +188,8 @@ class Cache:
         if self._db is None and self.enabled:
             assert self.path is not None
             if self._key is None:
-                self._key = machine_key(self.path.parent.parent)
+                secret = machine_key(self.path.parent.parent)
+                self._key = _mac_key(secret) if secret is not None else None
             if (self._key is None or not _usable_folder(self.path.parent)
                     or tracked_entries(self.path.parent)):
                 self._broken = True  # no key, an odd folder, a committed cache: never used
