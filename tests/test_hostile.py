@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import HOSTILE_RECORDS, HostileRecord, copy_repo_parts, git, git_init
+from tfgen.repo.cache import DATABASE
 
 CORPUS = Path(__file__).parent / "hostile"
 CASE_FILES = sorted(CORPUS.rglob("*.yaml"))
@@ -69,6 +70,9 @@ SPEC_KEYS = {"name", "set"}
 # Case text may name the copy's root and a folder outside it (targets of escaping symlinks):
 # these placeholders are replaced in run arguments, env values and symlink targets.
 ROOT, OUTSIDE = "{root}", "{outside}"
+# ... and the file name of the cache database this tfgen uses, anywhere in the case: a case
+# about the database is then about the live one, whatever the cache's format.
+CACHE_DATABASE = "{database}"
 
 TRACEBACK = "Traceback (most recent call last)"
 
@@ -88,7 +92,7 @@ def load_case(path: Path, corpus: Path = CORPUS) -> dict[str, Any]:
     """The case in `path`, or ValueError naming every way it is malformed."""
     name = case_id(path, corpus)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(path.read_text(encoding="utf-8").replace(CACHE_DATABASE, DATABASE))
     except yaml.YAMLError as exc:
         raise ValueError(f"{name}: not YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -37,6 +37,7 @@ from .keys import CacheKeys
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout, MAC).
 FORMAT = "4"
+DATABASE = f"cache-v{FORMAT}.sqlite3"  # the cache's database file, in the cache folder
 KEY_ENV = "TFGEN_CACHE_KEY_FILE"
 KEY_BYTES = 32
 FLUSH_EVERY = 1000  # pending entries written at once
@@ -160,7 +161,7 @@ class Cache:
     """
 
     def __init__(self, root: Path | None, key: bytes | None = None) -> None:
-        self.path = root / f"cache-v{FORMAT}.sqlite3" if root is not None else None
+        self.path = root / DATABASE if root is not None else None
         self._key = _mac_key(key) if key is not None else None
         self._db: sqlite3.Connection | None = None
         self._pending: dict[tuple[str, str], str] = {}
