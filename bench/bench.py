@@ -7,8 +7,9 @@ run, side by side, a growth table (one row per size and command):
 
 - `tfgen render` with every file new, then again with every file unchanged (specs/s),
 - `tfgen check` cold (empty .tfgen-cache/), warm (nothing changed), one experiment changed
-  (its spec edited and re-rendered first, the render not timed); the last two REPEATS times
-  each (another experiment changed each time), the run of median wall time reported,
+  (its spec edited and re-rendered first, the render not timed), one experiment added (a copy
+  under a new name, rendered first: what most pull requests do); the last three REPEATS times
+  each (another experiment each time), the run of median wall time reported,
 - helm alone: the helm processes `tfgen check` starts for a cold check (the same umbrella
   charts, the same batches, the same number in parallel), written beforehand, only helm timed.
 
@@ -66,10 +67,16 @@ def is_sweep(index: int, fraction: float) -> bool:
     return (index * 0.6180339887) % 1 < fraction
 
 
+def experiment_name(index: int, kind: str = "bench") -> str:
+    """The name (and spec file stem) of the benchmark's experiment `index`: `bench` for the N
+    generated ones, `added` for those the "one experiment added" row adds."""
+    return f"{kind}-{index:05d}"
+
+
 def spec(index: int, rng: random.Random, sweeps: float = 0.0) -> str:
     """One experiment spec; the variety covers every chart branch the real repo uses, and a
     fraction `sweeps` of them (those with a TensorBoard) are sweeps."""
-    name = f"bench-{index:05d}"
+    name = experiment_name(index)
     ns = NAMESPACES[index % len(NAMESPACES)]
     leader = rng.choice(["master", "chief", None])
     gpus = rng.choice([0, 1, 2])
@@ -128,7 +135,8 @@ def build(root: Path, n: int, seed: int, sweeps: float) -> None:
     rng = random.Random(seed)
     (root / "experiments").mkdir()
     for index in range(n):
-        (root / "experiments" / f"bench-{index:05d}.yaml").write_text(spec(index, rng, sweeps))
+        (root / "experiments" / f"{experiment_name(index)}.yaml").write_text(
+            spec(index, rng, sweeps))
 
 
 def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float, str]:
@@ -255,15 +263,26 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         add((n, "tfgen check, warm (nothing changed)", wall, rss, last_line(out)))
 
         def one_changed(index: int) -> tuple[float, float, str]:
-            changed = root / "experiments" / f"bench-{index:05d}.yaml"
+            changed = root / "experiments" / f"{experiment_name(index)}.yaml"
             changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
             run([TFGEN, "render"], root)
             return run([TFGEN, "check"], root)
 
         wall, rss, out = median([one_changed(index) for index in range(REPEATS)])
         add((n, "tfgen check, one experiment changed", wall, rss, last_line(out)))
+
+        def one_added(index: int) -> tuple[float, float, str]:
+            # a copy of an experiment under a new name (its log folder and NAS path follow)
+            source, name = experiment_name(index), experiment_name(index, "added")
+            text = (root / "experiments" / f"{source}.yaml").read_text()
+            (root / "experiments" / f"{name}.yaml").write_text(text.replace(source, name))
+            run([TFGEN, "render"], root)
+            return run([TFGEN, "check"], root)
+
+        wall, rss, out = median([one_added(index) for index in range(REPEATS)])
+        add((n, "tfgen check, one experiment added", wall, rss, last_line(out)))
         if n in args.peers_at:
-            names = sorted(p.name for p in (root / "argo" / "experiments").iterdir())
+            names = [experiment_name(index) for index in range(n)]  # not those added
             sample = names[:args.peer_sample] if args.peer_sample > 0 else names
             for what, peer in (("sequential", peer_sequential), ("parallel", peer_parallel)):
                 seconds = peer(root, sample, kube, helm)
