@@ -37,7 +37,8 @@ from .keys import CacheKeys
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout, MAC).
 FORMAT = "4"
-DATABASE = f"cache-v{FORMAT}.sqlite3"  # the cache's database file, in the cache folder
+_DATABASES = "cache-v{}.sqlite3"  # the name of a format's database file, in the cache folder
+DATABASE = _DATABASES.format(FORMAT)  # this one's
 KEY_ENV = "TFGEN_CACHE_KEY_FILE"
 KEY_BYTES = 32
 FLUSH_EVERY = 1000  # pending entries written at once
@@ -111,7 +112,7 @@ def _usable_folder(folder: Path) -> bool:
 def _drop_other_formats(database: Path) -> None:
     """Delete the files of another FORMAT's cache: no version of tfgen reads them again (a
     run of that version still at work keeps its open file)."""
-    for path in database.parent.glob("cache-v*.sqlite3*"):
+    for path in database.parent.glob(_DATABASES.format("*") + "*"):  # journals included
         if not path.name.startswith(database.name):
             path.unlink(missing_ok=True)
 
