@@ -137,15 +137,6 @@ def test_missing_key_is_an_error_like_missingkey_error(tmp_path: Path) -> None:
     assert "map has no entry for key 'owner'" in problem.message
 
 
-def test_substitute_rejects_what_it_does_not_understand() -> None:
-    assert applications.substitute({"a": "x-{{ .name }}-{{.path.basename}}"},
-                             {"name": "n", "path": {"basename": "b"}}) == {"a": "x-n-b"}
-    with pytest.raises(applications.TemplateError, match="unsupported"):
-        applications.substitute("{{ default .name \"x\" }}", {"name": "n"})
-    with pytest.raises(applications.TemplateError, match="no entry for key 'owner'"):
-        applications.substitute("{{.owner}}", {"name": "n"})
-
-
 @pytest.mark.parametrize(("value_file", "ok"), [
     ("../../argo/experiments/x/values.yaml", True),
     ("/argo/experiments/x/values.yaml", True),

@@ -26,15 +26,7 @@ import yaml
 from ..problems import Problem
 from ..render.generated import read_canonical
 from ..repo import layout
-
-_PLACEHOLDER = re.compile(
-    r"\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*-?\}\}"
-)
-
-
-class TemplateError(Exception):
-    """A placeholder the resolver cannot substitute (missing key or unsupported syntax)."""
-
+from .gotemplate import TemplateError, compiled
 
 @dataclass
 class ResolvedApplication:
@@ -64,68 +56,42 @@ class Resolution:
     problems: list[Problem]
 
 
-def substitute(template: Any, params: Mapping[str, Any]) -> Any:
-    """Go-template substitution of `{{.key}}`/`{{.a.b}}` with `missingkey=error` semantics.
-
-    Only the placeholder form the ApplicationSet uses is supported; any other `{{` is an
-    error rather than a silent pass-through, so the resolver never pretends to understand
-    a template it does not.
-    """
-    def lookup(match: re.Match[str]) -> str:
-        value: Any = params
-        for part in match.group(1).split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                raise TemplateError(f"map has no entry for key {part!r} (in {match.group(0)})")
-            value = value[part]
-        if isinstance(value, (dict, list)):
-            raise TemplateError(f"{match.group(0)} is not a scalar")
-        if isinstance(value, bool):  # Go prints booleans lower-case
-            return str(value).lower()
-        return "" if value is None else str(value)
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, str):
-            if "{{" not in node:
-                return node  # most of a template: copied as it is
-            result = _PLACEHOLDER.sub(lookup, node)
-            if "{{" in result:
-                raise TemplateError(f"unsupported template syntax in {node!r}")
-            return result
-        if isinstance(node, dict):
-            return {walk(k): walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(template)
-
-
 def _generator_params(data: Mapping[str, Any], rel_path: str) -> dict[str, Any]:
     # The git files generator adds `path` (goTemplate form) next to the file's own keys.
-    folder = PurePosixPath(rel_path).parent
+    # `rel_path` is below argo/ (so it has a folder), taken apart as a string: pathlib would
+    # be most of the cost for ten thousand files.
+    folder, _, filename = rel_path.rpartition("/")
+    basename = folder.rpartition("/")[2]
     params = dict(data)
     params["path"] = {
-        "path": str(folder),
-        "basename": folder.name,
-        "filename": PurePosixPath(rel_path).name,
-        "basenameNormalized": re.sub(r"[^a-z0-9-.]", "-", folder.name.lower()),
-        "filenameNormalized": re.sub(r"[^a-z0-9-.]", "-", PurePosixPath(rel_path).name.lower()),
-        "segments": list(folder.parts),
+        "path": folder,
+        "basename": basename,
+        "filename": filename,
+        "basenameNormalized": _NOT_NORMALIZED.sub("-", basename.lower()),
+        "filenameNormalized": _NOT_NORMALIZED.sub("-", filename.lower()),
+        "segments": folder.split("/"),
     }
     return params
+
+
+_NOT_NORMALIZED = re.compile(r"[^a-z0-9-.]")  # what the generator's *Normalized turn into "-"
 
 
 def resolve_value_file(repo_root: Path, chart_dir: Path, value_file: str) -> Path:
     """Argo CD's rule: relative to the chart path, `/`-rooted = repository root; the resolved
     file (symlinks followed) must stay inside the repository. ValueError otherwise."""
-    # on strings: pathlib's parsing would be most of the cost for ten thousand Applications
-    root = os.path.realpath(repo_root)
-    base = (os.path.join(root, value_file.lstrip("/")) if value_file.startswith("/")
+    return Path(_real_value_file(os.path.realpath(repo_root), chart_dir, value_file))
+
+
+def _real_value_file(real_root: str, chart_dir: Path, value_file: str) -> str:
+    """`resolve_value_file` for the repository whose real path is `real_root`, on strings:
+    pathlib's parsing would be most of the cost for ten thousand Applications."""
+    base = (os.path.join(real_root, value_file.lstrip("/")) if value_file.startswith("/")
             else os.path.join(chart_dir, value_file))
     resolved = os.path.realpath(base)
-    if resolved != root and not resolved.startswith(root.rstrip(os.sep) + os.sep):
+    if resolved != real_root and not resolved.startswith(real_root.rstrip(os.sep) + os.sep):
         raise ValueError(f"value file {value_file!r} resolves outside the repository")
-    return Path(resolved)
+    return resolved
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -211,6 +177,7 @@ def _generated(
         return
     globs, glob_problems = _git_file_globs(appset)
     problems += glob_problems
+    fill = compiled(dict(template))
     for rel in _generator_files(repo_root, globs):
         try:
             text = (repo_root / rel).read_text(encoding="utf-8")
@@ -234,7 +201,7 @@ def _generated(
                 hint="run `tfgen render` and commit the result"))
             continue
         try:
-            app = substitute(dict(template), _generator_params(data, rel))
+            app = fill(_generator_params(data, rel))
         except TemplateError as exc:
             problems.append(Problem(rel, message=f"ApplicationSet template: {exc}",
                                     hint="every key the template uses must be in app.yaml"))
@@ -279,18 +246,18 @@ def _resolved(
     problems = []
     value_files = []
     for index, value_file in enumerate(_list(helm.get("valueFiles"))):
-        try:
-            path = resolve_value_file(repo_root, chart_dir, str(value_file))
+        try:  # repo_root is real already (resolve_applications)
+            path = _real_value_file(str(repo_root), chart_dir, str(value_file))
         except ValueError as exc:
             problems.append(Problem(rel, pointer=f"$.spec.source.helm.valueFiles[{index}]",
                                     message=str(exc)))
             continue
-        if not path.is_file() and not helm.get("ignoreMissingValueFiles"):
+        if not os.path.isfile(path) and not helm.get("ignoreMissingValueFiles"):
             problems.append(Problem(rel, pointer=f"$.spec.source.helm.valueFiles[{index}]",
                                     message=f"value file {value_file!r} does not exist",
                                     hint="run `tfgen render`"))
             continue
-        value_files.append(path)
+        value_files.append(Path(path))
     if problems:
         return None, problems
     metadata = _map(app.get("metadata"))
