@@ -169,6 +169,26 @@ def test_a_value_file_is_resolved_through_links_as_the_file_system_has_them(
         "/argo/experiments/here/x/values.yaml") == repo.resolve() / "argo/experiments/x/values.yaml"
 
 
+def test_a_value_file_is_named_as_argo_cd_joins_it_before_its_links_are_followed(
+        tmp_path: Path) -> None:
+    # Argo CD joins the chart path and the value file as text (Go's filepath.Join: `..` goes
+    # up the path as written), then refuses a path outside the repository. With the chart
+    # folder a link, that is not where `..` would go from the link's target.
+    repo = tmp_path / "repo"
+    (repo / "argo/experiments/x").mkdir(parents=True)
+    (repo / "argo/experiments/x/values.yaml").write_text("a: 1\n")
+    (repo / "vendor/deep/charts/tfjob-experiment").mkdir(parents=True)
+    (repo / "charts").mkdir()
+    (repo / "charts/tfjob-experiment").symlink_to(
+        repo / "vendor/deep/charts/tfjob-experiment", target_is_directory=True)
+    chart = repo / "charts/tfjob-experiment"
+    assert applications.resolve_value_file(repo, chart, "../../argo/experiments/x/values.yaml") \
+        == repo.resolve() / "argo/experiments/x/values.yaml"
+    # up three from the link's target is still inside (vendor/); as written, it is not
+    with pytest.raises(ValueError, match="outside the repository"):
+        applications.resolve_value_file(repo, chart, "../../../vendor/values.yaml")
+
+
 # What a folder below argo/ may hold: files, links to a file, a folder or nowhere, and a
 # folder with an app.yaml. A link to a folder is not entered: pathlib's rglob does not either.
 ENTRIES = ["app.yaml", "values.yaml", "link-to-file", "link-to-folder", "dangling", "x/"]

@@ -78,19 +78,25 @@ _NOT_NORMALIZED = re.compile(r"[^a-z0-9-.]")  # what the generator's *Normalized
 
 
 def resolve_value_file(repo_root: Path, chart_dir: Path, value_file: str) -> Path:
-    """Argo CD's rule: relative to the chart path, `/`-rooted = repository root; the resolved
-    file (symlinks followed) must stay inside the repository. ValueError otherwise."""
+    """Argo CD's rule: relative to the chart path, `/`-rooted = repository root, joined as
+    text (`..` goes up the path as written, as Go's filepath.Join does), and refused when that
+    leaves the repository. The file so named is followed through its links, and refused too
+    when they lead out of the repository: stricter than Argo CD, which follows only a link at
+    the end, so that no link takes helm out of the repository. ValueError when refused."""
     return Path(_real_value_file(os.path.realpath(repo_root), chart_dir, value_file))
 
 
 def _real_value_file(real_root: str, chart_dir: Path, value_file: str) -> str:
     """`resolve_value_file` for the repository whose real path is `real_root`, on strings:
     pathlib's parsing would be most of the cost for ten thousand Applications."""
-    base = (os.path.join(real_root, value_file.lstrip("/")) if value_file.startswith("/")
-            else os.path.join(chart_dir, value_file))
-    resolved = os.path.realpath(base)
-    if resolved != real_root and not resolved.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise ValueError(f"value file {value_file!r} resolves outside the repository")
+    joined = os.path.normpath(
+        os.path.join(real_root, value_file.lstrip("/")) if value_file.startswith("/")
+        else os.path.join(chart_dir, value_file))
+    resolved = os.path.realpath(joined)
+    inside = real_root.rstrip(os.sep) + os.sep
+    for path in (joined, resolved):
+        if path != real_root and not path.startswith(inside):
+            raise ValueError(f"value file {value_file!r} resolves outside the repository")
     return resolved
 
 
