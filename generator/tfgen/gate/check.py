@@ -41,17 +41,16 @@ from ..validate import (
 )
 from ..words import counted
 from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
-from .applications import (
-    Resolution,
-    ResolvedApplication,
-    resolution_from_json,
-    resolution_inputs,
-    resolution_to_json,
-    resolve_applications,
-)
+from .applications import Resolution, ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderJob, RenderResult, jobs_for
 from .helm import find_helm
 from .manifests import ManifestValidator
+from .resolutions import (
+    RememberedApplications,
+    resolution_from_json,
+    resolution_inputs,
+    resolution_to_json,
+)
 
 Progress = Callable[[str, int, int], None]
 
@@ -239,12 +238,13 @@ class _Gate:
 
     def resolve(self) -> Resolution:
         """The Applications the committed ApplicationSet generates, remembered by what
-        resolving them reads."""
+        resolving them reads: all of them, else each one (`resolutions`)."""
         key = self.keys.resolution(self.root, resolution_inputs(self.inputs.hashes))
         stored = self.cache.get("resolve", key)
         if stored is not None:
             return resolution_from_json(stored)
-        resolution = resolve_applications(self.root)
+        resolution = resolve_applications(
+            self.root, RememberedApplications(self.cache, self.keys, self.inputs))
         self.cache.put("resolve", key, resolution_to_json(resolution))
         return resolution
 

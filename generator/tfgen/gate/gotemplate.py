@@ -34,9 +34,9 @@ _Fill = Callable[[Mapping[str, Any]], Any]
 
 
 def compiled(node: Any) -> _Fill:
-    """`node` as a function of the parameters (`substitute` semantics). The parts of the template without a
-    placeholder are returned as they are: Applications filled from one template share them,
-    and are read, never changed."""
+    """`node` as a function of the parameters (`substitute` semantics). The parts of the
+    template without a placeholder are returned as they are: Applications filled from one
+    template share them, and are read, never changed."""
     if isinstance(node, str):
         return _compiled_text(node) if "{{" in node else _Constant(node)
     if isinstance(node, dict):

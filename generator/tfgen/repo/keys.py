@@ -114,6 +114,12 @@ class CacheKeys:
             parts += [rel, data]
         return digest(*parts)
 
+    def application(self, root: str, appset: str, rel: str, content: str) -> str:
+        """One Application resolved from one generator file: the content hashes of that file
+        and of the ApplicationSet, where the repository is (the Application names files by
+        their paths) and tfgen."""
+        return digest("application", self.tool, root, appset, rel, content)
+
     def render(self, helm_version: str, chart_digest: str, release: str, namespace: str,
                kube_version: str, api_versions: Sequence[str],
                values: Sequence[str]) -> str:
