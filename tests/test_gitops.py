@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jsonschema
@@ -223,6 +223,24 @@ def test_the_generator_files_are_those_pathlib_finds(tree: dict[str, set[str]]) 
                             for p in (root / "argo").rglob("*") if p.is_file())
             if any(applications._glob_match(glob, rel) for glob in GLOBS))
         assert applications._generator_files(root, GLOBS) == seen_by_pathlib
+
+
+@settings(max_examples=50, deadline=None)
+@given(folders=st.lists(st.text(st.sampled_from("aZ9_.-"), min_size=1, max_size=5)
+                        .filter(lambda name: name not in (".", "..")), max_size=3),
+       filename=st.sampled_from(["app.yaml", "App_1.YAML", "config.json"]))
+def test_a_generator_files_path_parameters_are_its_folder_and_name_as_pathlib_splits_them(
+        folders: list[str], filename: str) -> None:
+    rel = "/".join(["argo", *folders, filename])
+    path = applications._generator_params({"name": "x"}, rel)["path"]
+    folder = PurePosixPath(rel).parent
+    assert (path["path"], path["basename"], path["filename"], path["segments"]) == (
+        str(folder), folder.name, PurePosixPath(rel).name, list(folder.parts))
+    # what Argo CD's *Normalized make of a name: lower case, anything else than a-z, 0-9, - and
+    # . turned into -
+    assert path["basenameNormalized"] == "".join(
+        c if c in "abcdefghijklmnopqrstuvwxyz0123456789-." else "-" for c in folder.name.lower())
+    assert path["filenameNormalized"] == filename.lower().replace("_", "-")
 
 
 def test_refresh_paths_relative_and_rooted() -> None:
