@@ -6,6 +6,7 @@ committed cache is neither read nor written, but reported."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -114,6 +115,29 @@ def test_a_cache_of_another_format_is_deleted_not_left_behind(
     assert runner.invoke(main, ["render"]).exit_code == 0
     assert not any(path.exists() for path in old)
     assert cache_file(repo).stat().st_size > 0, "the current format's cache is kept"
+
+
+def test_a_cache_another_tfgen_filled_is_emptied_not_kept_for_good(repo: Path) -> None:
+    warm(repo)
+
+    def plant(filled_by: str | None = None) -> None:
+        with contextlib.closing(sqlite3.connect(cache_file(repo))) as db, db:
+            db.execute("INSERT OR REPLACE INTO entry VALUES ('x', 'planted', 'v', 'm')")
+            if filled_by is not None:
+                db.execute("UPDATE filled_by SET tool = ?", (filled_by,))
+
+    def planted() -> bool:
+        with contextlib.closing(sqlite3.connect(cache_file(repo))) as db:
+            return db.execute("SELECT count(*) FROM entry WHERE key = 'planted'").fetchone() \
+                == (1,)
+
+    plant()
+    assert check(repo).from_cache
+    assert planted(), "this tfgen's own cache is kept from run to run"
+    plant(filled_by="another tfgen")
+    result = check(repo)
+    assert not planted()
+    assert not result.from_cache and result.cache_hits == 0
 
 
 @pytest.mark.parametrize("change", ["chart", "kubernetes version", "helm"])

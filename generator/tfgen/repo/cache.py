@@ -4,7 +4,8 @@ Entries are keyed by content (`repo.keys`: a changed input is a different key, s
 entry cannot be hit). They live in one SQLite file, written in transactions of up to a
 thousand entries, so concurrent and interrupted runs never leave a half-written entry.
 Deleting the folder is always safe. The folder is git-ignored, by the repository's .gitignore
-and by one of its own.
+and by one of its own. A cache another tfgen filled (another version, or other code) is
+emptied when this one opens it: no key of this tfgen can hit its entries.
 
 The cache is a local speed-up, never evidence: whoever can push can also write a cache file
 that says "no problems". So every entry carries a MAC (keyed BLAKE2b) made with a key that
@@ -32,11 +33,11 @@ from typing import Any
 
 from ..problems import Problem
 from ..words import counted
-from .keys import CacheKeys
+from .keys import CacheKeys, tool_digest
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout, MAC).
-FORMAT = "4"
+FORMAT = "5"
 _DATABASES = "cache-v{}.sqlite3"  # the name of a format's database file, in the cache folder
 DATABASE = _DATABASES.format(FORMAT)  # this one's
 KEY_ENV = "TFGEN_CACHE_KEY_FILE"
@@ -115,6 +116,22 @@ def _drop_other_formats(database: Path) -> None:
     for path in database.parent.glob(_DATABASES.format("*") + "*"):  # journals included
         if not path.name.startswith(database.name):
             path.unlink(missing_ok=True)
+
+
+def _forget_other_tfgens(db: sqlite3.Connection) -> None:
+    """Empty a cache that another tfgen filled. Its entries are keyed by that tfgen's code, so
+    this one never reads them; kept, each upgrade would add a repository's worth of entries
+    (hundreds of MB at ten thousand experiments) for good. Two versions of tfgen taking turns
+    on one repository empty it for each other: each run is then a cold one."""
+    tool = tool_digest()
+    with db:
+        db.execute("CREATE TABLE IF NOT EXISTS filled_by (tool TEXT)")
+        if db.execute("SELECT tool FROM filled_by").fetchall() == [(tool,)]:
+            return
+        db.execute("DELETE FROM entry")
+        db.execute("DELETE FROM filled_by")
+        db.execute("INSERT INTO filled_by VALUES (?)", (tool,))
+    db.execute("PRAGMA incremental_vacuum")
 
 
 def _ignore_itself(folder: Path) -> None:
@@ -201,6 +218,8 @@ class Cache:
                 _ignore_itself(self.path.parent)
                 _drop_other_formats(self.path)
                 db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                # freed pages are given back to the file system (set before the first table)
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
                 # A rowid table: its key index holds the keys alone. (WITHOUT ROWID kept the
@@ -209,6 +228,7 @@ class Cache:
                 # lookups next to the snapshot's table.)
                 db.execute("CREATE TABLE IF NOT EXISTS entry (space TEXT, key TEXT, value TEXT,"
                            " mac TEXT, PRIMARY KEY (space, key))")
+                _forget_other_tfgens(db)
                 self._db = db
             except (OSError, sqlite3.Error):
                 # A read-only or broken cache folder: check still works, only slower.
