@@ -135,8 +135,13 @@ def test_a_cache_another_tfgen_filled_is_emptied_not_kept_for_good(repo: Path) -
     assert check(repo).from_cache
     assert planted(), "this tfgen's own cache is kept from run to run"
     plant(filled_by="another tfgen")
-    result = check(repo)
+    size = cache_file(repo).stat().st_size
+    opened = Cache(repo / CACHE_DIRNAME)
+    assert opened.get("x", "planted") is None
+    opened.close()
     assert not planted()
+    assert cache_file(repo).stat().st_size < size / 2, "its pages are given back"
+    result = check(repo)
     assert not result.from_cache and result.cache_hits == 0
 
 

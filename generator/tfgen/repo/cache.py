@@ -131,7 +131,7 @@ def _forget_other_tfgens(db: sqlite3.Connection) -> None:
         db.execute("DELETE FROM entry")
         db.execute("DELETE FROM filled_by")
         db.execute("INSERT INTO filled_by VALUES (?)", (tool,))
-    db.execute("PRAGMA incremental_vacuum")
+    db.executescript("PRAGMA incremental_vacuum;")  # run to its end (execute frees one page)
 
 
 def _ignore_itself(folder: Path) -> None:
