@@ -24,19 +24,14 @@ class TemplateError(Exception):
     """A placeholder the resolver cannot substitute (missing key or unsupported syntax)."""
 
 
-def substitute(template: Any, params: Mapping[str, Any]) -> Any:
-    """`template` with each placeholder filled from `params`; TemplateError for a missing
-    key, a value that is no scalar, or any other `{{`."""
-    return compiled(template)(params)
-
-
 _Fill = Callable[[Mapping[str, Any]], Any]
 
 
 def compiled(node: Any) -> _Fill:
-    """`node` as a function of the parameters (`substitute` semantics). The parts of the
-    template without a placeholder are returned as they are: Applications filled from one
-    template share them, and are read, never changed."""
+    """`node` as a function of the parameters: it returns `node` with each placeholder filled
+    from them, or raises TemplateError for a missing key, a value that is no scalar, or any
+    other `{{`. The parts of the template without a placeholder are returned as they are:
+    Applications filled from one template share them, and are read, never changed."""
     if isinstance(node, str):
         return _compiled_text(node) if "{{" in node else _Constant(node)
     if isinstance(node, dict):
