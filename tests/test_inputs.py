@@ -46,6 +46,19 @@ def test_known_files_are_not_read_again(root: Path, monkeypatch: pytest.MonkeyPa
     assert again.files[SPEC] == b"name: one\n"
 
 
+def test_only_the_file_whose_status_moved_is_read_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
+    first = run(root)
+    (root / "experiments/b.yaml").write_text("name: changed\n")
+    again = run(root)
+    assert again.hashed == 2, "tfgen.yaml, read alone, and b.yaml: not its neighbour a.yaml"
+    assert again.hashes[SPEC] == first.hashes[SPEC]
+    assert again.files["experiments/b.yaml"] == b"name: changed\n"
+    assert again.digest != first.digest
+
+
 def test_an_edit_that_restores_size_and_mtime_is_seen(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -74,9 +87,10 @@ def test_a_forged_table_is_not_trusted(root: Path, monkeypatch: pytest.MonkeyPat
     (root / SPEC).write_text("name: new\n")
     other = Cache(root / ".tfgen-cache", key=b"x" * 32)  # another machine's key signs it
     status = (root / SPEC).stat()
-    files = {SPEC: (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
-                    f"{status.st_ino} {status.st_dev} {inputs.content_hash(b'name: one')}")}
-    table = {"files": files, "folders": {}}
+    ident = (f"{status.st_mode} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
+             f"{status.st_ino} {status.st_dev}")
+    # experiments/: listing not vouched for, a.yaml with its status now and the old bytes' hash
+    table = {"experiments": ["", [], ["a.yaml"], [ident], [inputs.content_hash(b"name: one\n")]]}
     other.put_json("stat", inputs.CacheKeys.stat_table(str(root.absolute())), table)
     other.close()
     assert run(root).files[SPEC] == b"name: new\n"

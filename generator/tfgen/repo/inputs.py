@@ -6,7 +6,7 @@ run judges one consistent state of the repository. Files are read as every comma
 input (`repo.files.read_input`): the gate is not the one place where a pipe hangs tfgen.
 
 A warm check must not read ten thousand files to learn that none changed, so the snapshot
-keeps, in the gate's (signed) cache, a table of each file's status (size, mtime, ctime, inode,
+keeps, in the gate's (signed) cache, a table of each file's status (type, size, mtime, ctime, inode,
 device) and content hash, and reads and hashes only the files whose status differs. ctime is
 in it because nobody can set it: an edit that keeps the size and puts the mtime back still
 moves it. A file whose status changed within `RACY_NS` of the snapshot is not put in the table
@@ -21,6 +21,8 @@ folder's listing too, under the folder's own status: adding, removing or renamin
 moves a folder's mtime and ctime, so a folder whose status is unchanged (and old enough, by the
 same rule) still holds the names listed, and only its files' statuses are looked at. A folder
 holding a symbolic link is never remembered: links are looked at the careful way every time.
+The table is kept by folder, each file's status and hash beside its name: a folder whose files
+all have their known statuses is taken whole, with no work per file but looking at it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from . import layout
 from .cache import Cache
@@ -86,7 +89,9 @@ class Inputs:
 
     @cached_property
     def digest(self) -> str:
-        return digest(json.dumps([self.hashes, self.refused]))
+        # path NUL hash, a line each: a path holds no NUL and a hash is 64 hex digits, so the
+        # text is read back one way only (and it is joined without a call per file)
+        return digest(json.dumps(self.refused), "\n".join(map("\0".join, self.hashes.items())))
 
     @cached_property
     def config(self) -> bytes:
@@ -149,49 +154,69 @@ def snapshot(
     layout.check_generated_tree(root)
     cache = cache or Cache(None)
     table_key = CacheKeys.stat_table(str(root.absolute()))
-    known = _Table.load(cache.get("stat", table_key))
-    # the statuses of the folders not looked at stay in the table for the runs that do
-    table = known.without(folders)
+    known = _load_table(cache.get("stat", table_key))
+    # the folders not looked at stay in the table for the runs that do
+    table = {rel: entry for rel, entry in known.items()
+             if rel.partition("/")[0] not in folders}
     hashes: dict[str, str] = {}
     refused: dict[str, str] = {}
     hashed = 0
 
-    def add(rel: str, path: str, status: os.stat_result | None) -> None:
+    def add(rel: str, path: str) -> None:
         """A file whose status is not the known one (or unknown): read and hashed."""
         nonlocal hashed
         data = read_input(path, layout.shown(path), root)  # refuses what it must
         hashed += 1
         hashes[rel] = content_hash(data)
-        if status is not None and _settled(status, taken):
-            table.files[rel] = _file_ident(status) + hashes[rel]
+
+    def look_at(listing: _Listing) -> _Folder:
+        """The folder's files hashed, by their known status where it vouches for them; its
+        entry for the table."""
+        rels = [f"{listing.rel}/{name}" for name in listing.files]
+        idents = [_file_ident(status) if status is not None else ""
+                  for status in listing.statuses]
+        before = known.get(listing.rel)
+        if (before is not None and before.files == listing.files
+                and before.statuses == idents and "" not in idents):
+            # every file regular, reached without a link and as it was when its status was
+            # old enough to keep: the path of nearly every folder, kept free of calls per file
+            hashes.update(zip(rels, before.hashes, strict=True))
+            same = listing.status == before.status  # as it is when the listing was recalled
+            return before if same else before._replace(status=listing.status)
+        was = ({name: (ident, known_hash) for name, ident, known_hash
+                in zip(before.files, before.statuses, before.hashes, strict=True)}
+               if before else {})
+        kept: list[str] = []
+        for name, rel, status, ident in zip(listing.files, rels, listing.statuses, idents,
+                                             strict=True):
+            old_ident, old_hash = was.get(name, ("", ""))
+            if ident and ident == old_ident:
+                hashes[rel] = old_hash
+            else:
+                try:
+                    add(rel, f"{listing.path}/{name}")
+                except Refused as exc:
+                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                        raise
+                    refused[rel] = exc.reason
+            trusted = (status is not None and stat.S_ISREG(status.st_mode) and rel in hashes
+                       and _settled(status, taken))
+            kept.append(ident if trusted else "")
+        return _Folder(listing.status, listing.folders, listing.files, kept,
+                       [hashes.get(rel, "") for rel in rels])
 
     for rel in (layout.CONFIG_NAME, layout.CODEOWNERS_FILE):
         # tfgen.yaml, and the one generated file outside argo/ (the rest of .github/ is no
         # input): read alone
         if os.path.lexists(root / rel):
-            add(rel, str(root / rel), None)
+            add(rel, str(root / rel))
     for top in folders:
         # below a symlinked folder every file goes the careful way, and no listing is kept
-        walk = _Walk(root, known.folders, table.folders, taken,
-                     plain=not os.path.islink(root / top))
-        for folder, path, files in walk.folders(top):
-            for name, status in files:
-                rel = f"{folder}/{name}"
-                if status is not None:  # a regular file below root, no link on the way
-                    # known by its status: the path of nearly every file, kept free of calls
-                    ident, entry = _file_ident(status), known.files.get(rel)
-                    if entry is not None and entry.startswith(ident):
-                        table.files[rel] = entry
-                        hashes[rel] = entry[len(ident):]
-                        continue
-                try:
-                    add(rel, f"{path}/{name}", status)
-                except Refused as exc:
-                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                        raise
-                    refused[rel] = exc.reason
+        walk = _Walk(root, known, taken, plain=not os.path.islink(root / top))
+        for listing in walk.folders(top):
+            table[listing.rel] = look_at(listing)
     if table != known:
-        cache.put("stat", table_key, table.to_json())
+        cache.put("stat", table_key, json.dumps(table, separators=(",", ":")))
     return Inputs(root, hashes, refused, hashed)
 
 
@@ -200,116 +225,101 @@ def _settled(status: os.stat_result, taken: int) -> bool:
     return max(status.st_mtime_ns, status.st_ctime_ns) < taken - RACY_NS
 
 
-# A file in a folder: its name, and its status when it is a regular file reached without a
-# link (else None: it is read the careful way).
-_File = tuple[str, "os.stat_result | None"]
-_Listing = tuple[list[_File], list[str]]  # the files, the names of the folders
+class _Folder(NamedTuple):
+    """A folder as the table keeps it (a JSON list): its status ("" when its listing is not
+    to be trusted: too recent, or it holds a link), the names of its folders and of its
+    files, and each file's status ("" when not to be trusted: too recent, not a regular file,
+    or reached through a link) and content hash ("" when it was refused)."""
+
+    status: str
+    folders: list[str]
+    files: list[str]
+    statuses: list[str]
+    hashes: list[str]
 
 
-@dataclass
-class _Table:
-    """The statuses a snapshot keeps in the cache: file path -> "size mtime ctime inode
-    device hash", folder path -> ["mtime ctime inode device", [name, ...]] (a folder's name
-    ends in "/"), each as the walk found it."""
+class _Listing(NamedTuple):
+    """A folder as the walk found it: its path relative to the root and as given, its status
+    as `_Folder` keeps it, its folders' and its files' names, and each file's own status (not
+    its link's target's; None below a symlinked folder, or for what was listed as no regular
+    file: such a file is read the careful way, and its status never trusted)."""
 
-    files: dict[str, str] = field(default_factory=dict)
-    folders: dict[str, list] = field(default_factory=dict)
+    rel: str
+    path: str
+    status: str
+    folders: list[str]
+    files: list[str]
+    statuses: Sequence[os.stat_result | None]
 
-    @classmethod
-    def load(cls, text: str | None) -> _Table:
-        try:
-            data = json.loads(text) if text is not None else None
-        except ValueError:
-            data = None
-        if not (isinstance(data, dict) and isinstance(data.get("files"), dict)
-                and isinstance(data.get("folders"), dict)):
-            return cls()  # none yet, or written by another version: every file is looked at
-        return cls(data["files"], data["folders"])
 
-    def without(self, folders: Sequence[str]) -> _Table:
-        """The entries below the input folders other than `folders`."""
-        if set(INPUT_DIRS) <= set(folders):
-            return _Table()
-
-        def kept(rel: str) -> bool:
-            top = rel.partition("/")[0]
-            return top in INPUT_DIRS and top not in folders
-        return _Table({r: e for r, e in self.files.items() if kept(r)},
-                      {r: e for r, e in self.folders.items() if kept(r)})
-
-    def to_json(self) -> str:
-        return json.dumps({"files": self.files, "folders": self.folders},
-                          separators=(",", ":"))
+def _load_table(text: str | None) -> dict[str, _Folder]:
+    """The folders of the stored table (none when there is none yet, or it has another
+    shape: then every file is looked at)."""
+    try:
+        data = json.loads(text) if text is not None else {}
+        table = {rel: _Folder(*entry) for rel, entry in data.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    aligned = all(len(entry.files) == len(entry.statuses) == len(entry.hashes)
+                  for entry in table.values())
+    return table if aligned else {}
 
 
 class _Walk:
     """Every folder below a folder, with its files: a folder's files by name, then its folders
     by name. A symlinked folder is not entered, and refused when it leads out of the
     repository; an unreadable folder is skipped (its files are then no input). A folder whose
-    status the `known` listings vouch for is not listed again; the listings found go to
-    `found`. Paths are strings: ten thousand experiment folders make pathlib's cost show."""
+    status the `known` table vouches for is not listed again. Paths are strings: ten thousand
+    experiment folders make pathlib's cost show."""
 
-    def __init__(self, root: Path, known: Mapping[str, list], found: dict[str, list],
-                 taken: int, plain: bool) -> None:
-        self.root, self.known, self.found = root, known, found
-        self.taken, self.plain = taken, plain
+    def __init__(self, root: Path, known: Mapping[str, _Folder], taken: int,
+                 plain: bool) -> None:
+        self.root, self.known, self.taken, self.plain = root, known, taken, plain
 
-    def folders(self, top: str) -> Iterator[tuple[str, str, list[_File]]]:
-        """(relative path, path, files) of `top` and of every folder below it."""
+    def folders(self, top: str) -> Iterator[_Listing]:
+        """The listing of `top` and of every folder below it."""
         base = str(self.root)
         pending = [top]
         while pending:
             current = pending.pop()
             path = f"{base}/{current}"
-            listing = self._remembered(current, path)
-            if listing is None:
-                listing = self._listed(current, path)
-            files, subfolders = listing
-            yield current, path, files
+            listing = self._remembered(current, path) or self._listed(current, path)
+            yield listing
             # popped in name order, and each one's own folders before its next sibling
-            pending += [f"{current}/{name}" for name in reversed(subfolders)]
+            pending += [f"{current}/{name}" for name in reversed(listing.folders)]
 
     def _remembered(self, current: str, path: str) -> _Listing | None:
         """The folder's listing as kept, when its status vouches for it and every file in it
         is still a regular file."""
         record = self.known.get(current) if self.plain else None
-        if record is None:
+        if record is None or not record.status:
             return None
-        files: list[_File] = []
-        subfolders: list[str] = []
         try:
-            if _folder_ident(os.lstat(path)) != record[0]:
+            if _folder_ident(os.lstat(path)) != record.status:
                 return None
-            for name in record[1]:
-                if name.endswith("/"):
-                    subfolders.append(name[:-1])
-                    continue
-                status = os.lstat(f"{path}/{name}")
-                if not stat.S_ISREG(status.st_mode):
-                    return None  # replaced while we looked: list the folder
-                files.append((name, status))
+            # a file replaced by a link or a folder meanwhile has another status (its type is
+            # in it), and is then not trusted (`snapshot`)
+            statuses = [os.lstat(f"{path}/{name}") for name in record.files]
         except OSError:
             return None  # gone meanwhile: list the folder
-        self.found[current] = record
-        return files, subfolders
+        return _Listing(current, path, record.status, record.folders, record.files, statuses)
 
     def _listed(self, current: str, path: str) -> _Listing:
-        """The folder's listing now; it is kept when it can be trusted."""
+        """The folder's listing now, with its status when it can be trusted."""
         try:
             status = os.lstat(path)  # before listing: a change while listing moves it
             with os.scandir(path) as listing:
                 scanned = sorted(listing, key=_name)
         except OSError:
-            return [], []
-        files: list[_File] = []
+            return _Listing(current, path, "", [], [], [])
         subfolders: list[str] = []
-        names: list[str] = []
+        files: list[str] = []
+        statuses: list[os.stat_result | None] = []
         keep = self.plain
         for entry in scanned:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in (".git", "__pycache__"):
                     subfolders.append(entry.name)
-                    names.append(entry.name + "/")
             elif entry.is_symlink() and _leads_to_folder(entry):
                 resolve_input(entry.path, layout.shown(entry.path), self.root)
                 keep = False
@@ -323,11 +333,11 @@ class _Walk:
                     keep = False  # gone since it was listed: the folder has changed
                     continue
                 keep = keep and regular
-                files.append((entry.name, looked))
-                names.append(entry.name)
-        if keep and _settled(status, self.taken):
-            self.found[current] = [_folder_ident(status), names]
-        return files, subfolders
+                files.append(entry.name)
+                statuses.append(looked)
+        trusted = keep and _settled(status, self.taken)
+        return _Listing(current, path, _folder_ident(status) if trusted else "", subfolders,
+                        files, statuses)
 
 
 def _not_input(folder: str, name: str) -> bool:
@@ -337,8 +347,8 @@ def _not_input(folder: str, name: str) -> bool:
 
 
 def _file_ident(status: os.stat_result) -> str:
-    return (f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
-            f"{status.st_ino} {status.st_dev} ")
+    return (f"{status.st_mode} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
+            f"{status.st_ino} {status.st_dev}")
 
 
 def _folder_ident(status: os.stat_result) -> str:
