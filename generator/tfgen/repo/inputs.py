@@ -9,12 +9,12 @@ A warm check must not read ten thousand files to learn that none changed, so the
 keeps, in the gate's (signed) cache, a table of each file's status (type, size, mtime, ctime,
 inode, device) and content hash, and reads and hashes only the files whose status differs.
 ctime is in it because nobody can set it: an edit that keeps the size and puts the mtime back
-still moves it. A file whose status changed within `RACY_NS` of the snapshot is not put in the table
-(the racy-git rule): timestamps have a granularity (a second, two on some file systems, a clock
-tick on others), so a second edit in the same tick as the first, right after tfgen hashed it,
-would leave the status unchanged; such a file is hashed again by every run until its status is
-old enough to tell edits apart. Files are read only when a run needs their bytes, and checked
-then against the hash the run is keyed by.
+still moves it. A file whose status changed within `RACY_NS` of the snapshot is not put in the
+table (the racy-git rule): timestamps have a granularity (a second, two on some file systems, a
+clock tick on others), so a second edit in the same tick as the first, right after tfgen hashed
+it, would leave the status unchanged; such a file is hashed again by every run until its status
+is old enough to tell edits apart. Files are read only when a run needs their bytes, and
+checked then against the hash the run is keyed by.
 
 Listing ten thousand folders costs more than looking at their files, so the table keeps each
 folder's listing too, under the folder's own status: adding, removing or renaming an entry
