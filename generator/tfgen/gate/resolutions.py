@@ -51,9 +51,14 @@ def resolution_to_json(resolution: Resolution) -> str:
 
 def resolution_from_json(text: str) -> Resolution:
     data = json.loads(text)
-    chart = functools.cache(Path)  # one chart for ten thousand Applications: one Path
+    chart = _shared_paths()
     return Resolution([application_from_json(app, chart) for app in data["applications"]],
                       [Problem(**p) for p in data["problems"]])
+
+
+def _shared_paths() -> Callable[[str], Path]:
+    """A Path per text, made once: ten thousand Applications of one chart share its Path."""
+    return functools.cache(Path)
 
 
 def application_to_json(app: ResolvedApplication) -> dict[str, Any]:
@@ -96,7 +101,7 @@ class RememberedApplications:
         keys = {rel: self.keys.application(self.root, appset, rel, content)
                 for rel in rels if (content := self.inputs.hashes.get(rel))}
         stored = self.cache.get_many(self.KIND, list(keys.values()))
-        chart = functools.cache(Path)  # one chart for ten thousand Applications: one Path
+        chart = _shared_paths()
         found = {}
         for rel, key in keys.items():
             if key in stored:
