@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 from helpers import REPO_ROOT, build_file_tree, mnist_spec
 from test_yaml_types import TRICKY
+from tfgen.gate import helm as helm_mod
 from tfgen.gate.batch import BatchRenderer, RenderJob
 from tfgen.gate.helm import find_helm
 from tfgen.gate.helmvalues import coalesce, merge_values
@@ -77,6 +79,20 @@ def test_batched_output_is_identical_to_single_runs(tmp_path: Path, helm: str) -
         assert result.manifest == single.manifest
     assert '"{\\"b\\":2}"' in batched[1].manifest  # the null removed key a
     assert batched[0].manifest.startswith("---\n# Source: tiny/templates/cm.yaml\n")
+
+
+def test_helm_runs_with_tfgens_collector_settings_unless_the_user_has_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the output is the same either way: the repo-server test below renders without them
+    print_env = [sys.executable, "-c", "import os; print(os.environ.get('GOGC'), "
+                 "os.environ.get('GOMEMLIMIT'))"]
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.delenv("GOMEMLIMIT", raising=False)
+    assert helm_mod.run(print_env).split() == [helm_mod.GC_SETTINGS["GOGC"],
+                                              helm_mod.GC_SETTINGS["GOMEMLIMIT"]]
+    monkeypatch.setenv("GOMEMLIMIT", "1GiB")
+    assert helm_mod.run(print_env).split() == ["None", "1GiB"]
 
 
 def test_failing_experiment_gets_its_own_error(tmp_path: Path) -> None:
