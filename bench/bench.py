@@ -11,7 +11,9 @@ run, side by side, a growth table (one row per size and command):
   under a new name, rendered first: what most pull requests do); the last three REPEATS times
   each (another experiment each time), the run of median wall time reported,
 - helm alone: the helm processes `tfgen check` starts for a cold check (the same umbrella
-  charts, the same batches, the same number in parallel), written beforehand, only helm timed.
+  charts, the same batches, the same number in parallel, the same environment), written
+  beforehand, only helm timed; then the same processes with Go's default garbage collector
+  (as a script runs helm; tfgen sets its own, `gate/helm.py`).
 
 And, at the sizes given to `--peers-at`, the gates a user would script with the same tools:
 
@@ -197,11 +199,13 @@ def validate_files(paths: list[Path], kube: str) -> None:
                     *map(str, paths)], stdout=subprocess.DEVNULL, check=False)
 
 
-def helm_alone(root: Path, kube: str, helm: str) -> tuple[float, int]:
+def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[float, int]:
     """(seconds, processes) of the helm processes a cold `tfgen check` starts: the batches
-    are cut and their umbrella charts written as the check does, then only helm is timed."""
+    are cut and their umbrella charts written as the check does, then only helm is timed, in
+    the environment the check gives helm (`tfgens_env`) or in Go's defaults."""
     from tfgen.gate.applications import resolve_applications
     from tfgen.gate.batch import BatchRenderer, jobs_for
+    from tfgen.gate.helm import GC_SETTINGS, environment
 
     renderer = BatchRenderer(helm=helm)
     jobs = jobs_for(resolve_applications(root).applications, kube)
@@ -217,10 +221,12 @@ def helm_alone(root: Path, kube: str, helm: str) -> tuple[float, int]:
             folder.mkdir()
             commands.append(renderer.umbrella_command(folder, values, chart, chunk[0].namespace,
                                                       kube, chunk[0].api_versions))
+        env = environment() if tfgens_env else {
+            name: value for name, value in os.environ.items() if name not in GC_SETTINGS}
         start = time.perf_counter()
         with ThreadPoolExecutor(max_workers=renderer.workers) as pool:
-            list(pool.map(lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True),
-                          commands))
+            list(pool.map(lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True,
+                                                     env=env), commands))
         return time.perf_counter() - start, len(commands)
 
 
@@ -255,10 +261,13 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
         wall, rss, out = run([TFGEN, "check"], root)
         add((n, "tfgen check, cold (empty cache)", wall, rss, last_line(out)))
-        seconds, processes = helm_alone(root, kube, helm)
+        seconds, processes = helm_alone(root, kube, helm, tfgens_env=True)
         add((n, "helm alone, batched as the cold check does", seconds, None,
              f"{counted(processes, 'helm process', 'helm processes')}; "
              f"cold check / helm alone = {wall / seconds:.2f}"))
+        seconds, processes = helm_alone(root, kube, helm, tfgens_env=False)
+        add((n, "helm alone, the same with Go's default collector", seconds, None,
+             f"cold check / this = {wall / seconds:.2f}"))
         wall, rss, out = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
         add((n, "tfgen check, warm (nothing changed)", wall, rss, last_line(out)))
 
