@@ -86,8 +86,10 @@ def template_command(
 # batch's CPU: a batch of 150 experiments took 1.64 s of user CPU, and 1.19 s when helm collects
 # only as its heap nears 150 MiB (its peak RSS then ~180 MB instead of ~120 MB). tfgen's helm
 # processes live a second or two, so they run so. A heap that needs more than the limit is
-# collected as often as it must (Go spends at most half the CPU on it), never refused. A GOGC
-# or GOMEMLIMIT of the user's own is left as it is.
+# collected as often as it must (Go spends at most half the CPU on it), never refused. (A helm
+# built with Go before 1.19 ignores GOMEMLIMIT and would not collect at all: that batch peaked
+# at ~310 MB so; helm 4 is built with a later Go.) A GOGC or GOMEMLIMIT of the user's own is
+# left as it is.
 GC_SETTINGS = {"GOGC": "off", "GOMEMLIMIT": "150MiB"}
 
 
