@@ -5,10 +5,15 @@ too recently to be told apart from a second edit in the same tick is hashed by e
 from __future__ import annotations
 
 import os
+import tempfile
 import time
+from collections.abc import Callable
+from itertools import count
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tfgen.repo import inputs
 from tfgen.repo.cache import Cache
 from tfgen.repo.files import Refused
@@ -141,6 +146,20 @@ def test_entries_added_removed_and_in_new_folders_are_seen(
     assert "experiments/deeper/e.yaml" in run(root).hashes
 
 
+def test_a_folder_made_beside_unchanged_files_is_entered_by_every_later_run(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # experiments/ is listed again (its status moved), its files are as kept: the kept entry
+    # must take the new folder in, or the run after this one, trusting it, never enters it
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
+    run(root)
+    _next_tick()
+    (root / "experiments/deeper").mkdir()
+    (root / "experiments/deeper/d.yaml").write_text("name: four\n")
+    assert "experiments/deeper/d.yaml" in run(root).hashes
+    assert "experiments/deeper/d.yaml" in run(root).hashes
+
+
 def test_a_file_replaced_by_a_link_in_a_known_folder_is_looked_at_carefully(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -185,3 +204,73 @@ def test_files_a_render_removes_while_the_folder_is_listed_are_no_error(
     taken = run(root)
     assert sorted(taken.hashes) == ["experiments/a.yaml", "experiments/b.yaml", "tfgen.yaml"]
     assert not temporary.exists() and not (root / "experiments/c.yaml").exists()
+
+
+# Places a change between two runs can touch: specs, a generated experiment folder, and a
+# folder below one (the snapshot keeps a listing per folder).
+_PLACES = ["experiments/a.yaml", "experiments/b.yaml", "experiments/deeper/c.yaml",
+           "argo/experiments/x/app.yaml", "argo/experiments/x/values.yaml",
+           "argo/experiments/y/app.yaml"]
+_CHANGE = st.tuples(st.sampled_from(["write", "remove", "link", "link out"]),
+                    st.sampled_from(_PLACES), st.binary(max_size=3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rounds=st.lists(st.lists(_CHANGE, max_size=4), min_size=1, max_size=4))
+def test_a_remembered_snapshot_is_the_snapshot_read_afresh(
+    rounds: list[list[tuple[str, str, bytes]]],
+) -> None:
+    # Each round changes some files, then a run takes its snapshot with the table the runs
+    # before it kept: it must see what a run without any table sees. Time is moved on by hand
+    # (every touched file and folder gets a new, old mtime), so that the table may vouch for
+    # each status at once (RACY_NS = 0) and the tick of the clock cannot hide an edit.
+    ticks = count(1_000_000_000_000_000_000, 1_000_000_000)
+    original = inputs.RACY_NS
+    inputs.RACY_NS = 0
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "repo"
+            (root / "experiments").mkdir(parents=True)
+            (root / "argo/experiments").mkdir(parents=True)
+            outside = Path(tmp) / "outside.yaml"
+            outside.write_text("secret\n")
+            for changes in rounds:
+                for action, rel, data in changes:
+                    _change(root, rel, action, data, outside, ticks)
+                assert _seen(lambda: run(root)) == _seen(lambda: inputs.snapshot(root))
+    finally:
+        inputs.RACY_NS = original
+
+
+def _seen(take: Callable[[], inputs.Inputs]) -> object:
+    """What a snapshot saw, comparable: its files in order, its refusals and its digest, or
+    the refusal that stopped it (a dangling link outside the spec folder does)."""
+    try:
+        taken = take()
+    except Refused as exc:
+        return str(exc)
+    return list(taken.hashes.items()), taken.refused, taken.digest
+
+
+def _change(root: Path, rel: str, action: str, data: bytes, outside: Path,
+            ticks: count[int]) -> None:
+    path = root / rel
+    if action == "link" and rel.startswith("argo/"):
+        action = "write"  # a link below argo/ stops the whole run: not the point here
+    if action == "link out" and rel.startswith("argo/"):
+        action = "remove"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    if action == "write":
+        path.write_bytes(data)
+    elif action == "link":
+        path.symlink_to(root / "experiments/a.yaml")  # inside the repository: followed
+    elif action == "link out":
+        path.symlink_to(outside)  # refused, and recorded as such
+    # the file and every folder above it (a folder made in its parent changed that one too)
+    for moved in (path, *path.relative_to(root).parents[:-1]):
+        moved = root / moved
+        if moved.exists() and not moved.is_symlink():
+            tick = next(ticks)
+            os.utime(moved, ns=(tick, tick))

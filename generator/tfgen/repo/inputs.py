@@ -181,8 +181,11 @@ def snapshot(
             # every file regular, reached without a link and as it was when its status was
             # old enough to keep: the path of nearly every folder, kept free of calls per file
             hashes.update(zip(rels, before.hashes, strict=True))
-            same = listing.status == before.status  # as it is when the listing was recalled
-            return before if same else before._replace(status=listing.status)
+            # the folder's own status and folders as listed now (a recalled listing's are the
+            # kept ones: then the entry is kept as it is)
+            listed = (listing.status, listing.folders)
+            return (before if listed == (before.status, before.folders)
+                    else before._replace(status=listing.status, folders=listing.folders))
         was = ({name: (ident, known_hash) for name, ident, known_hash
                 in zip(before.files, before.statuses, before.hashes, strict=True)}
                if before else {})
