@@ -292,8 +292,8 @@ class _Walk:
             pending += [f"{current}/{name}" for name in reversed(listing.folders)]
 
     def _remembered(self, current: str, path: str) -> _Listing | None:
-        """The folder's listing as kept, when its status vouches for it and every file in it
-        is still a regular file."""
+        """The folder's listing as kept, when its status vouches for it, with each file's
+        status now (`snapshot` trusts only those equal to the ones it kept)."""
         record = self.known.get(current) if self.plain else None
         if record is None or not record.status:
             return None
