@@ -24,6 +24,7 @@ from tfgen.cli import main
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
 from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
+from tfgen.repo.keys import VERDICT_LIBRARIES, installed_distributions
 
 
 @pytest.fixture
@@ -291,3 +292,14 @@ def test_no_cache_is_committed_or_restored_in_pull_requests() -> None:
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
     assert steps and not [s for s in steps if "cache" in str(s.get("uses", ""))]
     assert not [s for s in steps if "tfgen-cache" in str(s.get("run", ""))]
+
+
+def test_a_new_version_of_a_validator_or_parser_is_a_new_tfgen() -> None:
+    # the cache is emptied when the digest changes: each library a verdict depends on must be
+    # in it by its installed version (jsonschema_rs names none when imported)
+    import importlib.metadata
+
+    installed = [name.lower() for name in installed_distributions(VERDICT_LIBRARIES)]
+    for distribution in ("jsonschema_rs", "jsonschema", "referencing", "pyyaml", "yaml_rs"):
+        version = importlib.metadata.version(distribution)
+        assert f"{distribution}-{version}.dist-info" in installed, distribution

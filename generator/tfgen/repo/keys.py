@@ -9,6 +9,7 @@ chart, tfgen.yaml, helm's version, the Kubernetes version, ...).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,21 +51,46 @@ def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__")) -> 
     return digest(*parts)
 
 
+# The libraries tfgen's verdicts depend on beside its own code: the validators (and the `$ref`
+# resolver of the Python one) and the YAML parsers. Every distribution installed beside them
+# goes into the digest (another version of any of them empties the cache: rare, and safe).
+# kubernetes-validate's schemas are in it by their own version file.
+VERDICT_LIBRARIES = ("jsonschema_rs", "jsonschema", "referencing", "yaml", "yaml_rs")
+
+
 @cache
 def tool_digest() -> str:
     """tfgen itself: its version, its code, the schemas it ships, and the versions of the
-    validators it runs. A new tfgen must not reuse an old one's verdicts."""
-    import jsonschema_rs
-
+    libraries its verdicts depend on. A new tfgen must not reuse an old one's verdicts."""
     package = Path(__file__).resolve().parents[1]
     kubernetes = resources.kubernetes_schemas_package()
     return digest(
         __version__,
         tree_digest(package),  # symlinked folders (the shipped schemas, chart) are not entered
         tree_digest(resources.schema_dir()),
-        getattr(jsonschema_rs, "__version__", ""),
+        *installed_distributions(VERDICT_LIBRARIES),
         str(kubernetes), (kubernetes / "version.py").read_bytes(),  # its schemas' version
     )
+
+
+def installed_distributions(modules: Iterable[str]) -> list[str]:
+    """The distributions installed where `modules` are, by their metadata folders (which name
+    each one's version: `jsonschema_rs-0.61.2.dist-info`), found without importing any of them
+    (jsonschema_rs alone takes 30-60 ms to import, and names no version when it is)."""
+    folders: set[str] = set()
+    for module in modules:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            package = os.path.dirname(spec.origin)  # a package's folder, or the module's own
+            folders.add(os.path.dirname(package) if spec.submodule_search_locations else package)
+    found: list[str] = []
+    for folder in sorted(folders):
+        try:
+            found += sorted(name for name in os.listdir(folder)
+                            if name.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+    return found
 
 
 class CacheKeys:
