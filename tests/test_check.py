@@ -266,7 +266,13 @@ def test_generated_files_out_of_date_and_left_over(runner: CliRunner, repo: Path
     assert out.exit_code == 1
     assert "argo/experiments/distributed-mnist/values.yaml: generated file is out of date " \
            "(run `tfgen render` and commit the result)" in out.output
-    assert "argo/experiments/cpu-linear/app.yaml: generated file is left over" in out.output
+    assert ("argo/experiments/cpu-linear/app.yaml: generated file is left over (no spec "
+            "generates it) (run `tfgen render --prune` and commit the result)") in out.output
+    # each hint mends what it is given for
+    rendered = runner.invoke(main, ["render", "--prune", "--root", str(repo)],
+                             catch_exceptions=False)
+    assert rendered.exit_code == 0, rendered.output
+    assert "generated file" not in check(runner, repo).output
 
 
 def test_changed_without_base_is_a_usage_error(runner: CliRunner, repo: Path) -> None:

@@ -33,9 +33,12 @@ if TYPE_CHECKING:
 
 CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN = "create", "update", "unchanged", "orphan", "foreign"
 ACTIONS = (CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN)
-RENDER_HINT = "run `tfgen render` and commit the result"
-# What each kind of drift means for a committed file, as `tfgen check` says it.
-DRIFT_WORDS = {CREATE: "missing", UPDATE: "out of date", ORPHAN: "left over (its spec is gone)"}
+# What each kind of drift means for a committed file, as `tfgen check` says it, and the
+# render that mends it (a plain render leaves files no spec generates in place).
+DRIFT_WORDS = {CREATE: "missing", UPDATE: "out of date", ORPHAN: "left over (no spec generates it)"}
+DRIFT_HINTS = {CREATE: "run `tfgen render` and commit the result",
+               UPDATE: "run `tfgen render` and commit the result",
+               ORPHAN: "run `tfgen render --prune` and commit the result"}
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,7 @@ def drift_problems(plan: RenderPlan) -> list[Problem]:
     or left over (what `tfgen check` reports; `tfgen render` would fix each)."""
     return [
         Problem(change.path, message=f"generated file is {DRIFT_WORDS[change.action]}",
-                hint=RENDER_HINT)
+                hint=DRIFT_HINTS[change.action])
         for change in plan.drift
     ]
 
