@@ -23,6 +23,7 @@ import yaml
 
 from ..problems import Problem
 from ..render.generated import read_canonical
+from ..render.plan import RENDER_HINT
 from ..repo import layout
 from ..repo.keys import content_hash
 from .gotemplate import TemplateError, compiled
@@ -255,7 +256,7 @@ def _application(
         problems.append(Problem(rel, message=(
             "is not in the form tfgen writes, so Argo CD may read it otherwise than tfgen "
             "(YAML 1.1: an unquoted y, on or 1e3 is no string there); not resolved"),
-            hint="run `tfgen render` and commit the result"))
+            hint=RENDER_HINT))
         return content, None
     try:
         app = source.fill(_generator_params(found, rel))

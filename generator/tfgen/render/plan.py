@@ -33,11 +33,11 @@ if TYPE_CHECKING:
 
 CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN = "create", "update", "unchanged", "orphan", "foreign"
 ACTIONS = (CREATE, UPDATE, UNCHANGED, ORPHAN, FOREIGN)
+RENDER_HINT = "run `tfgen render` and commit the result"
 # What each kind of drift means for a committed file, as `tfgen check` says it, and the
 # render that mends it (a plain render leaves files no spec generates in place).
 DRIFT_WORDS = {CREATE: "missing", UPDATE: "out of date", ORPHAN: "left over (no spec generates it)"}
-DRIFT_HINTS = {CREATE: "run `tfgen render` and commit the result",
-               UPDATE: "run `tfgen render` and commit the result",
+DRIFT_HINTS = {CREATE: RENDER_HINT, UPDATE: RENDER_HINT,
                ORPHAN: "run `tfgen render --prune` and commit the result"}
 
 
@@ -236,7 +236,7 @@ def plan_render(
 
 def drift_problems(plan: RenderPlan) -> list[Problem]:
     """The plan's drift as problems: committed generated files that are missing, out of date
-    or left over (what `tfgen check` reports; `tfgen render` would fix each)."""
+    or left over (what `tfgen check` reports), each with the render that mends it."""
     return [
         Problem(change.path, message=f"generated file is {DRIFT_WORDS[change.action]}",
                 hint=DRIFT_HINTS[change.action])
