@@ -22,7 +22,6 @@ the suffix.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import math
@@ -38,6 +37,7 @@ from ..problems import Problem
 from ..repo import naming, resources
 from ..repo.resources import EXPERIMENT_SCHEMA
 from .checked import Checked, Collector, lookup
+from .defaults import copy_data
 from .document import PointerParts, pointer_text
 from .schema import python_pattern, schema_problems
 
@@ -199,7 +199,7 @@ def placeholder_fields(spec: dict[str, Any]) -> Iterator[tuple[PointerParts, str
 
 def run_spec(spec: dict[str, Any], name: str, run: Run) -> dict[str, Any]:
     """The spec one run trains with: placeholders replaced, no `sweep`."""
-    out = copy.deepcopy(spec)
+    out = copy_data(spec)
     out.pop("sweep", None)
     values = bindings(spec, name, run)
     for parts, text in placeholder_fields(spec):
