@@ -1,8 +1,10 @@
-"""Writing many files at once: staged in parallel, yet a failure while staging still leaves
-every target untouched, no temporary file behind, and names the file that failed."""
+"""Writing many files at once: staged in parallel, flushed by an fsync each or by one flush of
+the file system, yet a failure while staging or flushing still leaves every target untouched,
+no temporary file behind, and names what failed."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from pathlib import Path
@@ -12,6 +14,7 @@ from helpers import ARGOCD, experiment, mnist_spec
 from tfgen.errors import TfgenError
 from tfgen.render import apply_plan, plan_render
 from tfgen.render import write as render
+from tfgen.repo import layout
 from tfgen.validate import Experiment
 
 
@@ -25,7 +28,18 @@ def files(root: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-def test_many_files_are_written_whole_and_in_place(tmp_path: Path) -> None:
+@pytest.fixture(params=["an fsync each", "the file system at once"])
+def flushed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of flushing the staged files (`write.SYNC_AT_ONCE`)."""
+    if request.param == "the file system at once":
+        assert render._syncfs() is not None  # Linux: the real syncfs is called
+        monkeypatch.setattr(render, "SYNC_AT_ONCE", 1)
+    else:
+        monkeypatch.setattr(render, "SYNC_AT_ONCE", 10**9)
+    return str(request.param)
+
+
+def test_many_files_are_written_whole_and_in_place(tmp_path: Path, flushed: str) -> None:
     plan = plan_render(tmp_path, experiments(3 * render.WRITERS), ARGOCD)
     result = apply_plan(plan)
     wanted = {c.path: c.new.encode() for c in plan.changes if c.new is not None}
@@ -56,3 +70,38 @@ def test_failure_while_staging_leaves_every_file_untouched(
     with pytest.raises(TfgenError, match="cannot write argo/.*: Input/output error; 0 of 24"):
         apply_plan(plan)
     assert files(tmp_path) == before  # nothing renamed, no temporary file left
+
+
+def test_a_failed_flush_of_the_file_system_leaves_every_file_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    apply_plan(plan_render(tmp_path, experiments(12), ARGOCD))
+    before = files(tmp_path)
+    plan = plan_render(tmp_path, experiments(12, owner="someone-else@example.com"), ARGOCD)
+    assert len(plan.drift) == 24
+
+    def failing_syncfs(fd: int) -> int:
+        ctypes.set_errno(5)
+        return -1
+
+    monkeypatch.setattr(render, "SYNC_AT_ONCE", 1)
+    monkeypatch.setattr(render, "_syncfs", lambda: failing_syncfs)
+    with pytest.raises(TfgenError, match="cannot write argo/.*/: Input/output error; 0 of 24"):
+        apply_plan(plan)
+    assert files(tmp_path) == before  # nothing renamed, no temporary file left
+
+
+def test_a_taken_temporary_name_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "outside"
+    outside.write_text("not tfgen's")
+    target = tmp_path / "argo" / "values.yaml"
+    target.parent.mkdir()
+    (target.parent / f".values.yaml{layout.TEMP_MARK}taken").symlink_to(outside)
+    drawn = iter(["taken", "free"])
+    monkeypatch.setattr(render.secrets, "token_hex", lambda size: next(drawn))
+    temp = render.write_temp(target, b"kind: Application\n")
+    assert temp.name == f".values.yaml{layout.TEMP_MARK}free"
+    assert temp.read_bytes() == b"kind: Application\n"
+    assert outside.read_text() == "not tfgen's"

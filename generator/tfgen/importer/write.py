@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
 from ..render.generated import dump_yaml
+from ..render.write import write_temp
 from ..repo import layout
 from ..validate.config import RepoConfig
 from ..validate.experiments import check_file
@@ -67,19 +67,11 @@ def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
 def write_new(path: Path, text: str) -> None:
     """Write `text` at `path` atomically; ManifestError when a file is there already."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{layout.TEMP_MARK}")
+    temp = write_temp(path, text.encode("utf-8"))
     try:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; a spec is as readable as any file
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temp, path)  # fails when the name exists, unlike a rename
-        except FileExistsError:
-            raise ManifestError(f"{path}: exists already; tfgen import never overwrites a "
-                                "spec (choose another --name, or remove the file)") from None
+        os.link(temp, path)  # fails when the name exists, unlike a rename
+    except FileExistsError:
+        raise ManifestError(f"{path}: exists already; tfgen import never overwrites a "
+                            "spec (choose another --name, or remove the file)") from None
     finally:
         os.unlink(temp)
