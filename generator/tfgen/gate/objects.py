@@ -186,14 +186,18 @@ def helm_message(error: str) -> str:
 def collisions(rendered: Sequence[AppObjects]) -> list[Problem]:
     """Two experiments rendering the same object would fight over it in the cluster (a
     PersistentVolume is cluster-wide, so equal names across namespaces collide too)."""
-    owners: dict[ObjectKey, list[AppObjects]] = {}
+    # the first owner of each object, and the objects more than one experiment renders (few:
+    # seventy thousand objects at ten thousand experiments need no list each)
+    first: dict[ObjectKey, AppObjects] = {}
+    shared: dict[ObjectKey, list[AppObjects]] = {}
     for item in rendered:
         for group, kind, namespace, name in item.keys:
-            if kind in wiring.CLUSTER_SCOPED:
-                namespace = ""
-            owners.setdefault((group, kind, namespace, name), []).append(item)
+            key = (group, kind, "" if kind in wiring.CLUSTER_SCOPED else namespace, name)
+            owner = first.setdefault(key, item)
+            if owner is not item:
+                shared.setdefault(key, [owner]).append(item)
     out = []
-    for (_, kind, namespace, name), items in owners.items():
+    for (_, kind, namespace, name), items in shared.items():
         if len({i.app.name for i in items}) < 2:
             continue
         for item in items:
