@@ -23,12 +23,16 @@ from . import resources
 
 def digest(*parts: bytes | str) -> str:
     """SHA-256 hex of the parts, each length-prefixed so ("ab", "c") != ("a", "bc")."""
+    return hashlib.sha256(_framed(parts)).hexdigest()
+
+
+def _framed(parts: Iterable[bytes | str]) -> bytes:
     framed: list[bytes] = []
     for part in parts:
         # surrogateescape: a file name that is not UTF-8 is hashed as its bytes, not a crash
         data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
         framed += (len(data).to_bytes(8, "big"), data)
-    return hashlib.sha256(b"".join(framed)).hexdigest()
+    return b"".join(framed)
 
 
 def content_hash(data: bytes) -> str:
@@ -103,6 +107,17 @@ class CacheKeys:
     def __init__(self, tool: str, cwd: str) -> None:
         self.tool = tool
         self.cwd = cwd
+        self._prefixes: dict[tuple[bytes | str, ...], Any] = {}
+
+    def _after(self, prefix: tuple[bytes | str, ...], *rest: bytes | str) -> str:
+        """`digest(*prefix, *rest)`, the prefix hashed once: a run makes ten thousand keys of
+        a kind, each starting with the same parts (tfgen, tfgen.yaml, the AppProjects...)."""
+        start = self._prefixes.get(prefix)
+        if start is None:
+            start = self._prefixes[prefix] = hashlib.sha256(_framed(prefix))
+        hasher = start.copy()
+        hasher.update(_framed(rest))
+        return str(hasher.hexdigest())
 
     @staticmethod
     def tool_version(binary: str, size: int, mtime_ns: int, args: Sequence[str]) -> str:
@@ -125,13 +140,18 @@ class CacheKeys:
     def spec(self, config: bytes, shown: str, content: str) -> str:
         """One spec file's verdict: its content hash, tfgen.yaml (its defaults and
         namespaces) and tfgen (the schema and the rules)."""
-        return digest("spec", self.tool, self.cwd, config, shown, content)
+        return self._after(("spec", self.tool, self.cwd, config), shown, content)
 
     def in_sync(self, config: bytes, spec: str, *contents: str) -> str:
         """An experiment whose generated files are what `tfgen render` writes: the content
         hashes of its spec and of those files, the spec's path (the files name it),
         tfgen.yaml and tfgen."""
-        return digest("in-sync", self.tool, self.cwd, config, spec, *contents)
+        return self._after(("in-sync", self.tool, self.cwd, config), spec, *contents)
+
+    def argo_files(self, argocd: str) -> str:
+        """The argo/ wiring files: tfgen.yaml's `argocd` block (as JSON) and tfgen (its
+        templates)."""
+        return digest("argo-files", self.tool, argocd)
 
     def resolution(self, root: Path, files: Sequence[tuple[str, bytes | str]]) -> str:
         """The Applications the ApplicationSet generates: what resolving them reads."""
@@ -144,7 +164,7 @@ class CacheKeys:
         """One Application resolved from one generator file: the content hashes of that file
         and of the ApplicationSet, where the repository is (the Application names files by
         their paths) and tfgen."""
-        return digest("application", self.tool, root, appset, rel, content)
+        return self._after(("application", self.tool, root, appset), rel, content)
 
     def render(self, helm_version: str, chart_digest: str, release: str, namespace: str,
                kube_version: str, api_versions: Sequence[str],
@@ -152,8 +172,8 @@ class CacheKeys:
         """One experiment's rendered manifest: everything its `helm template` reads, and
         tfgen (which splits and normalises helm's output). `values`: the values files'
         content hashes, in order."""
-        return digest("render", self.tool, helm_version, chart_digest, release, namespace,
-                      kube_version, ",".join(api_versions), *values)
+        return self._after(("render", self.tool, helm_version, chart_digest), release,
+                           namespace, kube_version, ",".join(api_versions), *values)
 
     def chart_defaults(self, helm_version: str, chart_digest: str) -> str:
         """Whether helm reads a chart's values.yaml as tfgen does: the chart and helm."""
@@ -164,5 +184,5 @@ class CacheKeys:
         """The verdict on one experiment's rendered objects: the objects (their render key)
         and what judges them (tfgen's schemas and rules, the Kubernetes version, the
         AppProjects in argo/)."""
-        return digest("objects", self.tool, kube_version, str(schema_check), projects,
-                      render_key, namespace, project)
+        return self._after(("objects", self.tool, kube_version, str(schema_check), projects),
+                           render_key, namespace, project)
