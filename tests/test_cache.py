@@ -23,6 +23,7 @@ from helpers import REPO_ROOT, copy_repo_parts, git, git_init
 from tfgen.cli import main
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
+from tfgen.render import argo
 from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
 from tfgen.repo.keys import VERDICT_LIBRARIES, installed_distributions
 
@@ -60,6 +61,29 @@ def test_a_changed_tfgen_yaml_is_judged_anew(repo: Path) -> None:
     assert not result.from_cache
     texts = [p.text() for p in result.problems]
     assert any('namespace "ml-team" is not one Argo CD may deploy to' in t for t in texts), texts
+
+
+def test_the_argo_wiring_is_remembered_by_tfgen_yamls_argocd_block(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm(repo)  # the wiring rendered from its templates once, and remembered
+    rendered = argo.argo_files
+
+    def not_rendered(argocd: object) -> None:
+        raise AssertionError("rendered again, not remembered")
+
+    monkeypatch.setattr(argo, "argo_files", not_rendered)
+    applicationset = repo / "argo/applicationset.yaml"
+    applicationset.write_text(applicationset.read_text() + "# edited by hand\n")
+    assert drifted(check(repo)) == {"argo/applicationset.yaml"}
+    applicationset.write_text(applicationset.read_text().replace("# edited by hand\n", ""))
+    monkeypatch.setattr(argo, "argo_files", rendered)
+    edit_config(repo, lambda d: d["argocd"].update(project="another-project"))
+    assert {"argo/project.yaml", "argo/applicationset.yaml"} <= drifted(check(repo))
+
+
+def drifted(result: CheckResult) -> set[str]:
+    return {p.path for p in result.problems if "generated file is" in p.text()}
 
 
 @pytest.mark.parametrize("edit", ["values.yaml", "app.yaml", "tfgen.yaml"])

@@ -126,13 +126,15 @@ def wanted_files(
     argocd: Mapping[str, Any],
     config: RepoConfig | None = None,
     known_unchanged: Collection[str] = (),
+    wiring: Sequence[GeneratedFile] | None = None,
 ) -> tuple[Iterator[GeneratedFile], list[Problem]]:
     """Everything tfgen generates for these experiments, tfgen.yaml's `argocd` block and the
     rest of the repository config (its defaults when None: no owners, so no CODEOWNERS).
-    The experiments named in `known_unchanged` are left out (see `plan_render`). The files
-    are made as they are taken, one experiment's at a time: ten thousand experiments' files
-    are never held at once."""
-    files = argo.argo_files(argocd)
+    The experiments named in `known_unchanged` are left out (see `plan_render`); `wiring`:
+    the argo/ files of the `argocd` block when the caller has them. The files are made as
+    they are taken, one experiment's at a time: ten thousand experiments' files are never
+    held at once."""
+    files = list(argo.argo_files(argocd) if wiring is None else wiring)
     experiments = list(experiments)
     codeowners, problems = codeowners_file(config.owners if config else {}, experiments)
     if codeowners is not None:
@@ -169,12 +171,14 @@ def plan_render(
     committed: Mapping[str, bytes] | None = None,
     pending: Collection[str] = (),
     known_unchanged: Collection[str] = (),
+    wiring: Sequence[GeneratedFile] | None = None,
 ) -> RenderPlan:
     """Render everything in memory and compare with the committed files; writes nothing.
 
     `known_unchanged` names experiments whose committed files are known to be what would be
     written (the gate remembers it by the content hashes of spec, files and config): their
-    files are neither built nor read, and planned as unchanged.
+    files are neither built nor read, and planned as unchanged. `wiring` are the argo/ files
+    `argo.argo_files` renders from `argocd`, when the caller remembers them.
 
     `committed` maps repository-relative paths where tfgen writes (`layout.generated_files`)
     to their bytes; read from `root` when not given. `pending` names experiments whose spec
@@ -185,7 +189,7 @@ def plan_render(
     if committed is None:
         committed = layout.generated_files(root)
     experiments = list(experiments)
-    files, problems = wanted_files(experiments, argocd, config, known_unchanged)
+    files, problems = wanted_files(experiments, argocd, config, known_unchanged, wiring)
     changes: list[FileChange] = [
         FileChange(path, UNCHANGED, None, None, (experiment.rel,))
         for experiment in experiments if experiment.name in known_unchanged
@@ -282,7 +286,8 @@ def remembered_plan(
     knows in sync; it learns which ones are (now, and once the plan is written)."""
     plan = plan_render(config.root, experiments, config.argocd, config=config,
                        committed=memory.inputs.generated(), pending=pending,
-                       known_unchanged=memory.in_sync.known(experiments))
+                       known_unchanged=memory.in_sync.known(experiments),
+                       wiring=memory.argo_files(config.argocd))
     memory.in_sync.learn(plan.unsettled, experiments)
     plan.on_written = functools.partial(memory.in_sync.learn, plan.unsettled, experiments)
     return plan
