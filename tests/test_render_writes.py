@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import ARGOCD, experiment, mnist_spec
 from tfgen.errors import TfgenError
-from tfgen.render import apply_plan, plan_render
+from tfgen.render import apply_plan, durable, plan_render
 from tfgen.render import write as render
 from tfgen.repo import layout
 from tfgen.validate import Experiment
@@ -32,7 +32,7 @@ def files(root: Path) -> dict[str, bytes]:
 def flushed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways of flushing the staged files (`write.SYNC_AT_ONCE`)."""
     if request.param == "the file system at once":
-        assert render._syncfs() is not None  # Linux: the real syncfs is called
+        assert durable._syncfs() is not None  # Linux: the real syncfs is called
         monkeypatch.setattr(render, "SYNC_AT_ONCE", 1)
     else:
         monkeypatch.setattr(render, "SYNC_AT_ONCE", 10**9)
@@ -85,7 +85,7 @@ def test_a_failed_flush_of_the_file_system_leaves_every_file_untouched(
         return -1
 
     monkeypatch.setattr(render, "SYNC_AT_ONCE", 1)
-    monkeypatch.setattr(render, "_syncfs", lambda: failing_syncfs)
+    monkeypatch.setattr(durable, "_syncfs", lambda: failing_syncfs)
     with pytest.raises(TfgenError, match="cannot write argo/.*/: Input/output error; 0 of 24"):
         apply_plan(plan)
     assert files(tmp_path) == before  # nothing renamed, no temporary file left
@@ -100,8 +100,8 @@ def test_a_taken_temporary_name_is_never_written_through(
     target.parent.mkdir()
     (target.parent / f".values.yaml{layout.TEMP_MARK}taken").symlink_to(outside)
     drawn = iter(["taken", "free"])
-    monkeypatch.setattr(render.secrets, "token_hex", lambda size: next(drawn))
-    temp = render.write_temp(target, b"kind: Application\n")
+    monkeypatch.setattr(durable.secrets, "token_hex", lambda size: next(drawn))
+    temp = durable.write_temp(target, b"kind: Application\n")
     assert temp.name == f".values.yaml{layout.TEMP_MARK}free"
     assert temp.read_bytes() == b"kind: Application\n"
     assert outside.read_text() == "not tfgen's"

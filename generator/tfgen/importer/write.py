@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
+from ..render.durable import write_temp
 from ..render.generated import dump_yaml
-from ..render.write import write_temp
 from ..repo import layout
 from ..validate.config import RepoConfig
 from ..validate.experiments import check_file

@@ -18,14 +18,11 @@ only into real folders inside the repository.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
-import functools
 import os
-import secrets
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +30,7 @@ from pathlib import Path
 from ..errors import EnvironmentProblem, TfgenError
 from ..repo import layout
 from ..repo.files import Refused, read_input
+from . import durable
 from .generated import is_generated
 from .plan import CREATE, ORPHAN, UPDATE, RenderPlan
 
@@ -49,8 +47,6 @@ class ApplyResult:
 # Staging threads: writing a file is waiting on the file system (create, write, fsync), and
 # fsyncs issued together share the journal commits that sequential ones each wait for.
 WRITERS = 8
-# Names tried for one temporary file before giving up (a taken one is a 1 in 2**48 chance).
-TEMP_ATTEMPTS = 16
 # Files written at once from which one flush of the file system replaces an fsync per file.
 SYNC_AT_ONCE = 64
 
@@ -146,49 +142,10 @@ def remove_stale_temps(root: Path) -> list[str]:
     return removed
 
 
-def write_temp(target: Path, data: bytes, mode: int | None = None, *,
-               fsync: bool = True) -> Path:
-    """A new temporary file next to `target` (`.<name>.tfgen-tmp-<random>`) holding `data`,
-    fsynced unless the caller flushes its whole file system later (`fsync`), ready to be moved
-    into place. Its mode is `mode`, else the one the umask gives any new file. A failure
-    leaves nothing behind."""
-    fd, temp = _create_temp(target)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        rest = memoryview(data)
-        while rest:
-            rest = rest[os.write(fd, rest):]
-        if fsync:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        temp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    return temp
-
-
-def _create_temp(target: Path) -> tuple[int, Path]:
-    """A temporary name next to `target`, created and opened for writing: never a file that
-    exists nor through a link (O_EXCL), and with a fresh name when one was taken. (Not
-    `tempfile.mkstemp`: it makes each name in Python, and a render makes twenty thousand.)"""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    taken = 0
-    while True:
-        temp = target.with_name(f".{target.name}{layout.TEMP_MARK}{secrets.token_hex(6)}")
-        try:
-            return os.open(temp, flags, 0o666), temp
-        except FileExistsError:
-            taken += 1
-            if taken == TEMP_ATTEMPTS:
-                raise
-
-
 def _stage(target: Path, content: str, temps: dict[Path, Path], mode: int | None = None,
            fsync: bool = True) -> None:
     """Stage `content` for `target` (`write_temp`), recorded in `temps` to be moved or removed."""
-    temps[target] = write_temp(target, content.encode("utf-8"), mode, fsync=fsync)
+    temps[target] = durable.write_temp(target, content.encode("utf-8"), mode, fsync=fsync)
 
 
 def replace_file(target: Path, content: str) -> None:
@@ -198,21 +155,10 @@ def replace_file(target: Path, content: str) -> None:
     try:
         _stage(target, content, temps, target.stat().st_mode & 0o7777)
         os.replace(temps.pop(target), target)
-        _fsync_dir(target.parent)
+        durable.fsync_dir(target.parent)
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _stage_all(
@@ -297,7 +243,7 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
         # file system, not by an fsync per file and per folder (at ten thousand experiments,
         # two seconds of the first render). Either way, every staged file is on disk before
         # the first rename, and every rename before the render says it is done.
-        at_once = _filesystems(folders) if len(jobs) >= SYNC_AT_ONCE else None
+        at_once = durable.filesystems(folders) if len(jobs) >= SYNC_AT_ONCE else None
         failed = _stage_all(jobs, temps, fsync=at_once is None)
         if failed:
             current = failed[0]
@@ -312,7 +258,7 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
             _sync_filesystems(root, at_once)
         else:
             with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-                list(pool.map(_fsync_dir, sorted(folders)))
+                list(pool.map(durable.fsync_dir, sorted(folders)))
     except OSError as exc:
         raise _WriteFailed(current, exc) from exc
     finally:
@@ -321,39 +267,14 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
     return written
 
 
-def _filesystems(folders: Iterable[Path]) -> list[Path] | None:
-    """A folder on each file system among `folders`, to flush them with `syncfs`; None where
-    the C library has none (then each file and folder is fsynced)."""
-    if _syncfs() is None:
-        return None
-    return list({os.stat(folder).st_dev: folder for folder in sorted(folders)}.values())
-
-
 def _sync_filesystems(root: Path, folders: Iterable[Path]) -> None:
-    """Flush the file system of each folder below `root` to disk (Linux `syncfs`); a failure
-    names the folder."""
-    syncfs = _syncfs()
-    assert syncfs is not None
+    """Flush the file system of each folder below `root` to disk; a failure names the
+    folder."""
     for folder in folders:
         try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                if syncfs(fd) != 0:
-                    error = ctypes.get_errno()
-                    raise OSError(error, os.strerror(error))
-            finally:
-                os.close(fd)
+            durable.sync_filesystem(folder)
         except OSError as exc:
             raise _WriteFailed(f"{folder.relative_to(root).as_posix()}/", exc) from exc
-
-
-@functools.cache
-def _syncfs() -> Callable[[int], int] | None:
-    """The C library's `syncfs` (Linux: flush one file system), None where there is none."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
 
 
 def _holds(target: Path, content: str, root: Path) -> bool:
