@@ -49,8 +49,8 @@ def test_many_files_are_written_whole_and_in_place(tmp_path: Path, flushed: str)
     assert again.drift == []
 
 
-def test_failure_while_staging_leaves_every_file_untouched(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_failure_while_staging_or_flushing_leaves_every_file_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flushed: str
 ) -> None:
     apply_plan(plan_render(tmp_path, experiments(12), ARGOCD))
     before = files(tmp_path)
@@ -58,7 +58,7 @@ def test_failure_while_staging_leaves_every_file_untouched(
     assert len(plan.drift) == 24
     real_fsync, calls, lock = os.fsync, [], threading.Lock()
 
-    def flaky_fsync(fd: int) -> None:
+    def flaky_fsync(fd: int) -> None:  # the sixth file staged fails
         with lock:
             calls.append(fd)
             fail = len(calls) == 6
@@ -66,29 +66,16 @@ def test_failure_while_staging_leaves_every_file_untouched(
             raise OSError(5, "Input/output error")
         real_fsync(fd)
 
-    monkeypatch.setattr(render.os, "fsync", flaky_fsync)
-    with pytest.raises(TfgenError, match="cannot write argo/.*: Input/output error; 0 of 24"):
-        apply_plan(plan)
-    assert files(tmp_path) == before  # nothing renamed, no temporary file left
-
-
-def test_a_failed_flush_of_the_file_system_leaves_every_file_untouched(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    apply_plan(plan_render(tmp_path, experiments(12), ARGOCD))
-    before = files(tmp_path)
-    plan = plan_render(tmp_path, experiments(12, owner="someone-else@example.com"), ARGOCD)
-    assert len(plan.drift) == 24
-
-    def failing_syncfs(fd: int) -> int:
+    def failing_syncfs(fd: int) -> int:  # the flush before the first rename fails
         ctypes.set_errno(5)
         return -1
 
-    monkeypatch.setattr(render, "SYNC_AT_ONCE", 1)
+    monkeypatch.setattr(durable.os, "fsync", flaky_fsync)
     monkeypatch.setattr(durable, "_syncfs", lambda: failing_syncfs)
-    with pytest.raises(TfgenError, match="cannot write argo/.*/: Input/output error; 0 of 24"):
+    with pytest.raises(TfgenError, match="cannot write argo/.*: Input/output error; 0 of 24"):
         apply_plan(plan)
     assert files(tmp_path) == before  # nothing renamed, no temporary file left
+    assert bool(calls) == (flushed == "an fsync each")
 
 
 def test_a_taken_temporary_name_is_never_written_through(
