@@ -20,12 +20,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from helpers import REPO_ROOT, copy_repo_parts, git, git_init
+from hypothesis import given
+from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
 from tfgen.render import argo
 from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
-from tfgen.repo.keys import VERDICT_LIBRARIES, installed_distributions
+from tfgen.repo.keys import VERDICT_LIBRARIES, CacheKeys, digest, installed_distributions
 
 
 @pytest.fixture
@@ -327,3 +329,16 @@ def test_a_new_version_of_a_validator_or_parser_is_a_new_tfgen() -> None:
     for distribution in ("jsonschema_rs", "jsonschema", "referencing", "pyyaml", "yaml_rs"):
         version = importlib.metadata.version(distribution)
         assert f"{distribution}-{version}.dist-info" in installed, distribution
+
+
+parts = st.lists(st.one_of(st.text(), st.binary()), max_size=4)
+
+
+@given(prefix=parts, rest=parts, other=parts)
+def test_a_key_made_from_a_remembered_prefix_is_the_digest_of_all_its_parts(
+    prefix: list[bytes | str], rest: list[bytes | str], other: list[bytes | str]
+) -> None:
+    keys = CacheKeys("tool", "/repo")
+    assert keys._after(tuple(prefix), *rest) == digest(*prefix, *rest)
+    # the prefix's hashed state is copied, never extended: a second key starts from it afresh
+    assert keys._after(tuple(prefix), *other) == digest(*prefix, *other)
