@@ -191,9 +191,10 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
     only with `prune`.
 
     All new contents are staged (written next to their targets and flushed to disk) before
-    the first rename, so a failure while writing leaves every target untouched; a failure between
-    renames leaves each file either wholly old or wholly new. A file that already holds its
-    new content (a render that ran while this one waited for the lock) is left alone.
+    the first rename, so a failure while writing leaves every target untouched; a failure
+    between renames leaves each file either wholly old or wholly new. A file that already
+    holds its new content (a render that ran while this one waited for the lock) is left
+    alone.
     """
     with render_lock(plan.root):
         remove_stale_temps(plan.root)
