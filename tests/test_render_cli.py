@@ -66,12 +66,12 @@ def test_deleted_spec_orphans_need_prune(runner: CliRunner, repo: Path) -> None:
     code, output = run(runner, repo, "--check")
     assert code == 1 and "+++ /dev/null" in output
     code, output = run(runner, repo)
-    assert code == 0 and f"left over {VALUES} (its experiment is gone" in output
-    assert "2 files left over from removed experiments (--prune deletes them)" in output
+    assert code == 0 and f"left over {VALUES} (no spec generates it; --prune removes it)" in output
+    assert "2 left-over files (no spec generates them; --prune deletes them)" in output
     assert (repo / VALUES).exists()
     code, output = run(runner, repo, "--prune")
     assert code == 0 and f"removed {VALUES}" in output
-    assert "2 files of removed experiments deleted, 5 unchanged. Next: commit argo/" in output
+    assert "2 left-over files deleted, 5 unchanged. Next: commit argo/" in output
     assert not (repo / VALUES).exists()
     code, output = run(runner, repo, "--check")
     assert code == 0 and "generated files are up to date: 0 experiments ready for Argo CD " \

@@ -62,8 +62,9 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
     left = counts["orphan"] - len(removed)
     extras = ""
     if left:
-        extras += (f", {counted(left, 'file')} left over from removed experiments"
-                   + ("" if check else " (--prune deletes them)"))
+        them = "it" if left == 1 else "them"
+        extras += (f", {counted(left, 'left-over file')} (no spec generates {them}"
+                   + (")" if check else f"; --prune deletes {them})"))
     if counts["foreign"]:
         extras += f", {counted(counts['foreign'], 'file')} not written by tfgen (left alone)"
     if check:
@@ -78,7 +79,7 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
     if written:
         done.append(f"{counted(len(written), 'file')} written")
     if removed:
-        done.append(f"{counted(len(removed), 'file')} of removed experiments deleted")
+        done.append(f"{counted(len(removed), 'left-over file')} deleted")
     if not done:
         return (f"{ready}: nothing to write, {counted(counts['unchanged'], 'file')} unchanged"
                 f"{extras}. Next: `tfgen check`, then open a pull request")
@@ -90,11 +91,11 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
 @main.command()
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 with a unified diff if argo/ or .github/CODEOWNERS "
-                   "differs from what would be generated (changed, missing, or left over from "
-                   "removed experiments).")
+                   "differs from what would be generated (changed, missing, or left over: no "
+                   "spec generates it).")
 @click.option("--prune", is_flag=True,
-              help="Delete generated files whose experiment spec is gone (only files that "
-                   "carry tfgen's header).")
+              help="Delete generated files no spec generates any more (only files that carry "
+                   "tfgen's header).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Output for people (text) or programs (json, github).")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
@@ -159,7 +160,7 @@ def _render(check: bool, prune: bool, fmt: str,
         for path in result.removed:
             click.echo(f"removed {path}")
         for path in result.kept_orphans:
-            click.echo(f"left over {path} (its experiment is gone; --prune removes it)")
+            click.echo(f"left over {path} (no spec generates it; --prune removes it)")
         emit_problems(problems, fmt)
         click.echo(_render_summary(plan, check=False, written=result.written,
                                    removed=result.removed), err=True)
