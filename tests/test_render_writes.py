@@ -92,3 +92,25 @@ def test_a_taken_temporary_name_is_never_written_through(
     assert temp.name == f".values.yaml{layout.TEMP_MARK}free"
     assert temp.read_bytes() == b"kind: Application\n"
     assert outside.read_text() == "not tfgen's"
+
+
+def test_no_folder_is_made_through_a_symbolic_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    outside.mkdir()
+    (root / "argo").mkdir(parents=True)
+    (root / "argo" / "experiments").symlink_to(outside)
+    monkeypatch.chdir(root)
+    with pytest.raises(TfgenError, match="cannot write into argo/experiments: it is, or lies "
+                                         "under, a symbolic link"):
+        render.write_new_files(root, {"argo/experiments/run-00/values.yaml": "x: 1\n"})
+    assert list(outside.iterdir()) == []  # not even the experiment's folder
+
+
+def test_a_file_where_a_folder_belongs_is_named(tmp_path: Path) -> None:
+    (tmp_path / "argo").mkdir()
+    (tmp_path / "argo" / "experiments").write_text("not a folder\n")
+    with pytest.raises(TfgenError, match="cannot write argo/experiments/run-00/values.yaml: "
+                                         "Not a directory"):
+        render.write_new_files(tmp_path, {"argo/experiments/run-00/values.yaml": "x: 1\n"})

@@ -18,6 +18,7 @@ only into real folders inside the repository.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
@@ -229,14 +230,13 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
     jobs = [(rel, root / rel, content) for rel, content in files]
     temps: dict[Path, Path] = {}
     folders: set[Path] = set()
-    real_root = os.path.realpath(root)
+    real = {root}  # the folders known to be real ones below the root, the root itself first
     current = ""
     try:
         for rel, target, _ in jobs:
             if target.parent not in folders:
                 current = rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _real_folder(root, real_root, target.parent)
+                _real_folder(target.parent, real)
                 folders.add(target.parent)
         if skip_same:
             jobs = [job for job in jobs if not _holds(job[1], job[2], root)]
@@ -287,14 +287,26 @@ def _holds(target: Path, content: str, root: Path) -> bool:
         return False
 
 
-def _real_folder(root: Path, real_root: str, folder: Path) -> None:
-    """Refuse a target folder that is not where it seems (a symlink on the way out of argo/);
-    `real_root` is the real path of `root`."""
-    wanted = os.path.normpath(os.path.join(real_root, os.path.relpath(folder, root)))
-    if os.path.realpath(folder) != wanted:
+def _real_folder(folder: Path, real: set[Path]) -> None:
+    """Make `folder` a real folder below one of `real` (the root and those checked before):
+    each folder on the way is created when missing and refused when it is a symbolic link
+    (nothing is created through one), and added to `real`. One `lstat` a folder, not a walk
+    from / for each of ten thousand experiment folders."""
+    if folder in real:
+        return
+    if folder.parent == folder:
+        raise TfgenError(f"cannot write into {folder}: it is not inside the repository")
+    _real_folder(folder.parent, real)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder)
+    mode = os.lstat(folder).st_mode
+    if stat.S_ISLNK(mode):
         raise TfgenError(f"cannot write into {layout.shown(folder)}: it is, or lies under, a "
                          "symbolic link, and tfgen writes only into real folders inside the "
                          "repository (remove the link, then run `tfgen render` again)")
+    if not stat.S_ISDIR(mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    real.add(folder)
 
 
 def _write(plan: RenderPlan) -> list[str]:
