@@ -172,7 +172,7 @@ def _stage_all(
     pool = ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)))
     interrupted = True  # by Ctrl-C, say: then the jobs not yet started are dropped
     try:
-        futures = [pool.submit(_stage, target, content, temps, None, fsync)
+        futures = [pool.submit(_stage, target, content, temps, fsync=fsync)
                    for _, target, content in jobs]
         wait(futures)
         interrupted = False
