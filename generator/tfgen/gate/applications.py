@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -149,18 +149,23 @@ class RememberedApplications(Protocol):
 
 
 def resolve_applications(
-    repo_root: Path, remembered: RememberedApplications | None = None
+    repo_root: Path, remembered: RememberedApplications | None = None,
+    among: Collection[str] | None = None,
 ) -> Resolution:
     """Every Application that argo/applicationset.yaml generates from the committed files;
     those `remembered` recalls are not resolved again (a generator file that does not resolve
-    is never remembered: its problems are found anew)."""
+    is never remembered: its problems are found anew). `among`: repository-relative files,
+    the only ones looked at (those the generator's globs match): the gate's check of the
+    experiments changed since its last run (`ledger`)."""
     repo_root = repo_root.resolve()
     problems: list[Problem] = []
     applications = []
     source = _source(repo_root, problems)
     if source is None:
         return Resolution([], problems)
-    rels = _generator_files(repo_root, source.globs)
+    rels = (_generator_files(repo_root, source.globs) if among is None else sorted(
+        rel for rel in among
+        if _generates(source.globs, rel) and os.path.isfile(repo_root / rel)))
     known = remembered.recall(source.content, rels) if remembered else {}
     for rel in rels:
         resolved = known.get(rel)
@@ -278,9 +283,14 @@ def _generator_files(repo_root: Path, globs: Sequence[str]) -> list[str]:
     for folder, _, names in os.walk(argo):
         below = layout.ARGO_DIR + folder[len(argo):].replace(os.sep, "/")
         found += [f"{below}/{name}" for name in names
-                  if any(_glob_match(glob, f"{below}/{name}") for glob in globs)
+                  if _generates(globs, f"{below}/{name}")
                   and os.path.isfile(os.path.join(folder, name))]
     return sorted(found)
+
+
+def _generates(globs: Sequence[str], rel: str) -> bool:
+    """Whether the git files generator takes this repository-relative path."""
+    return any(_glob_match(glob, rel) for glob in globs)
 
 
 def _as_the_controller_does(app: dict[str, Any], appset: Mapping[str, Any]) -> None:

@@ -20,17 +20,17 @@ reported as a problem.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .. import render
-from ..errors import OptionsError
+from ..errors import InputError, OptionsError
 from ..problems import Problem
-from ..repo import layout, resources
+from ..repo import layout
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..validate import (
     RepoConfig,
@@ -39,20 +39,19 @@ from ..validate import (
     repository_specs,
     validate_paths,
 )
+from ..validate.experiments import across_problems, facts_checked
 from ..words import counted
-from . import VALIDATORS, base, immutability, kubeconform, objects, wiring
+from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, wiring
 from .applications import Resolution, ResolvedApplication, resolve_applications
-from .batch import BatchRenderer, RenderJob, RenderResult, jobs_for
+from .batch import BatchRenderer
 from .helm import find_helm
-from .manifests import ManifestValidator
+from .judging import Judging, Progress
 from .resolutions import (
     RememberedApplications,
     resolution_from_json,
     resolution_inputs,
     resolution_to_json,
 )
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -124,14 +123,14 @@ def run_check(
         options = replace(options, validator="both" if found else "builtin")
     if options.validator in ("kubeconform", "both"):
         kubeconform.require_kubeconform()
-    gate = _Gate(load_config(cwd=root), options)
+    gate = Gate(load_config(cwd=root), options)
     try:
         return gate.run(progress)
     finally:
         gate.close()
 
 
-class _Gate:
+class Gate:
     """One run of the gate over one repository: its inputs, its cache, its helm."""
 
     def __init__(self, config: RepoConfig, options: CheckOptions) -> None:
@@ -152,89 +151,138 @@ class _Gate:
         self.renderer.cache.close()
 
     def run(self, progress: Progress | None) -> CheckResult:
-        """The result of the last identical run, else a new one."""
+        """The result of the last identical run, else one worked out from the last all-clear
+        run and what changed since (`ledger`), else a full check."""
         base_commit = base.resolve(self.root, self.options.base) if self.options.base else ""
-        run_key = self.keys.run(self.renderer.helm_version, asdict(self.options), base_commit,
+        options = asdict(self.options)
+        run_key = self.keys.run(self.renderer.helm_version, options, base_commit,
                                 self.inputs.digest)
         stored = self.cache.get("check", run_key)
         if stored is not None:
             return CheckResult.from_json(stored)
-        result = self.check(progress)
+        # --base compares with another revision, kubeconform reads every manifest: no ledger
+        ledger_key = (ledger.key(self.keys, self.root, self.renderer.helm_version, options)
+                      if not base_commit and self.options.validator == "builtin" else None)
+        result = self.since(ledger_key, progress) or self.check(progress, ledger_key)
         self.cache.put("check", run_key, result.to_json())
         committed = tracked_problem(self.root)  # then the cache above was neither read nor written
         if committed is not None:
             result.problems = sorted({*result.problems, committed})
         return result
 
-    def check(self, progress: Progress | None) -> CheckResult:
+    def check(self, progress: Progress | None, ledger_key: str | None = None) -> CheckResult:
+        """Every stage over every experiment; an all-clear result leaves a ledger."""
         result = CheckResult()
-        kube = self.config.kubernetes_version
         resolution = self.resolve()
         apps = self.in_scope(resolution.applications)
-        jobs = jobs_for(apps, kube)
-        argo, argo_problems = objects.argo_objects(self.root, self.inputs.files)
-        judge = objects.Judge(ManifestValidator(kube, resources.schema_dir()),
-                              wiring.load_projects(argo),
-                              schema_check=self.options.validator != "kubeconform",
-                              config=self.config)
-        projects = judge.fingerprint()
-        verdict_keys = [
-            self.keys.objects(self.renderer.key(job), app.namespace, app.project,
-                              kube_version=kube, schema_check=judge.schema_check,
-                              projects=projects)
-            for job, app in zip(jobs, apps, strict=True)
-        ]
-        known = self.cache.get_many("objects", verdict_keys)
-        # --base compares manifests and kubeconform reads them: then every one is rendered.
-        need_all = bool(self.options.base) or self.options.validator != "builtin"
-        todo = [i for i, key in enumerate(verdict_keys) if need_all or key not in known]
-        outcomes: dict[int, objects.Verdict | Problem] = {}
-
-        def first_look(position: int, fresh: RenderResult) -> None:
-            # Called in the render thread as each helm batch finishes: the manifest is judged
-            # here and dropped, only the verdict stays (and the cache keeps the manifest).
-            index = todo[position]
-            if verdict_keys[index] in known:
-                return  # rendered for --base or kubeconform only: the stored verdict stands
-            outcome = outcomes[index] = judge.first_look(apps[index], fresh)
-            if isinstance(outcome, objects.Verdict):
-                self.cache.put("objects", verdict_keys[index], outcome.to_json())
-
+        stage = self.judging(apps)
         with ThreadPoolExecutor(max_workers=1) as pool:
             # Helm runs in other processes: start it first and check specs, generated files
             # and argo/ while it renders (on two cores this hides most of the Python work).
-            rendering = pool.submit(self.renderer.render_each, [jobs[i] for i in todo],
-                                    first_look, _ticker(progress, len(todo)))
+            rendering = pool.submit(stage.render, progress)
             specs = validate_paths(repository_specs(self.config), self.config,
                                    verdicts=self.memory.verdicts)
-            result.problems += specs.problems + self.drift(specs) + argo_problems
-            for shown, obj in argo:
-                result.problems += judge.validator.problems(obj, shown)
-            result.problems += self.wiring(resolution, judge.projects)
+            result.problems += specs.problems + self.drift(specs) + stage.argo_problems()
+            result.problems += wiring.applications_problems(self.root, resolution.applications,
+                                                           stage.judge.projects)
+            result.problems += [replace(p, path=layout.shown(p.path, self.root))
+                                for p in resolution.problems]
             rendering.result()
-        spec_of = {e.name: e.shown for e in specs.experiments}
-        rendered: list[objects.AppObjects] = []
-        for index, (app, job, key) in enumerate(zip(apps, jobs, verdict_keys, strict=True)):
-            where = spec_of.get(app.name) or layout.shown(app.generator_file)
-            outcome = outcomes.get(index) or objects.Verdict.from_json(known[key])
-            item, found = objects.located(app, where, outcome,
-                                          functools.partial(self.manifest_of, job))
-            result.problems += found
-            if item is not None:
-                result.objects += len(item.keys)
-                rendered.append(item)
-        result.problems += objects.collisions(rendered)
+        rendered, found = stage.located({e.name: e.shown for e in specs.experiments})
+        result.problems += found + objects.collisions(rendered)
         if self.options.validator != "builtin":
-            result.problems += objects.kubeconform_problems(rendered, judge.validator)
+            result.problems += objects.kubeconform_problems(rendered, stage.judge.validator)
         if self.options.base:
             result.problems += immutability.base_problems(
-                self.root, self.options.base, rendered, kube, self.renderer)
+                self.root, self.options.base, rendered, self.config.kubernetes_version,
+                self.renderer)
         result.specs, result.applications = len(specs.files), len(resolution.applications)
         result.checked = len(apps)
+        result.objects = sum(len(item.keys) for item in rendered)
         result.helm_processes = self.renderer.stats.helm_processes
-        result.cache_hits = len(jobs) - len(todo) + self.renderer.stats.cached
+        result.cache_hits = stage.reused + self.renderer.stats.cached
         result.problems = sorted(set(result.problems))
+        charts = self.charts(app.chart_dir for app in apps)
+        if ledger_key and result.ok and charts is not None and ledger.keeps(self.root, apps):
+            facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
+            ledger.save(self.cache, ledger_key, ledger.Ledger.of(
+                self.inputs.hashes, charts, ledger.entries(self.root, facts, rendered)))
         return result
+
+    def since(self, ledger_key: str | None, progress: Progress | None) -> CheckResult | None:
+        """All clear, worked out from the ledger of the last all-clear run and the experiments
+        changed since (`ledger`); None when there is no ledger to use, or anything is found
+        (then the full check says what)."""
+        before = ledger.load(self.cache, ledger_key) if ledger_key else None
+        changed = (before.changed(self.inputs.hashes)
+                   if before is not None and not self.inputs.refused else None)
+        if (before is None or changed is None
+                or self.charts(Path(chart) for chart in before.charts) != before.charts):
+            return None
+        others = before.others(changed)
+        resolution = resolve_applications(
+            self.root, RememberedApplications(self.cache, self.keys, self.inputs),
+            among=layout.files_of(changed, self.inputs.hashes))
+        if resolution.problems or not ledger.keeps(self.root, resolution.applications):
+            return None
+        apps = self.in_scope(resolution.applications)
+        stage = self.judging(apps)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            rendering = pool.submit(stage.render, progress)
+            clear = self.clear_since(before, changed, resolution.applications, stage)
+            rendering.result()
+        rendered, found = stage.located({})
+        if clear is None or found or ledger.collisions(others.values(), rendered):
+            return None
+        before.update(self.inputs.hashes, changed, ledger.entries(self.root, clear, rendered))
+        ledger.save(self.cache, ledger_key, before)  # type: ignore[arg-type]
+        kept = [entry for entry in others.values() if entry.application is not None]
+        return CheckResult(
+            specs=sum(entry.facts is not None for entry in others.values()) + len(clear),
+            applications=len(kept) + len(resolution.applications), checked=len(kept) + len(apps),
+            objects=sum(entry.objects for entry in kept) + sum(len(i.keys) for i in rendered),
+            helm_processes=self.renderer.stats.helm_processes,
+            cache_hits=len(kept) + stage.reused + self.renderer.stats.cached)
+
+    def clear_since(self, before: ledger.Ledger, changed: set[str],
+                    applications: Sequence[ResolvedApplication],
+                    stage: Judging) -> dict[str, dict[str, Any]] | None:
+        """The changed experiments' facts by name, when their specs, generated files and
+        Applications are all clear, and so are the rules across experiments over all of
+        them; else None."""
+        specs = validate_paths([self.root / rel for rel in layout.files_of(
+            changed, self.inputs.hashes) if rel.startswith(f"{layout.EXPERIMENTS_DIR}/")],
+            self.config, verdicts=self.memory.verdicts)
+        facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
+        if specs.problems or not ledger.owners_unchanged(before, self.config, changed, facts):
+            return None
+        others = before.others(changed)
+        checked = ledger.spec_checks(self.config, others) + [
+            facts_checked(e.source, e.shown, facts[e.name], self.config)
+            for e in specs.experiments]
+        if (across_problems(checked, self.config) or self.drift(specs, only=changed)
+                or stage.argo_problems()):
+            return None
+        names = {entry.application for entry in others.values()}
+        if (wiring.applications_problems(self.root, applications, stage.judge.projects)
+                or any(app.name in names for app in applications)):
+            return None
+        return facts
+
+    def judging(self, apps: list[ResolvedApplication]) -> Judging:
+        """The objects stage over these Applications."""
+        return Judging(apps, config=self.config, inputs=self.inputs, renderer=self.renderer,
+                       cache=self.cache, keys=self.keys, validator=self.options.validator,
+                       every_one=bool(self.options.base) or self.options.validator != "builtin")
+
+    def charts(self, folders: Iterable[Path]) -> dict[str, str] | None:
+        """The digest of each chart, by its real path; None when one is no chart (then the
+        wiring checks say so)."""
+        try:
+            return {str(info.path): info.digest for info in map(self.renderer.chart,
+                                                                set(folders))}
+        except (InputError, OSError):
+            return None
 
     def resolve(self) -> Resolution:
         """The Applications the committed ApplicationSet generates, remembered by what
@@ -259,45 +307,13 @@ class _Gate:
         return [a for a in applications if (scope is None or a.name in scope)
                 and a.chart_dir in found]
 
-    def drift(self, specs: ValidationResult) -> list[Problem]:
-        """Committed generated files that differ from what `tfgen render` would write. An
-        experiment whose spec, generated files and tfgen.yaml have the contents of an earlier
-        run that found its files in sync is not planned again."""
+    def drift(self, specs: ValidationResult, only: Collection[str] | None = None
+              ) -> list[Problem]:
+        """Committed generated files that differ from what `tfgen render` would write (`only`:
+        those of these experiments). An experiment whose spec, generated files and tfgen.yaml
+        have the contents of an earlier run that found its files in sync is not planned
+        again."""
         plan = render.remembered_plan(self.memory, specs.experiments, self.config,
-                                      pending=specs.invalid_names)
+                                      pending=specs.invalid_names, only=only)
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
-
-    def wiring(self, resolution: Resolution, projects: dict[str, wiring.Project]) -> list[Problem]:
-        """Would every generated Application sync, each under its own name?"""
-        out = [replace(p, path=layout.shown(p.path, self.root)) for p in resolution.problems]
-        names: dict[str, str] = {}
-        for app in resolution.applications:
-            where = layout.shown(app.generator_file)
-            if app.name in names:
-                out.append(Problem(where, pointer="$.metadata.name", message=(
-                    f"Application {app.name!r} is also generated from {names[app.name]}")))
-            names[app.name] = where
-            out += wiring.application_problems(self.root, app, projects, where)
-        return out
-
-    def manifest_of(self, job: RenderJob) -> str:
-        """A job's manifest: from the cache, else rendered now (the cache may be gone)."""
-        text = self.renderer.cached(job)
-        if text is None:
-            [rendered] = self.renderer.render([job])
-            text = rendered.manifest
-        return text
-
-
-def _ticker(progress: Progress | None, total: int) -> Callable[[int], None]:
-    done = 0
-
-    def tick(count: int) -> None:
-        nonlocal done
-        done += count
-        if progress:
-            progress("render", done, total)
-
-    return tick
-

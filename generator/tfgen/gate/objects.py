@@ -191,8 +191,7 @@ def collisions(rendered: Sequence[AppObjects]) -> list[Problem]:
     first: dict[ObjectKey, AppObjects] = {}
     shared: dict[ObjectKey, list[AppObjects]] = {}
     for item in rendered:
-        for group, kind, namespace, name in item.keys:
-            key = (group, kind, "" if kind in wiring.CLUSTER_SCOPED else namespace, name)
+        for key in map(cluster_identity, item.keys):
             owner = first.setdefault(key, item)
             if owner is not item:
                 shared.setdefault(key, [owner]).append(item)
@@ -207,6 +206,13 @@ def collisions(rendered: Sequence[AppObjects]) -> list[Problem]:
                                message=f"{kind} {name!r} ({scope}) is also rendered by {others}",
                                hint="rename one of the experiments"))
     return out
+
+
+def cluster_identity(key: ObjectKey) -> ObjectKey:
+    """What tells an object apart from every other in the cluster: a cluster-wide object's
+    (a PersistentVolume's) namespace is no part of it."""
+    group, kind, namespace, name = key
+    return group, kind, "" if kind in wiring.CLUSTER_SCOPED else namespace, name
 
 
 def kubeconform_problems(

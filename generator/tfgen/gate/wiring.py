@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
-from ..repo import naming
+from ..repo import layout, naming
 from .applications import ResolvedApplication
 from .manifests import RenderedObject
 
@@ -147,6 +147,21 @@ def _chart_path_problem(repo_root: str, source_path: str) -> tuple[str, str] | N
 def forget_filesystem() -> None:
     """Drop what was learnt about files (a new run may see a changed repository)."""
     _chart_path_problem.cache_clear()
+
+
+def applications_problems(repo_root: Path, applications: Sequence[ResolvedApplication],
+                          projects: dict[str, Project]) -> list[Problem]:
+    """Would every generated Application sync, each under its own name?"""
+    out: list[Problem] = []
+    names: dict[str, str] = {}
+    for app in applications:
+        where = layout.shown(app.generator_file)
+        if app.name in names:
+            out.append(Problem(where, pointer="$.metadata.name", message=(
+                f"Application {app.name!r} is also generated from {names[app.name]}")))
+        names[app.name] = where
+        out += application_problems(repo_root, app, projects, where)
+    return out
 
 
 def application_problems(

@@ -127,18 +127,20 @@ def wanted_files(
     config: RepoConfig | None = None,
     known_unchanged: Collection[str] = (),
     wiring: Sequence[GeneratedFile] | None = None,
+    codeowners: bool = True,
 ) -> tuple[Iterator[GeneratedFile], list[Problem]]:
     """Everything tfgen generates for these experiments, tfgen.yaml's `argocd` block and the
     rest of the repository config (its defaults when None: no owners, so no CODEOWNERS).
     The experiments named in `known_unchanged` are left out (see `plan_render`); `wiring`:
-    the argo/ files of the `argocd` block when the caller has them. The files are made as
-    they are taken, one experiment's at a time: ten thousand experiments' files are never
-    held at once."""
+    the argo/ files of the `argocd` block when the caller has them; without `codeowners`,
+    no CODEOWNERS. The files are made as they are taken, one experiment's at a time: ten
+    thousand experiments' files are never held at once."""
     files = list(argo.argo_files(argocd) if wiring is None else wiring)
     experiments = list(experiments)
-    codeowners, problems = codeowners_file(config.owners if config else {}, experiments)
-    if codeowners is not None:
-        files.append(codeowners)
+    owners = (config.owners if config else {}) if codeowners else {}
+    owners_file, problems = codeowners_file(owners, experiments)
+    if owners_file is not None:
+        files.append(owners_file)
     planned = []
     for experiment in sorted(experiments, key=lambda e: e.rel):
         # Names become folder names: the validate stage allows only names that cannot leave
@@ -172,6 +174,7 @@ def plan_render(
     pending: Collection[str] = (),
     known_unchanged: Collection[str] = (),
     wiring: Sequence[GeneratedFile] | None = None,
+    only: Collection[str] | None = None,
 ) -> RenderPlan:
     """Render everything in memory and compare with the committed files; writes nothing.
 
@@ -184,12 +187,18 @@ def plan_render(
     to their bytes; read from `root` when not given. `pending` names experiments whose spec
     exists but did not validate: their generated files are neither wanted nor orphans (the
     spec's problems say what to fix). `config` is the repository config the per-experiment
-    values depend on (None: tfgen.yaml's defaults).
+    values depend on (None: tfgen.yaml's defaults). `only` names the experiments whose
+    folders alone are planned (the argo/ wiring and CODEOWNERS are left out): the gate's check
+    of the experiments changed since its last run (`gate.ledger`).
     """
     if committed is None:
         committed = layout.generated_files(root)
     experiments = list(experiments)
-    files, problems = wanted_files(experiments, argocd, config, known_unchanged, wiring)
+    files, problems = wanted_files(experiments, argocd, config, known_unchanged,
+                                   [] if only is not None else wiring, only is None)
+    if only is not None:
+        committed = {rel: committed[rel] for rel in committed  # only those files are read
+                     if layout.experiment_of(rel) in only}
     changes: list[FileChange] = [
         FileChange(path, UNCHANGED, None, None, (experiment.rel,))
         for experiment in experiments if experiment.name in known_unchanged
@@ -280,14 +289,15 @@ def plan_repository(
 
 def remembered_plan(
     memory: Memory, experiments: Sequence[Experiment], config: RepoConfig,
-    pending: Collection[str] = (),
+    pending: Collection[str] = (), only: Collection[str] | None = None,
 ) -> RenderPlan:
     """`plan_render` against the files of `memory`'s snapshot, leaving out the experiments it
     knows in sync; it learns which ones are (now, and once the plan is written)."""
     plan = plan_render(config.root, experiments, config.argocd, config=config,
                        committed=memory.inputs.generated(), pending=pending,
                        known_unchanged=memory.in_sync.known(experiments),
-                       wiring=memory.argo_files(config.argocd))
+                       wiring=None if only is not None else memory.argo_files(config.argocd),
+                       only=only)
     memory.in_sync.learn(plan.unsettled, experiments)
     plan.on_written = functools.partial(memory.in_sync.learn, plan.unsettled, experiments)
     return plan

@@ -137,6 +137,17 @@ class CacheKeys:
         return digest("check", self.tool, self.cwd, helm_version,
                       json.dumps(options, sort_keys=True), base_commit, inputs)
 
+    def ledger(self, root: str, helm_version: str, options: Mapping[str, Any]) -> str:
+        """The last all-clear check of the repository at `root` (`gate.ledger`): tfgen, helm
+        and the options; not the input files (the ledger holds their hashes)."""
+        return digest("ledger", self.tool, self.cwd, root, helm_version,
+                      json.dumps(options, sort_keys=True))
+
+    @staticmethod
+    def ledger_part(ledger: str, index: int) -> str:
+        """One of the parts a ledger is kept in (`gate.ledger`)."""
+        return digest("ledger-part", ledger, str(index))
+
     def spec(self, config: bytes, shown: str, content: str) -> str:
         """One spec file's verdict: its content hash, tfgen.yaml (its defaults and
         namespaces) and tfgen (the schema and the rules)."""

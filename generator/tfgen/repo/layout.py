@@ -17,7 +17,7 @@ repository-relative POSIX paths (the same on every machine).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -219,6 +219,13 @@ def experiment_of(rel: str) -> str | None:
     if folder == EXPERIMENTS_DIR and is_spec_name(name):
         return name[: -len(SPEC_SUFFIX)]
     return None
+
+
+def files_of(names: Collection[str], rels: Iterable[str]) -> list[str]:
+    """The paths among `rels` that belong to these experiments (`experiment_of`)."""
+    starts = tuple(f"{folder}/{name}" for name in names
+                   for folder in (GENERATED_DIR, EXPERIMENTS_DIR))
+    return [rel for rel in rels if rel.startswith(starts) and experiment_of(rel) in names]
 
 
 def affects_every_experiment(rel: str) -> bool:

@@ -109,6 +109,9 @@ class ValidationResult:
     not_specs: int = 0  # paths with a problem that are no spec file (missing, misplaced)
     # A repository whose experiments/ is empty (`repository_specs`): valid, nothing to check.
     no_experiments_yet: bool = False
+    # What the rules across files read of each valid experiment, by its shown path (given
+    # `verdicts`; else its whole data): the gate keeps it for its next run (`gate.ledger`).
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -194,6 +197,19 @@ def _recalled(path: Path, shown: str, config: RepoConfig, known: Verdict) -> Che
                                           config))
 
 
+def facts_checked(path: Path, shown: str, facts: dict[str, Any], config: RepoConfig) -> Checked:
+    """A spec file as the rules across files see it from what they read of it (`facts`):
+    its bytes are read only for a problem's line."""
+    return Checked(path, shown, facts, config=config.document,
+                   read=functools.partial(read_file, path, shown, config.root))
+
+
+def across_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[Problem]:
+    """The rules across files: unique names and volumes, log folders, each namespace's GPU
+    quota."""
+    return repo_problems(experiments) + team.quota_problems(experiments, config)
+
+
 def _recalled_data(
     remembered: Callable[[], dict[str, Any] | None], path: Path, shown: str,
     read: Callable[[], bytes], config: RepoConfig,
@@ -253,9 +269,7 @@ def validate_paths(
             checked.append(item)
     mine = {c.shown for c in checked}
     every = [*checked, *_context(files, config, context)]
-    across = [
-        p for p in repo_problems(every) + team.quota_problems(every, config) if p.path in mine
-    ]
+    across = [p for p in across_problems(every, config) if p.path in mine]
     problems += across
     shown = {p.path for p in across}
     invalid |= {c.source for c in checked if c.shown in shown}
@@ -272,6 +286,7 @@ def validate_paths(
         config=config,
         invalid_files=len(invalid),
         not_specs=not_specs,
+        facts={c.shown: c.data for c in checked if c.source not in invalid},
     )
 
 

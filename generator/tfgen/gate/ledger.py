@@ -1,0 +1,254 @@
+"""The last all-clear check, kept so that the next one checks only what changed since.
+
+Recalling each experiment's verdicts from the cache costs tens of microseconds an experiment:
+at ten thousand experiments, most of a check after a one-experiment change. So a check that
+found no problem leaves a ledger: the content hash of every input file it read and, per
+experiment, what the checks across experiments read of it: what the rules across spec files
+read (`validate.across_problems`), the name of its Application and its objects' identities
+(two experiments rendering one object collide), with their count.
+
+The next check uses the ledger when every file that differs from it belongs to an experiment
+(its spec, or a file below argo/experiments/<name>/): it checks those experiments through the
+same stages as a full check (spec, generated files, Application, helm render, objects) and
+runs every rule across experiments over all of them, the others as the ledger has them.
+Anything else changed (tfgen.yaml, the chart, argo/*.yaml, another tfgen, helm or option: its
+key) means a full check. An unchanged experiment's verdict cannot have changed: its files are
+the ones that were all clear, and whatever else its checks read is unchanged too. That holds
+when each Application reads files of its own experiment only (its values) and a chart of no
+experiment, and no experiment is added, removed or moved to another namespace while tfgen.yaml
+names code owners (CODEOWNERS lists every spec): a ledger is kept only then (`keeps`), and
+used only then (`usable`).
+
+The ledger only ever answers "all clear". Anything the changed experiments' checks find sends
+the run to the full check, which says where each problem is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import zlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..render.codeowners import codeowners_file
+from ..repo import layout
+from ..repo.cache import Cache
+from ..repo.keys import CacheKeys
+from ..validate import RepoConfig
+from ..validate.experiments import Checked, facts_checked
+from .applications import ResolvedApplication
+from .objects import AppObjects, cluster_identity
+
+SPACE = "ledger"
+# The ledger is kept in parts, an experiment's in the part its name falls in: a check that
+# changed one experiment writes one part again (and the head), not megabytes.
+PARTS = 64
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One experiment as the ledger keeps it: what the rules across spec files read of its
+    spec (None: no spec), its Application's name (None: none), a short digest of each of
+    its objects' identities as the cluster tells them apart (`objects.cluster_identity`; two
+    equal digests make the full check look), and the objects' count."""
+
+    facts: dict[str, Any] | None
+    application: str | None
+    identities: tuple[str, ...]
+    objects: int
+
+    @classmethod
+    def of(cls, facts: dict[str, Any] | None, rendered: AppObjects | None) -> Entry:
+        if rendered is None:
+            return cls(facts, None, (), 0)
+        return cls(facts, rendered.app.name, identities(rendered), len(rendered.keys))
+
+
+def identities(rendered: AppObjects) -> tuple[str, ...]:
+    """The digests of an Application's objects' identities."""
+    return tuple({hashlib.blake2b("\0".join(cluster_identity(key)).encode(),
+                                  digest_size=8).hexdigest() for key in rendered.keys})
+
+
+@dataclass
+class _Part:
+    """The files of the experiments in one part, by their content hash, and their entries;
+    `token` names the write that stored it ("": not stored yet)."""
+
+    hashes: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, Entry] = field(default_factory=dict)
+    token: str = ""
+
+
+@dataclass
+class Ledger:
+    """The content hashes of an all-clear check's input files (`common`: the files of no
+    experiment), the digest of each chart its Applications use (by the chart's real path: what
+    helm reads of it, links followed) and its experiments, in PARTS parts."""
+
+    common: dict[str, str]
+    charts: dict[str, str]
+    parts: list[_Part]
+
+    @classmethod
+    def of(cls, hashes: Mapping[str, str], charts: dict[str, str],
+           entries: Mapping[str, Entry]) -> Ledger:
+        ledger = cls({}, charts, [_Part() for _ in range(PARTS)])
+        for rel, content in hashes.items():
+            name = layout.experiment_of(rel)
+            if name is None:
+                ledger.common[rel] = content
+            else:
+                ledger.parts[_part(name)].hashes[rel] = content
+        for name, entry in entries.items():
+            ledger.parts[_part(name)].entries[name] = entry
+        return ledger
+
+    def changed(self, hashes: Mapping[str, str]) -> set[str] | None:
+        """The experiments with a file that differs (added, changed or removed) in the
+        snapshot `hashes`; None when a file of no experiment differs."""
+        before = dict(self.common)
+        for part in self.parts:
+            before.update(part.hashes)
+        differ = {rel for rel, content in hashes.items() if before.get(rel) != content}
+        differ.update(before.keys() - hashes.keys())
+        names = {layout.experiment_of(rel) for rel in differ}
+        return None if None in names else names  # type: ignore[return-value]
+
+    def entry(self, name: str) -> Entry | None:
+        return self.parts[_part(name)].entries.get(name)
+
+    def others(self, changed: Collection[str]) -> dict[str, Entry]:
+        """The unchanged experiments, by name."""
+        return {name: entry for part in self.parts for name, entry in part.entries.items()
+                if name not in changed}
+
+    def update(self, hashes: Mapping[str, str], changed: Collection[str],
+               entries: Mapping[str, Entry]) -> None:
+        """The `changed` experiments as they are now: their files in the snapshot `hashes`,
+        their `entries` (one that is gone has none)."""
+        for index in {_part(name) for name in changed}:
+            part = self.parts[index]
+            part.hashes = {rel: content for rel, content in part.hashes.items()
+                           if layout.experiment_of(rel) not in changed}
+            part.entries = {name: e for name, e in part.entries.items() if name not in changed}
+            part.token = ""
+        for rel in layout.files_of(changed, hashes):
+            self.parts[_part(layout.experiment_of(rel) or "")].hashes[rel] = hashes[rel]
+        for name, entry in entries.items():
+            self.parts[_part(name)].entries[name] = entry
+
+
+def _part(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8", "surrogateescape")) % PARTS
+
+
+def load(cache: Cache, key: str) -> Ledger | None:
+    """The ledger kept under `key`; None when there is none, or its parts are not all of
+    one write's (a run stopped while writing it)."""
+    head = cache.get_json(SPACE, key)
+    stored = cache.get_many(SPACE, [CacheKeys.ledger_part(key, i) for i in range(PARTS)])
+    try:
+        parts = [_load_part(stored[CacheKeys.ledger_part(key, i)]) for i in range(PARTS)]
+        if [part.token for part in parts] != head["tokens"]:
+            return None
+        return Ledger(dict(head["common"]), dict(head["charts"]), parts)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None  # another shape: a full check writes it again
+
+
+def _load_part(text: str) -> _Part:
+    data = json.loads(text)
+    return _Part(dict(data["hashes"]), {
+        name: Entry(facts, application, tuple(found), objects)
+        for name, (facts, application, found, objects) in data["entries"].items()},
+        str(data["token"]))
+
+
+def save(cache: Cache, key: str, ledger: Ledger) -> None:
+    """Keep the ledger: its parts not stored yet, then the head naming every part's write."""
+    for index, part in enumerate(ledger.parts):
+        if not part.token:
+            part.token = secrets.token_hex(8)
+            cache.put_json(SPACE, CacheKeys.ledger_part(key, index), {
+                "token": part.token, "hashes": part.hashes,
+                "entries": {name: [e.facts, e.application, e.identities, e.objects]
+                            for name, e in part.entries.items()}})
+    cache.put_json(SPACE, key, {"common": ledger.common, "charts": ledger.charts,
+                                "tokens": [part.token for part in ledger.parts]})
+
+
+def key(keys: CacheKeys, root: Path, helm_version: str, options: Mapping[str, Any]) -> str:
+    return keys.ledger(str(root.resolve()), helm_version, options)
+
+
+def entries(root: Path, facts: Mapping[str, dict[str, Any]],
+            rendered: Iterable[AppObjects]) -> dict[str, Entry]:
+    """Each experiment's entry, from what the rules across spec files read of it (`facts`, by
+    name) and its Application's rendered objects."""
+    real = str(root.resolve())
+    objects = {layout.experiment_of(_relative(real, item.app.generator_file)): item
+               for item in rendered}
+    return {name: Entry.of(facts.get(name), objects.get(name))
+            for name in facts.keys() | objects.keys() if name is not None}
+
+
+def keeps(root: Path, applications: Iterable[ResolvedApplication]) -> bool:
+    """Whether each Application reads its own experiment's files only: its generator file and
+    its value files (their real paths) below the experiment's folder. (What it reads of its
+    chart, the ledger keeps a digest of.)"""
+    real = str(root.resolve())
+    for app in applications:
+        name = layout.experiment_of(_relative(real, app.generator_file))
+        folder = f"{layout.generated_folder(name)}/" if name else None
+        if folder is None or not all(_relative(real, path).startswith(folder)
+                                     for path in app.value_files):
+            return False
+    return True
+
+
+def owners_unchanged(ledger: Ledger, config: RepoConfig, changed: Collection[str],
+                     facts: Mapping[str, dict[str, Any]]) -> bool:
+    """Whether CODEOWNERS is still what the ledger's check found in sync: tfgen.yaml names no
+    code owners, or every changed experiment is still there, in its namespace (`facts`: the
+    changed experiments' facts now, by name)."""
+    if codeowners_file(config.owners, [])[0] is None:
+        return True
+    before = {name: entry.facts for name in changed if (entry := ledger.entry(name))}
+    return set(before) == set(facts) == set(changed) and all(
+        _namespace(before[name]) == _namespace(facts[name]) for name in changed)
+
+
+def spec_checks(config: RepoConfig, others: Mapping[str, Entry]) -> list[Checked]:
+    """The unchanged experiments' specs as the rules across files see them."""
+    checked = []
+    for name, entry in others.items():
+        if entry.facts is not None:
+            path = config.experiments_dir / f"{name}{layout.SPEC_SUFFIX}"
+            checked.append(facts_checked(path, layout.shown(path), entry.facts, config))
+    return checked
+
+
+def collisions(others: Iterable[Entry], rendered: Sequence[AppObjects]) -> bool:
+    """Whether a changed experiment's object may also be another experiment's."""
+    taken: dict[str, str] = {}
+    for entry in others:
+        taken.update(dict.fromkeys(entry.identities, entry.application or ""))
+    for item in rendered:
+        for identity in identities(item):
+            if taken.setdefault(identity, item.app.name) != item.app.name:
+                return True
+    return False
+
+
+def _namespace(facts: dict[str, Any] | None) -> Any:
+    return (facts or {}).get("metadata", {}).get("namespace")
+
+
+def _relative(real_root: str, path: Path) -> str:
+    text = str(path)
+    return text[len(real_root) + 1:] if text.startswith(real_root + "/") else text
