@@ -27,7 +27,13 @@ from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm import find_helm
 from tfgen.render import argo
 from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
-from tfgen.repo.keys import VERDICT_LIBRARIES, CacheKeys, digest, installed_distributions
+from tfgen.repo.keys import (
+    VERDICT_LIBRARIES,
+    CacheKeys,
+    digest,
+    installed_distributions,
+    path_digest,
+)
 
 
 @pytest.fixture
@@ -342,3 +348,36 @@ def test_a_key_made_from_a_remembered_prefix_is_the_digest_of_all_its_parts(
     assert keys._after(tuple(prefix), *rest) == digest(*prefix, *rest)
     # the prefix's hashed state is copied, never extended: a second key starts from it afresh
     assert keys._after(tuple(prefix), *other) == digest(*prefix, *other)
+
+
+def _break_the_tfjob_kind(template: Path) -> None:
+    template.write_text(template.read_text().replace("kind: TFJob\n", "kind: TFJobX\n"))
+
+
+@pytest.mark.parametrize("linked", ["the chart", "its templates folder"])
+def test_a_chart_changed_behind_a_folder_link_is_rendered_again(repo: Path, linked: str) -> None:
+    # helm follows a link to a folder in a chart; the snapshot does not enter one (its files
+    # are no input), so a stored result stands only while the chart helm reads is unchanged
+    chart = repo / "charts/tfjob-experiment"
+    folder = chart if linked == "the chart" else chart / "templates"
+    shutil.move(folder, repo / "elsewhere")
+    folder.symlink_to(repo / "elsewhere", target_is_directory=True)
+    warm(repo)
+    _break_the_tfjob_kind(repo / "elsewhere" / ("templates" if folder == chart else "")
+                          / "tfjob.yaml")
+    result = check(repo)
+    assert not result.from_cache
+    assert any("TFJobX" in p.message for p in result.problems), result.problems
+
+
+def test_a_charts_digest_reads_behind_its_links_each_folder_once(tmp_path: Path) -> None:
+    chart, other = tmp_path / "chart", tmp_path / "other"
+    chart.mkdir()
+    other.mkdir()
+    (chart / "Chart.yaml").write_text("name: c\n")
+    (other / "t.yaml").write_text("a: 1\n")
+    (chart / "loop").symlink_to(chart, target_is_directory=True)  # helm refuses; no hang here
+    (chart / "templates").symlink_to(other, target_is_directory=True)
+    before = path_digest(chart)
+    (other / "t.yaml").write_text("a: 2\n")
+    assert path_digest(chart) != before

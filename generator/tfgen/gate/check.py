@@ -21,17 +21,18 @@ reported as a problem.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import render
-from ..errors import InputError, OptionsError
+from ..errors import OptionsError
 from ..problems import Problem
 from ..repo import layout
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
+from ..repo.keys import path_digest
 from ..validate import (
     RepoConfig,
     ValidationResult,
@@ -76,6 +77,10 @@ class CheckResult:
     helm_processes: int = 0
     cache_hits: int = 0  # experiments whose render or verdict came from .tfgen-cache/
     from_cache: bool = False
+    # What its Applications make helm read that the run's snapshot holds no hash of (by real
+    # path: each chart, whose folders may be links or lie elsewhere, and any value file
+    # outside the snapshot), by `keys.path_digest`: a stored result stands only while they do.
+    reads: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -158,8 +163,8 @@ class Gate:
         run_key = self.keys.run(self.renderer.helm_version, options, base_commit,
                                 self.inputs.digest)
         stored = self.cache.get("check", run_key)
-        if stored is not None:
-            return CheckResult.from_json(stored)
+        if stored is not None and unchanged((known := CheckResult.from_json(stored)).reads):
+            return known
         # --base compares with another revision, kubeconform reads every manifest: no ledger
         ledger_key = (ledger.key(self.keys, self.root, self.renderer.helm_version, options)
                       if not base_commit and self.options.validator == "builtin" else None)
@@ -202,11 +207,11 @@ class Gate:
         result.helm_processes = self.renderer.stats.helm_processes
         result.cache_hits = stage.reused + self.renderer.stats.cached
         result.problems = sorted(set(result.problems))
-        charts = self.charts(app.chart_dir for app in apps)
-        if ledger_key and result.ok and charts is not None and ledger.keeps(self.root, apps):
+        result.reads = self.reads(resolution.applications)
+        if ledger_key and result.ok and ledger.keeps(self.root, apps):
             facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
             ledger.save(self.cache, ledger_key, ledger.Ledger.of(
-                self.inputs.hashes, charts, ledger.entries(self.root, facts, rendered)))
+                self.inputs.hashes, result.reads, ledger.entries(self.root, facts, rendered)))
         return result
 
     def since(self, ledger_key: str | None, progress: Progress | None) -> CheckResult | None:
@@ -217,7 +222,7 @@ class Gate:
         changed = (before.changed(self.inputs.hashes)
                    if before is not None and not self.inputs.refused else None)
         if (before is None or changed is None
-                or self.charts(Path(chart) for chart in before.charts) != before.charts):
+                or not unchanged(before.reads)):
             return None
         others = before.others(changed)
         resolution = resolve_applications(
@@ -235,6 +240,7 @@ class Gate:
         if clear is None or found or ledger.collisions(others.values(), rendered):
             return None
         before.update(self.inputs.hashes, changed, ledger.entries(self.root, clear, rendered))
+        before.reads.update(self.reads(resolution.applications))
         ledger.save(self.cache, ledger_key, before)  # type: ignore[arg-type]
         kept = [entry for entry in others.values() if entry.application is not None]
         return CheckResult(
@@ -242,7 +248,8 @@ class Gate:
             applications=len(kept) + len(resolution.applications), checked=len(kept) + len(apps),
             objects=sum(entry.objects for entry in kept) + sum(len(i.keys) for i in rendered),
             helm_processes=self.renderer.stats.helm_processes,
-            cache_hits=len(kept) + stage.reused + self.renderer.stats.cached)
+            cache_hits=len(kept) + stage.reused + self.renderer.stats.cached,
+            reads=before.reads)
 
     def clear_since(self, before: ledger.Ledger, changed: set[str],
                     applications: Sequence[ResolvedApplication],
@@ -275,14 +282,13 @@ class Gate:
                        cache=self.cache, keys=self.keys, validator=self.options.validator,
                        every_one=bool(self.options.base) or self.options.validator != "builtin")
 
-    def charts(self, folders: Iterable[Path]) -> dict[str, str] | None:
-        """The digest of each chart, by its real path; None when one is no chart (then the
-        wiring checks say so)."""
-        try:
-            return {str(info.path): info.digest for info in map(self.renderer.chart,
-                                                                set(folders))}
-        except (InputError, OSError):
-            return None
+    def reads(self, applications: Iterable[ResolvedApplication]) -> dict[str, str]:
+        """What these Applications make helm read that the snapshot holds no hash of
+        (`CheckResult.reads`)."""
+        paths = {app.chart_dir.resolve() for app in applications} | {
+            path for app in applications for path in app.value_files
+            if self.inputs.hash_of(path) is None}
+        return {str(path): path_digest(path) for path in paths}
 
     def resolve(self) -> Resolution:
         """The Applications the committed ApplicationSet generates, remembered by what
@@ -317,3 +323,8 @@ class Gate:
                                       pending=specs.invalid_names, only=only)
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
+
+
+def unchanged(reads: Mapping[str, str]) -> bool:
+    """Whether what a stored result read beyond its snapshot is as it was."""
+    return all(path_digest(Path(path)) == known for path, known in reads.items())

@@ -87,17 +87,17 @@ class _Part:
 @dataclass
 class Ledger:
     """The content hashes of an all-clear check's input files (`common`: the files of no
-    experiment), the digest of each chart its Applications use (by the chart's real path: what
-    helm reads of it, links followed) and its experiments, in PARTS parts."""
+    experiment), what its Applications read beyond them (`CheckResult.reads`) and its
+    experiments, in PARTS parts."""
 
     common: dict[str, str]
-    charts: dict[str, str]
+    reads: dict[str, str]
     parts: list[_Part]
 
     @classmethod
-    def of(cls, hashes: Mapping[str, str], charts: dict[str, str],
+    def of(cls, hashes: Mapping[str, str], reads: dict[str, str],
            entries: Mapping[str, Entry]) -> Ledger:
-        ledger = cls({}, charts, [_Part() for _ in range(PARTS)])
+        ledger = cls({}, reads, [_Part() for _ in range(PARTS)])
         for rel, content in hashes.items():
             name = layout.experiment_of(rel)
             if name is None:
@@ -156,7 +156,7 @@ def load(cache: Cache, key: str) -> Ledger | None:
         parts = [_load_part(stored[CacheKeys.ledger_part(key, i)]) for i in range(PARTS)]
         if [part.token for part in parts] != head["tokens"]:
             return None
-        return Ledger(dict(head["common"]), dict(head["charts"]), parts)
+        return Ledger(dict(head["common"]), dict(head["reads"]), parts)
     except (ValueError, TypeError, KeyError, AttributeError):
         return None  # another shape: a full check writes it again
 
@@ -178,7 +178,7 @@ def save(cache: Cache, key: str, ledger: Ledger) -> None:
                 "token": part.token, "hashes": part.hashes,
                 "entries": {name: [e.facts, e.application, e.identities, e.objects]
                             for name, e in part.entries.items()}})
-    cache.put_json(SPACE, key, {"common": ledger.common, "charts": ledger.charts,
+    cache.put_json(SPACE, key, {"common": ledger.common, "reads": ledger.reads,
                                 "tokens": [part.token for part in ledger.parts]})
 
 
@@ -199,8 +199,8 @@ def entries(root: Path, facts: Mapping[str, dict[str, Any]],
 
 def keeps(root: Path, applications: Iterable[ResolvedApplication]) -> bool:
     """Whether each Application reads its own experiment's files only: its generator file and
-    its value files (their real paths) below the experiment's folder. (What it reads of its
-    chart, the ledger keeps a digest of.)"""
+    its value files (their real paths) below the experiment's folder. (Its chart is one of
+    the ledger's `reads`.)"""
     real = str(root.resolve())
     for app in applications:
         name = layout.experiment_of(_relative(real, app.generator_file))

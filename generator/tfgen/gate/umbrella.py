@@ -20,7 +20,7 @@ import jsonschema_rs
 
 from ..errors import InputError
 from ..render.generated import dump_yaml
-from ..repo.keys import tree_digest
+from ..repo.keys import path_digest
 from .helmvalues import load_yaml_file
 
 UMBRELLA = "tfgen-batch"
@@ -88,7 +88,7 @@ class ChartInfo:
         values_path = chart / "values.yaml"
         defaults = load_yaml_file(values_path) if values_path.exists() else {}
         self.defaults: dict[str, Any] = defaults if isinstance(defaults, dict) else {}
-        self.digest = tree_digest(chart)
+        self.digest = path_digest(chart)
         schema_path = chart / "values.schema.json"
         self.values_validator: Any = None
         if schema_path.exists():

@@ -40,19 +40,34 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__")) -> str:
-    """Digest of every file (relative path + bytes) under a folder, in a stable order."""
+def tree_digest(root: Path, ignore: Iterable[str] = (".git", "__pycache__"),
+                follow_links: bool = False) -> str:
+    """Digest of every file (relative path + bytes) under a folder, in a stable order; with
+    `follow_links`, folders behind links too, as helm reads a chart (each real folder once)."""
     skip = set(ignore)
     parts: list[bytes | str] = []
     if not root.exists():
         return digest("absent")
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in skip)
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_links):
+        seen.add(os.path.realpath(dirpath))
+        dirnames[:] = sorted(d for d in dirnames if d not in skip
+                             and os.path.realpath(os.path.join(dirpath, d)) not in seen)
         for name in sorted(filenames):
             path = Path(dirpath) / name
             parts.append(path.relative_to(root).as_posix())
             parts.append(path.read_bytes())
     return digest(*parts)
+
+
+def path_digest(path: Path) -> str:
+    """What helm reads at a path: a chart folder (folders behind links too), or a file."""
+    if path.is_dir():
+        return tree_digest(path, follow_links=True)
+    try:
+        return content_hash(path.read_bytes())
+    except OSError:
+        return digest("absent")
 
 
 # The libraries tfgen's verdicts depend on beside its own code: the validators (and the `$ref`
