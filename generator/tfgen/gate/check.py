@@ -4,16 +4,17 @@ A run composes the stages, each called as the other commands call it: the valida
 checks every spec (`validate.validate_paths`, as `tfgen validate`), the render stage plans the
 generated files against the committed ones (`render.plan_render`, as `tfgen render --check`).
 Then the gate's own steps: resolve the Applications the committed ApplicationSet generates
-(`applications`), render each with helm exactly as Argo CD would (`batch`), judge every
-rendered object and every Argo CD object in argo/ (`objects`, `wiring`), and with a base
+(`applications`), render each with helm exactly as Argo CD would and judge every rendered
+object and every Argo CD object in argo/ (`judging`, `objects`, `wiring`), and with a base
 revision refuse changes a live run cannot take (`immutability`). Every finding is a `Problem`;
 nothing is printed here.
 
 Speed comes from the cache (`repo.cache`), keyed by content hashes of the run's snapshot
-(`repo.inputs`): the whole result (nothing changed since the last identical run), each spec's
-verdict (`validate.remembered`), the experiments whose files are in sync (`render.insync`,
-shared with `tfgen render`), the resolved Applications, each experiment's rendered manifest and
-the verdict on its objects. Its entries are signed with a key of this
+(`repo.inputs`): the whole result (nothing changed since the last identical run), the ledger
+of the last all-clear run (then only the experiments changed since are checked: `ledger`),
+each spec's verdict (`validate.remembered`), the experiments whose files are in sync
+(`render.insync`, shared with `tfgen render`), the resolved Applications, each experiment's
+rendered manifest and the verdict on its objects. Its entries are signed with a key of this
 machine, so a pull request cannot bring its own verdicts; a committed cache is not used and is
 reported as a problem.
 """
