@@ -239,3 +239,20 @@ def test_a_chart_that_changed_through_a_link_is_a_full_check() -> None:
         with ledger_answers() as answers:
             result = check()
         assert answers == [None] and result.ok
+
+
+def test_an_added_experiment_is_checked_from_the_ledger_with_codeowners_judged_again() -> None:
+    # tfgen.yaml names code owners: CODEOWNERS gains the new spec's line
+    with bundled_repository() as root:
+        assert check().ok
+        apply("copy", "cpu-linear", "")
+        assert render() == 0
+        with ledger_answers() as answers:
+            result = check()
+        assert answers == [result] and result.ok and result.helm_processes == 1
+        assert verdict(result) == verdict(check(use_cache=False))
+        codeowners = root / layout.CODEOWNERS_FILE
+        codeowners.write_text(codeowners.read_text().replace("cpu-linear-copy", "cpu-linear-c"))
+        with ledger_answers() as answers:
+            result = check()
+        assert answers == [None] and not result.ok  # the full check says what is wrong

@@ -219,30 +219,31 @@ class Gate:
         """All clear, worked out from the ledger of the last all-clear run and the experiments
         changed since (`ledger`); None when there is no ledger to use, or anything is found
         (then the full check says what)."""
-        before = ledger.load(self.cache, ledger_key) if ledger_key else None
-        changed = (before.changed(self.inputs.hashes)
-                   if before is not None and not self.inputs.refused else None)
-        if (before is None or changed is None
-                or not unchanged(before.reads)):
+        if ledger_key is None or self.inputs.refused:
+            return None
+        judged = ledger.judged(self.config)
+        before = ledger.load(self.cache, ledger_key, self.inputs.hashes, judged)
+        changed = before.changed(self.inputs.hashes, judged) if before is not None else None
+        if before is None or changed is None or not unchanged(before.reads):
             return None
         others = before.others(changed)
+        files = layout.files_of(changed, self.inputs.hashes)
         resolution = resolve_applications(
-            self.root, RememberedApplications(self.cache, self.keys, self.inputs),
-            among=layout.files_of(changed, self.inputs.hashes))
+            self.root, RememberedApplications(self.cache, self.keys, self.inputs), among=files)
         if resolution.problems or not ledger.keeps(self.root, resolution.applications):
             return None
         apps = self.in_scope(resolution.applications)
         stage = self.judging(apps)
         with ThreadPoolExecutor(max_workers=1) as pool:
             rendering = pool.submit(stage.render, progress)
-            clear = self.clear_since(before, changed, resolution.applications, stage)
+            clear = self.clear_since(others, changed, files, resolution.applications, stage)
             rendering.result()
         rendered, found = stage.located({})
         if clear is None or found or ledger.collisions(others.values(), rendered):
             return None
         before.update(self.inputs.hashes, changed, ledger.entries(self.root, clear, rendered))
         before.reads.update(self.reads(resolution.applications))
-        ledger.save(self.cache, ledger_key, before)  # type: ignore[arg-type]
+        ledger.save(self.cache, ledger_key, before)
         kept = [entry for entry in others.values() if entry.application is not None]
         return CheckResult(
             specs=sum(entry.facts is not None for entry in others.values()) + len(clear),
@@ -252,19 +253,20 @@ class Gate:
             cache_hits=len(kept) + stage.reused + self.renderer.stats.cached,
             reads=before.reads)
 
-    def clear_since(self, before: ledger.Ledger, changed: set[str],
-                    applications: Sequence[ResolvedApplication],
+    def clear_since(self, others: Mapping[str, ledger.Entry], changed: Collection[str],
+                    files: Sequence[str], applications: Sequence[ResolvedApplication],
                     stage: Judging) -> dict[str, dict[str, Any]] | None:
-        """The changed experiments' facts by name, when their specs, generated files and
-        Applications are all clear, and so are the rules across experiments over all of
+        """The changed experiments' facts by name (`files`: theirs in the snapshot), when
+        their specs, generated files and Applications are all clear, and so are the rules
+        across experiments over all of them, the unchanged ones (`others`) as the ledger has
         them; else None."""
-        specs = validate_paths([self.root / rel for rel in layout.files_of(
-            changed, self.inputs.hashes) if rel.startswith(f"{layout.EXPERIMENTS_DIR}/")],
+        specs = validate_paths(
+            [self.root / rel for rel in files if rel.startswith(f"{layout.EXPERIMENTS_DIR}/")],
             self.config, verdicts=self.memory.verdicts)
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
-        if specs.problems or not ledger.owners_unchanged(before, self.config, changed, facts):
+        every = {**{name: entry.facts for name, entry in others.items()}, **facts}
+        if specs.problems or not ledger.codeowners_clear(self.config, self.inputs.hashes, every):
             return None
-        others = before.others(changed)
         checked = ledger.spec_checks(self.config, others) + [
             facts_checked(e.source, e.shown, facts[e.name], self.config)
             for e in specs.experiments]

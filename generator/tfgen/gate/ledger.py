@@ -12,12 +12,12 @@ The next check uses the ledger when every file that differs from it belongs to a
 same stages as a full check (spec, generated files, Application, helm render, objects) and
 runs every rule across experiments over all of them, the others as the ledger has them.
 Anything else changed (tfgen.yaml, the chart, argo/*.yaml, another tfgen, helm or option: its
-key) means a full check. An unchanged experiment's verdict cannot have changed: its files are
-the ones that were all clear, and whatever else its checks read is unchanged too. That holds
-when each Application reads files of its own experiment only (its values) and a chart of no
-experiment, and no experiment is added, removed or moved to another namespace while tfgen.yaml
-names code owners (CODEOWNERS lists every spec): a ledger is kept only then (`keeps`), and
-used only then (`usable`).
+key) means a full check, but for CODEOWNERS, which lists every spec: it is judged again from
+every experiment's namespace (`codeowners_clear`). An unchanged experiment's verdict cannot
+have changed: its files are the ones that were all clear, and whatever else its checks read is
+unchanged too. That holds when each Application reads files of its own experiment only (its
+values; a ledger is kept only then: `keeps`) and helm reads the same charts (their digests are
+kept beside it: `CheckResult.reads`).
 
 The ledger only ever answers "all clear". Anything the changed experiments' checks find sends
 the run to the full check, which says where each problem is.
@@ -32,12 +32,12 @@ import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..render.codeowners import codeowners_file
 from ..repo import layout
 from ..repo.cache import Cache
-from ..repo.keys import CacheKeys
+from ..repo.keys import CacheKeys, content_hash
 from ..validate import RepoConfig
 from ..validate.experiments import Checked, facts_checked
 from .applications import ResolvedApplication
@@ -108,15 +108,16 @@ class Ledger:
             ledger.parts[_part(name)].entries[name] = entry
         return ledger
 
-    def changed(self, hashes: Mapping[str, str]) -> set[str] | None:
+    def changed(self, hashes: Mapping[str, str], judged: Collection[str] = ()) -> set[str] | None:
         """The experiments with a file that differs (added, changed or removed) in the
-        snapshot `hashes`; None when a file of no experiment differs."""
+        snapshot `hashes`; None when a file of no experiment differs (but those the caller
+        judges itself: `judged`)."""
         before = dict(self.common)
         for part in self.parts:
             before.update(part.hashes)
         differ = {rel for rel, content in hashes.items() if before.get(rel) != content}
         differ.update(before.keys() - hashes.keys())
-        names = {layout.experiment_of(rel) for rel in differ}
+        names = {layout.experiment_of(rel) for rel in differ.difference(judged)}
         return None if None in names else names  # type: ignore[return-value]
 
     def entry(self, name: str) -> Entry | None:
@@ -147,12 +148,17 @@ def _part(name: str) -> int:
     return zlib.crc32(name.encode("utf-8", "surrogateescape")) % PARTS
 
 
-def load(cache: Cache, key: str) -> Ledger | None:
-    """The ledger kept under `key`; None when there is none, or its parts are not all of
-    one write's (a run stopped while writing it)."""
+def load(cache: Cache, key: str, hashes: Mapping[str, str],
+         judged: Collection[str] = ()) -> Ledger | None:
+    """The ledger kept under `key`; None when there is none, its parts are not all of one
+    write's (a run stopped while writing it), or a file of no experiment it names differs in
+    the snapshot `hashes` (then its parts are not even read; `judged`: as in `changed`)."""
     head = cache.get_json(SPACE, key)
-    stored = cache.get_many(SPACE, [CacheKeys.ledger_part(key, i) for i in range(PARTS)])
     try:
+        if any(hashes.get(rel) != content for rel, content in head["common"].items()
+               if rel not in judged):
+            return None
+        stored = cache.get_many(SPACE, [CacheKeys.ledger_part(key, i) for i in range(PARTS)])
         parts = [_load_part(stored[CacheKeys.ledger_part(key, i)]) for i in range(PARTS)]
         if [part.token for part in parts] != head["tokens"]:
             return None
@@ -211,16 +217,28 @@ def keeps(root: Path, applications: Iterable[ResolvedApplication]) -> bool:
     return True
 
 
-def owners_unchanged(ledger: Ledger, config: RepoConfig, changed: Collection[str],
-                     facts: Mapping[str, dict[str, Any]]) -> bool:
-    """Whether CODEOWNERS is still what the ledger's check found in sync: tfgen.yaml names no
-    code owners, or every changed experiment is still there, in its namespace (`facts`: the
-    changed experiments' facts now, by name)."""
-    if codeowners_file(config.owners, [])[0] is None:
-        return True
-    before = {name: entry.facts for name in changed if (entry := ledger.entry(name))}
-    return set(before) == set(facts) == set(changed) and all(
-        _namespace(before[name]) == _namespace(facts[name]) for name in changed)
+def judged(config: RepoConfig) -> tuple[str, ...]:
+    """The files of no experiment that a check from the ledger judges itself: CODEOWNERS,
+    when tfgen.yaml names code owners (it lists every spec)."""
+    return (layout.CODEOWNERS_FILE,) if codeowners_file(config.owners, [])[0] else ()
+
+
+def codeowners_clear(config: RepoConfig, hashes: Mapping[str, str],
+                     facts: Mapping[str, dict[str, Any] | None]) -> bool:
+    """Whether the committed CODEOWNERS (in the snapshot `hashes`) is the one `tfgen render`
+    writes for these experiments (by name: what the rules across files read of each spec)."""
+    wanted, problems = codeowners_file(config.owners, [
+        _Owned(f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}", _namespace(found))
+        for name, found in facts.items() if found is not None])
+    if wanted is None:
+        return True  # then CODEOWNERS is not judged here: a change to it is a full check
+    committed = hashes.get(layout.CODEOWNERS_FILE)
+    return not problems and committed == content_hash(wanted.content.encode())
+
+
+class _Owned(NamedTuple):
+    rel: str
+    namespace: str
 
 
 def spec_checks(config: RepoConfig, others: Mapping[str, Entry]) -> list[Checked]:
@@ -245,8 +263,8 @@ def collisions(others: Iterable[Entry], rendered: Sequence[AppObjects]) -> bool:
     return False
 
 
-def _namespace(facts: dict[str, Any] | None) -> Any:
-    return (facts or {}).get("metadata", {}).get("namespace")
+def _namespace(facts: dict[str, Any] | None) -> str:
+    return str((facts or {}).get("metadata", {}).get("namespace"))
 
 
 def _relative(real_root: str, path: Path) -> str:

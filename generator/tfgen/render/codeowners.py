@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..problems import Problem
 from ..repo import layout
-from ..validate import Experiment
 from .generated import GeneratedFile
 
 SOURCES = (layout.CONFIG_NAME, f"{layout.EXPERIMENTS_DIR}/")
@@ -39,8 +38,18 @@ def _line(path: str, owners: Sequence[str]) -> str:
     return f"/{path} {' '.join(owners)}"
 
 
+class Owned(Protocol):
+    """What CODEOWNERS reads of an experiment (an `Experiment` has both)."""
+
+    @property
+    def rel(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+
 def codeowners_file(
-    owners: Mapping[str, Any], experiments: Iterable[Experiment]
+    owners: Mapping[str, Any], experiments: Iterable[Owned]
 ) -> tuple[GeneratedFile | None, list[Problem]]:
     """The CODEOWNERS for tfgen.yaml's `owners` and these experiments (None when `owners`
     declares nobody), and a problem for each owned spec whose file name CODEOWNERS cannot
