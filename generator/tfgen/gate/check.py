@@ -288,7 +288,9 @@ class Gate:
     def reads(self, applications: Iterable[ResolvedApplication]) -> dict[str, str]:
         """What these Applications make helm read that the snapshot holds no hash of
         (`CheckResult.reads`)."""
-        paths = {app.chart_dir.resolve() for app in applications} | {
+        applications = list(applications)
+        charts = {app.chart_dir for app in applications}  # one for ten thousand Applications
+        paths = {chart.resolve() for chart in charts} | {
             path for app in applications for path in app.value_files
             if self.inputs.hash_of(path) is None}
         return {str(path): path_digest(path) for path in paths}
