@@ -24,6 +24,7 @@ from tfgen.gate import ledger
 from tfgen.gate.applications import resolve_applications
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.repo import layout
+from tfgen.repo.cache import CACHE_DIRNAME, Cache
 
 NAMES = ("cpu-linear", "distributed-mnist", "lr-sweep", "resnet-chief-eval")
 
@@ -256,3 +257,22 @@ def test_an_added_experiment_is_checked_from_the_ledger_with_codeowners_judged_a
         with ledger_answers() as answers:
             result = check()
         assert answers == [None] and not result.ok  # the full check says what is wrong
+
+
+def test_a_ledger_whose_parts_are_of_two_writes_is_not_used(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / CACHE_DIRNAME, key=b"k" * 32)
+    hashes = {"tfgen.yaml": "1", "experiments/a.yaml": "2", "experiments/b.yaml": "3"}
+    entries = {name: ledger.Entry(None, name, (), 0) for name in ("a", "b")}
+    ledger.save(cache, "key", ledger.Ledger.of(hashes, {}, entries))
+    head = cache.get(ledger.SPACE, "key")
+    assert head is not None
+    later = ledger.load(cache, "key", hashes)
+    assert later is not None and later.changed(hashes) == set()
+    now = {**hashes, "experiments/a.yaml": "4"}
+    assert later.changed(now) == {"a"}
+    later.update(now, {"a"}, {"a": entries["a"]})
+    ledger.save(cache, "key", later)
+    assert ledger.load(cache, "key", now) is not None
+    cache.put(ledger.SPACE, "key", head)  # a's new part with the old head: a run stopped
+    assert ledger.load(cache, "key", now) is None
+    assert ledger.load(cache, "key", {**now, "tfgen.yaml": "5"}) is None  # head only
