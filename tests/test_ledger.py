@@ -108,6 +108,8 @@ def apply(edit_name: str, name: str, other: str) -> None:
         return  # removed by an earlier edit
     if edit_name == "replicas":
         edit(spec(name), functools.partial(set_replicas, 3))
+    elif edit_name == "args":  # what the rules across files read of it stays the same
+        edit(spec(name), lambda data: workers(data).update(args=["--steps=7"]))
     elif edit_name == "log-dir-of-another" and spec(other).exists():
         edit(spec(name), functools.partial(take_log_dir, other))
     elif edit_name == "namespace":
@@ -142,7 +144,7 @@ def apply(edit_name: str, name: str, other: str) -> None:
     render()
 
 
-EDITS = ("replicas", "log-dir-of-another", "namespace", "gpus", "copy", "remove",
+EDITS = ("replicas", "args", "log-dir-of-another", "namespace", "gpus", "copy", "remove",
          "remove-spec-only", "unrendered", "values-by-hand", "app-of-another",
          "generated-folder-gone")
 

@@ -236,7 +236,7 @@ class Gate:
         stage = self.judging(apps)
         with ThreadPoolExecutor(max_workers=1) as pool:
             rendering = pool.submit(stage.render, progress)
-            clear = self.clear_since(others, changed, files, resolution.applications, stage)
+            clear = self.clear_since(before, changed, files, resolution.applications, stage)
             rendering.result()
         rendered, found = stage.located({})
         if clear is None or found or ledger.collisions(others.values(), rendered):
@@ -253,25 +253,29 @@ class Gate:
             cache_hits=len(kept) + stage.reused + self.renderer.stats.cached,
             reads=before.reads)
 
-    def clear_since(self, others: Mapping[str, ledger.Entry], changed: Collection[str],
+    def clear_since(self, before: ledger.Ledger, changed: Collection[str],
                     files: Sequence[str], applications: Sequence[ResolvedApplication],
                     stage: Judging) -> dict[str, dict[str, Any]] | None:
         """The changed experiments' facts by name (`files`: theirs in the snapshot), when
         their specs, generated files and Applications are all clear, and so are the rules
-        across experiments over all of them, the unchanged ones (`others`) as the ledger has
-        them; else None."""
+        across experiments over all of them, the unchanged ones as the ledger has them; else
+        None."""
         specs = validate_paths(
             [self.root / rel for rel in files if rel.startswith(f"{layout.EXPERIMENTS_DIR}/")],
             self.config, verdicts=self.memory.verdicts)
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
+        others = before.others(changed)
         every = {**{name: entry.facts for name, entry in others.items()}, **facts}
         if specs.problems or not ledger.codeowners_clear(self.config, self.inputs.hashes, every):
             return None
-        checked = ledger.spec_checks(self.config, others) + [
-            facts_checked(e.source, e.shown, facts[e.name], self.config)
-            for e in specs.experiments]
-        if (across_problems(checked, self.config) or self.drift(specs, only=changed)
-                or stage.argo_problems()):
+        # The rules across files read only these facts: when the changed experiments' are
+        # those of the all-clear check, so is their verdict.
+        if not before.same_facts(changed, facts) and across_problems(
+                ledger.spec_checks(self.config, others) + [
+                    facts_checked(e.source, e.shown, facts[e.name], self.config)
+                    for e in specs.experiments], self.config):
+            return None
+        if self.drift(specs, only=changed) or stage.argo_problems():
             return None
         names = {entry.application for entry in others.values()}
         if (wiring.applications_problems(self.root, applications, stage.judge.projects)

@@ -123,6 +123,13 @@ class Ledger:
     def entry(self, name: str) -> Entry | None:
         return self.parts[_part(name)].entries.get(name)
 
+    def same_facts(self, changed: Collection[str], facts: Mapping[str, dict[str, Any]]) -> bool:
+        """Whether each changed experiment is still there with the facts the ledger has of it
+        (`facts`: by name, now), compared as JSON (1 is not 1.0 there)."""
+        return set(facts) == set(changed) and all(
+            (entry := self.entry(name)) is not None
+            and _json(entry.facts) == _json(facts[name]) for name in changed)
+
     def others(self, changed: Collection[str]) -> dict[str, Entry]:
         """The unchanged experiments, by name."""
         return {name: entry for part in self.parts for name, entry in part.entries.items()
@@ -261,6 +268,10 @@ def collisions(others: Iterable[Entry], rendered: Sequence[AppObjects]) -> bool:
             if taken.setdefault(identity, item.app.name) != item.app.name:
                 return True
     return False
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True)
 
 
 def _namespace(facts: dict[str, Any] | None) -> str:
