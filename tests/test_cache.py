@@ -381,3 +381,19 @@ def test_a_charts_digest_reads_behind_its_links_each_folder_once(tmp_path: Path)
     before = path_digest(chart)
     (other / "t.yaml").write_text("a: 2\n")
     assert path_digest(chart) != before
+
+
+def test_a_value_file_outside_the_listed_folders_changed_is_rendered_again(repo: Path) -> None:
+    # an ApplicationSet that reads one more value file, from a folder tfgen does not list
+    appset = repo / "argo/applicationset.yaml"
+    appset.write_text(appset.read_text().replace(
+        '- "../../argo/experiments/{{.name}}/values.yaml"\n',
+        '- "../../argo/experiments/{{.name}}/values.yaml"\n'
+        '            - "../../shared/values.yaml"\n'))
+    (repo / "shared").mkdir()
+    (repo / "shared/values.yaml").write_text("{}\n")
+    first = check(repo)
+    assert check(repo).from_cache
+    (repo / "shared/values.yaml").write_text("notAValue: 1\n")
+    result = check(repo)
+    assert not result.from_cache and set(result.problems) > set(first.problems), result.problems
