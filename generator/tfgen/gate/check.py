@@ -167,7 +167,8 @@ class Gate:
         if stored is not None and unchanged((known := CheckResult.from_json(stored)).reads):
             return known
         # --base compares with another revision, kubeconform reads every manifest: no ledger
-        ledger_key = (ledger.key(self.keys, self.root, self.renderer.helm_version, options)
+        ledger_key = (self.keys.ledger(str(self.root.resolve()), self.renderer.helm_version,
+                                       options)
                       if not base_commit and self.options.validator == "builtin" else None)
         result = self.since(ledger_key, progress) or self.check(progress, ledger_key)
         self.cache.put("check", run_key, result.to_json())

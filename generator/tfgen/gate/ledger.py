@@ -195,17 +195,12 @@ def save(cache: Cache, key: str, ledger: Ledger) -> None:
                                 "tokens": [part.token for part in ledger.parts]})
 
 
-def key(keys: CacheKeys, root: Path, helm_version: str, options: Mapping[str, Any]) -> str:
-    return keys.ledger(str(root.resolve()), helm_version, options)
-
-
 def entries(root: Path, facts: Mapping[str, dict[str, Any]],
             rendered: Iterable[AppObjects]) -> dict[str, Entry]:
     """Each experiment's entry, from what the rules across spec files read of it (`facts`, by
     name) and its Application's rendered objects."""
     real = str(root.resolve())
-    objects = {layout.experiment_of(_relative(real, item.app.generator_file)): item
-               for item in rendered}
+    objects = {_experiment(real, item.app): item for item in rendered}
     return {name: Entry.of(facts.get(name), objects.get(name))
             for name in facts.keys() | objects.keys() if name is not None}
 
@@ -216,7 +211,7 @@ def keeps(root: Path, applications: Iterable[ResolvedApplication]) -> bool:
     the ledger's `reads`.)"""
     real = str(root.resolve())
     for app in applications:
-        name = layout.experiment_of(_relative(real, app.generator_file))
+        name = _experiment(real, app)
         folder = f"{layout.generated_folder(name)}/" if name else None
         if folder is None or not all(_relative(real, path).startswith(folder)
                                      for path in app.value_files):
@@ -276,6 +271,11 @@ def _json(data: Any) -> str:
 
 def _namespace(facts: dict[str, Any] | None) -> str:
     return str((facts or {}).get("metadata", {}).get("namespace"))
+
+
+def _experiment(real_root: str, app: ResolvedApplication) -> str | None:
+    """The experiment an Application is generated for: the one its generator file is of."""
+    return layout.experiment_of(_relative(real_root, app.generator_file))
 
 
 def _relative(real_root: str, path: Path) -> str:

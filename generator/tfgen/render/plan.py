@@ -195,7 +195,8 @@ def plan_render(
         committed = layout.generated_files(root)
     experiments = list(experiments)
     files, problems = wanted_files(experiments, argocd, config, known_unchanged,
-                                   [] if only is not None else wiring, only is None)
+                                   wiring=[] if only is not None else wiring,
+                                   codeowners=only is None)
     if only is not None:
         committed = {rel: committed[rel] for rel in committed  # only those files are read
                      if layout.experiment_of(rel) in only}
@@ -296,8 +297,7 @@ def remembered_plan(
     plan = plan_render(config.root, experiments, config.argocd, config=config,
                        committed=memory.inputs.generated(), pending=pending,
                        known_unchanged=memory.in_sync.known(experiments),
-                       wiring=None if only is not None else memory.argo_files(config.argocd),
-                       only=only)
+                       wiring=memory.argo_files(config.argocd), only=only)
     memory.in_sync.learn(plan.unsettled, experiments)
     plan.on_written = functools.partial(memory.in_sync.learn, plan.unsettled, experiments)
     return plan

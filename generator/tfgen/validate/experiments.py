@@ -191,17 +191,20 @@ def _recalled(path: Path, shown: str, config: RepoConfig, known: Verdict) -> Che
     bytes read (for a problem's line) and its complete data loaded when asked for."""
     if known.facts is None:
         return None
-    read = functools.partial(read_file, path, shown, config.root)
-    return Checked(path, shown, known.facts, config=config.document, read=read,
-                   load=functools.partial(_recalled_data, known.load_data, path, shown, read,
-                                          config))
+    return facts_checked(path, shown, known.facts, config, known.load_data)
 
 
-def facts_checked(path: Path, shown: str, facts: dict[str, Any], config: RepoConfig) -> Checked:
+def facts_checked(
+    path: Path, shown: str, facts: dict[str, Any], config: RepoConfig,
+    remembered: Callable[[], dict[str, Any] | None] | None = None,
+) -> Checked:
     """A spec file as the rules across files see it from what they read of it (`facts`):
-    its bytes are read only for a problem's line."""
-    return Checked(path, shown, facts, config=config.document,
-                   read=functools.partial(read_file, path, shown, config.root))
+    its bytes are read only for a problem's line; with the `remembered` complete data, that
+    data is loaded when asked for."""
+    read = functools.partial(read_file, path, shown, config.root)
+    load = (functools.partial(_recalled_data, remembered, path, shown, read, config)
+            if remembered is not None else None)
+    return Checked(path, shown, facts, config=config.document, read=read, load=load)
 
 
 def across_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[Problem]:
