@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.errors import EnvironmentProblem, InputError
-from tfgen.gate import manifests
+from tfgen.gate import manifests, umbrella
 from tfgen.gate.manifests import (
     ManifestValidator,
     json_pointer,
@@ -161,14 +161,18 @@ _TEXTS = st.lists(_PIECES, max_size=40).map("".join)
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_TEXTS)
 def test_documents_are_split_as_the_separator_pattern_splits_them(text: str) -> None:
-    assert manifests._split_documents(text) == manifests._DOCUMENT_SEPARATOR.split(text)
+    # helm's output at every document separator, and an umbrella render's at the templates'
+    # separators (`gate/umbrella.py`)
+    for separator in (manifests._DOCUMENT_SEPARATOR, umbrella._DOC_SPLIT):
+        assert manifests.split_at_separators(text, separator) == separator.split(text)
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_TEXTS)
 def test_each_document_reads_as_its_lines_read_one_by_one(text: str) -> None:
     by_lines = [manifests._source_and_body_by_lines(chunk)
-                for chunk in manifests._split_documents(text)]
+                for chunk in manifests.split_at_separators(
+                    text, manifests._DOCUMENT_SEPARATOR)]
     assert list(manifests.documents(text)) == [(s, b) for s, b in by_lines if b.strip()]
 
 

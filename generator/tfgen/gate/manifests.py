@@ -138,7 +138,7 @@ _DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
 def documents(text: str) -> Iterator[tuple[str, str]]:
     """(template, YAML text) of each document of `helm template` output: the `# Source:`
     path helm printed above it, and the document without that line, as helm wrote it."""
-    for chunk in _split_documents(text):
+    for chunk in split_at_separators(text, _DOCUMENT_SEPARATOR):
         if any(odd in chunk for odd in _ODD_BREAKS):
             source, body = _source_and_body_by_lines(chunk)
         else:  # the usual case, without a Python loop over its lines
@@ -155,13 +155,14 @@ def documents(text: str) -> Iterator[tuple[str, str]]:
 _ODD_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-def _split_documents(text: str) -> list[str]:
-    """`_DOCUMENT_SEPARATOR.split(text)`, found by substring search: a regex anchored at
-    every line start costs more than parsing the documents does."""
+def split_at_separators(text: str, separator: re.Pattern[str]) -> list[str]:
+    """`separator.split(text)` for a pattern that matches only at a line start and begins
+    with `---`, found by substring search: a regex anchored at every line start costs more
+    than parsing the documents does."""
     chunks, start, at = [], 0, text.find("---")
     while at != -1:
         if at == 0 or text[at - 1] == "\n":
-            match = _DOCUMENT_SEPARATOR.match(text, at)
+            match = separator.match(text, at)
             if match:
                 chunks.append(text[start:at])
                 start = match.end()

@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..render.generated import dump_yaml
 from ..repo.keys import path_digest
 from .helmvalues import load_yaml_file
+from .manifests import split_at_separators
 
 UMBRELLA = "tfgen-batch"
 # Templates that read these would render differently per release; such a chart is rendered one
@@ -29,6 +30,8 @@ UMBRELLA = "tfgen-batch"
 _RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
 _TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
 _ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
+# helm's separator above each template's output (a `---` line in a template's own output is
+# not one: no `# Source:` follows it)
 _DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
 
 
@@ -49,7 +52,7 @@ def canonical_manifest(text: str) -> str:
     Only whitespace between documents is normalised (helm 3 and 4 differ there).
     """
     out = []
-    for chunk in _DOC_SPLIT.split(text):
+    for chunk in split_at_separators(text, _DOC_SPLIT):
         body = chunk.strip("\n")
         if not body.startswith("# Source: "):
             if body.strip("-\n \t"):
@@ -64,7 +67,7 @@ def split_umbrella(text: str, chart_name: str) -> dict[str, str]:
     per-experiment render prints (`<chart>/templates/...`)."""
     parts: dict[str, list[str]] = {}
     prefix = f"# Source: {UMBRELLA}/charts/"
-    for chunk in _DOC_SPLIT.split(text):
+    for chunk in split_at_separators(text, _DOC_SPLIT):
         body = chunk.strip("\n")
         if not body.startswith(prefix):
             continue
