@@ -26,6 +26,7 @@ from tfgen.repo import naming, resources
 from tfgen.run import explain
 from tfgen.validate import sweep, validate_paths, validate_repo
 from tfgen.validate.config import load_config
+from tfgen.validate.experiments import check_file
 
 SWEEP = REPO_ROOT / "experiments" / "lr-sweep.yaml"
 CHART = REPO_ROOT / "charts" / "tfjob-experiment"
@@ -246,3 +247,31 @@ def test_any_value_is_refused_in_one_line_or_rendered_literally(
     for tfjob in tfjobs:
         [container] = tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
         assert f"--batch_size={value}" in container["args"]
+
+
+# Text around a placeholder. The check that a spec without sweep holds no `((` at all must see
+# what the file means, not how it is written: the file is also written with every parenthesis
+# as a JSON escape (`\u0028`).
+_AROUND = st.lists(st.sampled_from(["((lr))", "(( lr ))", "((", "))", "(", ")", "lr", " ",
+                                    "$((x))", "\\", "x"]), max_size=5).map("".join)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(arg=_AROUND, image_tail=_AROUND, escaped=st.booleans())
+def test_a_spec_without_sweep_is_refused_a_placeholder_wherever_it_is(
+    arg: str, image_tail: str, escaped: bool
+) -> None:
+    mnist = REPO_ROOT / "experiments" / "distributed-mnist.yaml"
+    data = yaml.safe_load(mnist.read_text(encoding="utf-8"))
+    data["spec"]["args"] = [*data["spec"].get("args", []), arg]
+    data["spec"]["image"] += image_tail
+    text = json.dumps(data)
+    raw = (text.replace("(", "\\u0028") if escaped else text).encode()
+    checked, _ = check_file(mnist, "experiments/distributed-mnist.yaml", raw,
+                            load_config([REPO_ROOT]))
+    assert checked is not None
+    said = [p.message for p in sweep.file_problems(checked, 16)]
+    assert bool(sweep.PLACEHOLDER.search(arg)) == any(
+        "but the spec has no sweep" in m for m in said), said
+    assert bool(sweep.PLACEHOLDER.search(image_tail)) == any(
+        "in a field that takes none" in m for m in said), said
