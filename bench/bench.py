@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 from tfgen.words import counted
@@ -141,10 +143,26 @@ def build(root: Path, n: int, seed: int, sweeps: float) -> None:
             spec(index, rng, sweeps))
 
 
-def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB of the process, output) of one command; the output
-    starts with the CPU seconds it used, its helm processes included (on a shared machine
-    they vary less than wall time)."""
+class Measured(NamedTuple):
+    """One command: wall seconds, peak RSS in MB, CPU seconds (its helm processes included:
+    on a shared machine they vary less than wall time), and what it printed."""
+
+    wall: float
+    rss: float
+    cpu: float
+    output: str
+
+    def cpu_and(self, text: str) -> str:
+        return f"{self.cpu:.1f} s CPU; {text}"
+
+    @property
+    def summary(self) -> str:
+        """The CPU seconds and the command's last line (tfgen's summary)."""
+        return self.cpu_and(self.output.strip().splitlines()[-1])
+
+
+def run(cmd: list[str], cwd: Path, *, check: bool = True) -> Measured:
+    """One command, measured (`Measured`)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
@@ -157,8 +175,7 @@ def run(cmd: list[str], cwd: Path, *, check: bool = True) -> tuple[float, float,
     if check and proc.returncode == 1 and cmd[1] == "check":
         print(output[-3000:], file=sys.stderr)
         raise SystemExit("tfgen check found problems in the generated experiments")
-    cpu = usage.ru_utime + usage.ru_stime
-    return wall, usage.ru_maxrss / 1024, f"{cpu:.1f} s CPU; {output}"
+    return Measured(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, output)
 
 
 def peer_sequential(root: Path, names: list[str], kube: str, helm: str) -> float:
@@ -199,10 +216,11 @@ def validate_files(paths: list[Path], kube: str) -> None:
                     *map(str, paths)], stdout=subprocess.DEVNULL, check=False)
 
 
-def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[float, int]:
-    """(seconds, processes) of the helm processes a cold `tfgen check` starts: the batches
-    are cut and their umbrella charts written as the check does, then only helm is timed, in
-    the environment the check gives helm (`tfgens_env`) or in Go's defaults."""
+def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, processes) of the helm processes a cold `tfgen check`
+    starts: the batches are cut and their umbrella charts written as the check does, then only
+    helm is timed, in the environment the check gives helm (`tfgens_env`) or in Go's
+    defaults."""
     from tfgen.gate.applications import resolve_applications
     from tfgen.gate.batch import BatchRenderer, jobs_for
     from tfgen.gate.helm import GC_SETTINGS, environment
@@ -223,20 +241,22 @@ def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[floa
                                                       kube, chunk[0].api_versions))
         env = environment() if tfgens_env else {
             name: value for name, value in os.environ.items() if name not in GC_SETTINGS}
-        start = time.perf_counter()
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         with ThreadPoolExecutor(max_workers=renderer.workers) as pool:
             list(pool.map(lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True,
                                                      env=env), commands))
-        return time.perf_counter() - start, len(commands)
+        wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        return wall, cpu, len(commands)
 
 
 Row = tuple[int, str, float, float | None, str]
 
 
-def median(runs: list[tuple[float, float, str]]) -> tuple[float, float, str]:
+def median(runs: list[Measured]) -> Measured:
     """The run of median wall time: the rows that take a second or so are measured REPEATS
     times, as one run of them says more about the machine's moment than about tfgen."""
-    return sorted(runs, key=lambda measured: measured[0])[len(runs) // 2]
+    return sorted(runs, key=lambda measured: measured.wall)[len(runs) // 2]
 
 
 def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], None]) -> None:
@@ -251,36 +271,41 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         )
         kube = subprocess.run([sys.executable, "-c", read_version, str(root / "tfgen.yaml")],
                               capture_output=True, text=True, check=True).stdout.strip()
-        wall, rss, out = run([TFGEN, "render"], root)
-        add((n, "tfgen render, all files new", wall, rss,
-             f"{n / wall:,.0f} specs/s; {first_line(out)}"))
-        wall, rss, out = run([TFGEN, "render"], root)
-        add((n, "tfgen render, all files unchanged", wall, rss,
-             f"{n / wall:,.0f} specs/s; {first_line(out)}"))
+        for what in ("tfgen render, all files new", "tfgen render, all files unchanged"):
+            render = run([TFGEN, "render"], root)
+            add((n, what, render.wall, render.rss,
+                 render.cpu_and(f"{n / render.wall:,.0f} specs/s")))
         # what the renders remembered (spec verdicts, files in sync) is not there in CI
         shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
-        wall, rss, out = run([TFGEN, "check"], root)
-        add((n, "tfgen check, cold (empty cache)", wall, rss, last_line(out)))
-        seconds, processes = helm_alone(root, kube, helm, tfgens_env=True)
+        cold = run([TFGEN, "check"], root)
+        add((n, "tfgen check, cold (empty cache)", cold.wall, cold.rss, cold.summary))
+        seconds, helm_cpu, processes = helm_alone(root, kube, helm, tfgens_env=True)
+        # tfgen's own CPU: the cold check's less its helm processes' (those of helm alone).
+        # With both cores busy, the cold check takes at least (helm's + tfgen's) / cores, so
+        # cold / helm alone is at least 1 + tfgen's / helm's.
+        own = cold.cpu - helm_cpu
         add((n, "helm alone, batched as the cold check does", seconds, None,
-             f"{counted(processes, 'helm process', 'helm processes')}; "
-             f"cold check / helm alone = {wall / seconds:.2f}"))
-        seconds, processes = helm_alone(root, kube, helm, tfgens_env=False)
+             f"{helm_cpu:.1f} s CPU, {counted(processes, 'helm process', 'helm processes')}; "
+             f"cold check / helm alone = {cold.wall / seconds:.2f}; per experiment, helm "
+             f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms, so no less "
+             f"than {1 + own / helm_cpu:.2f}"))
+        seconds, _, _ = helm_alone(root, kube, helm, tfgens_env=False)
         add((n, "helm alone, the same with Go's default collector", seconds, None,
-             f"cold check / this = {wall / seconds:.2f}"))
-        wall, rss, out = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
-        add((n, "tfgen check, warm (nothing changed)", wall, rss, last_line(out)))
+             f"cold check / this = {cold.wall / seconds:.2f}"))
+        warm = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
+        add((n, "tfgen check, warm (nothing changed)", warm.wall, warm.rss, warm.summary))
 
-        def one_changed(index: int) -> tuple[float, float, str]:
+        def one_changed(index: int) -> Measured:
             changed = root / "experiments" / f"{experiment_name(index)}.yaml"
             changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
             run([TFGEN, "render"], root)
             return run([TFGEN, "check"], root)
 
-        wall, rss, out = median([one_changed(index) for index in range(REPEATS)])
-        add((n, "tfgen check, one experiment changed", wall, rss, last_line(out)))
+        changed = median([one_changed(index) for index in range(REPEATS)])
+        add((n, "tfgen check, one experiment changed", changed.wall, changed.rss,
+             changed.summary))
 
-        def one_added(index: int) -> tuple[float, float, str]:
+        def one_added(index: int) -> Measured:
             # a copy of an experiment under a new name (its log folder and NAS path follow)
             source, name = experiment_name(index), experiment_name(index, "added")
             text = (root / "experiments" / f"{source}.yaml").read_text()
@@ -288,8 +313,8 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
             run([TFGEN, "render"], root)
             return run([TFGEN, "check"], root)
 
-        wall, rss, out = median([one_added(index) for index in range(REPEATS)])
-        add((n, "tfgen check, one experiment added", wall, rss, last_line(out)))
+        added = median([one_added(index) for index in range(REPEATS)])
+        add((n, "tfgen check, one experiment added", added.wall, added.rss, added.summary))
         if n in args.peers_at:
             names = [experiment_name(index) for index in range(n)]  # not those added
             sample = names[:args.peer_sample] if args.peer_sample > 0 else names
@@ -304,15 +329,6 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def first_line(output: str) -> str:
-    return output.split(";", 1)[0]  # the CPU seconds
-
-
-def last_line(output: str) -> str:
-    lines = output.strip().splitlines()
-    return f"{first_line(output)}; {lines[-1]}" if len(lines) > 1 else lines[0]
 
 
 def sizes(text: str) -> list[int]:
