@@ -12,8 +12,10 @@ run, side by side, a growth table (one row per size and command):
   each (another experiment each time), the run of median wall time reported,
 - helm alone: the helm processes `tfgen check` starts for a cold check (the same umbrella
   charts, the same batches, the same number in parallel, the same environment), written
-  beforehand, only helm timed; then the same processes with Go's default garbage collector
-  (as a script runs helm; tfgen sets its own, `gate/helm.py`).
+  beforehand, only helm timed (wall time and CPU: the cold check's CPU less helm's is
+  tfgen's own, and cold / helm alone cannot be below 1 + tfgen's / helm's while helm keeps
+  every core busy); then the same processes with Go's default garbage collector (as a script
+  runs helm; tfgen sets its own, `gate/helm.py`).
 
 And, at the sizes given to `--peers-at`, the gates a user would script with the same tools:
 
@@ -287,8 +289,8 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
         add((n, "helm alone, batched as the cold check does", seconds, None,
              f"{helm_cpu:.1f} s CPU, {counted(processes, 'helm process', 'helm processes')}; "
              f"cold check / helm alone = {cold.wall / seconds:.2f}; per experiment, helm "
-             f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms, so no less "
-             f"than {1 + own / helm_cpu:.2f}"))
+             f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms: floor "
+             f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's)"))
         seconds, _, _ = helm_alone(root, kube, helm, tfgens_env=False)
         add((n, "helm alone, the same with Go's default collector", seconds, None,
              f"cold check / this = {cold.wall / seconds:.2f}"))
