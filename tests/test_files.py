@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,24 @@ def _attempt(path: Path, root: Path | None) -> BaseException | bytes:
 
 def test_a_regular_file_is_read(repo: Path) -> None:
     assert read_input(repo / "experiments" / "ok.yaml", "ok", repo) == b"a: 1\n"
+
+
+def test_a_file_swapped_since_a_walk_looked_at_it_is_refused(repo: Path) -> None:
+    # The snapshot hands over the status its walk saw (no link on the way down): what is
+    # opened must still be that file, or nothing is read.
+    ok = repo / "experiments" / "ok.yaml"
+    looked = os.lstat(ok)
+    assert read_input(ok, "shown", repo, looked=looked) == b"a: 1\n"
+    ok.unlink()
+    ok.symlink_to(repo.parent / "outside.txt")  # a link out of the repository in its place
+    with pytest.raises(Refused, match="shown: cannot read") as refused:
+        read_input(ok, "shown", repo, looked=looked)
+    assert SECRET not in refused.value.message
+    ok.unlink()
+    time.sleep(0.02)  # past the clock tick of the change times (at most 10 ms on Linux)
+    ok.write_text("a: 2\n")  # another file in its place, maybe under the same inode number
+    with pytest.raises(Refused, match="changed while tfgen was reading it"):
+        read_input(ok, "shown", repo, looked=looked)
 
 
 def test_a_symlink_inside_the_repository_is_followed(repo: Path) -> None:

@@ -110,12 +110,17 @@ def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) 
 
 
 def read_input(
-    path: Path | str, shown: str, root: Path | str | None = None, limit: int = MAX_BYTES
+    path: Path | str, shown: str, root: Path | str | None = None, limit: int = MAX_BYTES,
+    looked: os.stat_result | None = None,
 ) -> bytes:
     """The bytes of one input file, or `Refused`: see the module docstring. `shown` is how
-    messages name the file; `root` the repository it must not leave through a symlink."""
+    messages name the file; `root` the repository it must not leave through a symlink.
+    `looked`: the file's own status as a walk down from `root` through no symlink found it
+    (the snapshot's, which has just listed its folder): the way down is not looked at again,
+    and what is opened must still be what was looked at."""
     real = os.path.abspath(path)
-    looked = _look_below(real, os.path.abspath(root)) if root is not None else None
+    if looked is None and root is not None:
+        looked = _look_below(real, os.path.abspath(root))
     if looked is None:
         real = resolve_input(path, shown, root)
         try:
@@ -137,7 +142,9 @@ def read_input(
     try:
         opened = os.fstat(fd)
         # Swapped between the look and the open (a race, or an attack): judge again next run.
-        if (opened.st_dev, opened.st_ino) != (looked.st_dev, looked.st_ino) or _kind(
+        # The change time too: a file made in another's place may reuse its inode number.
+        if (opened.st_dev, opened.st_ino, opened.st_ctime_ns) != (
+                looked.st_dev, looked.st_ino, looked.st_ctime_ns) or _kind(
                 opened.st_mode) is not None:
             raise Refused(shown, "changed while tfgen was reading it", "run tfgen again")
         chunks: list[bytes] = []
