@@ -162,10 +162,14 @@ def snapshot(
     refused: dict[str, str] = {}
     hashed = 0
 
-    def add(rel: str, path: str) -> None:
-        """A file whose status is not the known one (or unknown): read and hashed."""
+    def add(rel: str, path: str, looked: os.stat_result | None = None) -> None:
+        """A file whose status is not the known one (or unknown): read and hashed; `looked`,
+        its status as the walk found it (through no link), when it is a regular file."""
         nonlocal hashed
-        data = read_input(path, layout.shown(path), root)  # refuses what it must
+        try:
+            data = read_input(path, rel, root, looked=looked)  # refuses what it must
+        except Refused as exc:  # named as messages show paths only when it is refused
+            raise Refused(layout.shown(path), exc.reason, exc.hint) from None
         hashed += 1
         hashes[rel] = content_hash(data)
 
@@ -197,7 +201,8 @@ def snapshot(
                 hashes[rel] = old_hash
             else:
                 try:
-                    add(rel, f"{listing.path}/{name}")
+                    add(rel, f"{listing.path}/{name}",
+                        status if status is not None and stat.S_ISREG(status.st_mode) else None)
                 except Refused as exc:
                     if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
                         raise
