@@ -25,6 +25,7 @@ from ..problems import Problem
 from ..render.generated import read_canonical
 from ..render.plan import RENDER_HINT
 from ..repo import layout
+from ..repo.files import look_below
 from ..repo.keys import content_hash
 from .gotemplate import TemplateError, compiled
 
@@ -93,7 +94,9 @@ def _real_value_file(real_root: str, chart_dir: Path, value_file: str) -> str:
     joined = os.path.normpath(
         os.path.join(real_root, value_file.lstrip("/")) if value_file.startswith("/")
         else os.path.join(chart_dir, value_file))
-    resolved = os.path.realpath(joined)
+    # below the real root with no link on the way down, a path is its own real path
+    resolved = (joined if look_below(joined, real_root) is not None
+                else os.path.realpath(joined))
     inside = real_root.rstrip(os.sep) + os.sep
     for path in (joined, resolved):
         if path != real_root and not path.startswith(inside):

@@ -60,7 +60,7 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _look_below(path: str, top: str) -> os.stat_result | None:
+def look_below(path: str, top: str) -> os.stat_result | None:
     """The status of `path` when it lies in `top` and exists with no symlink on the way down
     from `top` (then it is its own real path there: cheaper than resolving every component
     from /); None otherwise, and the careful way decides."""
@@ -85,7 +85,7 @@ def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) 
     A path given outside `root` is a person's explicit choice and is not refused for that.
     """
     text = os.path.abspath(path)
-    if root is not None and _look_below(text, os.path.abspath(root)) is not None:
+    if root is not None and look_below(text, os.path.abspath(root)) is not None:
         return text
     try:
         real = os.path.realpath(text, strict=True)
@@ -120,7 +120,7 @@ def read_input(
     and what is opened must still be what was looked at."""
     real = os.path.abspath(path)
     if looked is None and root is not None:
-        looked = _look_below(real, os.path.abspath(root))
+        looked = look_below(real, os.path.abspath(root))
     if looked is None:
         real = resolve_input(path, shown, root)
         try:
