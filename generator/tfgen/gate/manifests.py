@@ -51,15 +51,15 @@ except ImportError:  # pragma: no cover - PyYAML alone gives the same objects, s
 
 # helm's comment above each document, naming the template it came from
 _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
-# Plain scalars that YAML 1.1 (PyYAML, and the go-yaml v2 that Kubernetes decodes with) reads
-# differently from YAML 1.2 (yaml_rs): yes/no/on/off booleans, 0755 octal, 1_000, 1:30 base 60,
-# exponents, merge keys. A document holding one is parsed by PyYAML, as Kubernetes would.
-# Candidates are found by a cheap scan (a plain token after `: `, `- `, `[`, `,`), then checked.
-# Only tokens that could be one of those are candidates: a YAML 1.1 boolean word, or a token
-# starting with a digit, a sign or a dot (most plain tokens are names, and are skipped).
+# Plain scalars YAML 1.1 (PyYAML; go-yaml v2, Kubernetes' decoder) reads otherwise than YAML 1.2
+# (yaml_rs): yes/no/on/off, 0755, 1_000, 1:30, exponents, merge keys; a document holding one is
+# parsed by PyYAML. A cheap scan finds candidates: a token after `: `, `- `, or `[`, `{`, `,`
+# (spaced or not), value or key, that is a 1.1 boolean word or starts with a digit, sign or dot.
+# Not looked for (the scan would cost several times more): one as a key at a line's start, or
+# alone on a line below its key. helm's toYaml quotes such strings: only a template's text can.
 _CANDIDATE = re.compile(
-    r"[:\-\[,{] ([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON"
-    r"|[oO]ff|OFF)(?= *(?:$|[,\]}#]))", re.MULTILINE)
+    r"[:\-\[,{](?: |(?<=[\[,{]))([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO"
+    r"|[oO]n|ON|[oO]ff|OFF)(?= *(?:$|[,\]}#:]))", re.MULTILINE)
 _BOOL11 = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
            "off", "Off", "OFF"}
 _NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?[0-9]+|"
