@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
 from tfgen.errors import TfgenError
 from tfgen.render import RenderPlan, apply_plan, plan_render, write
 from tfgen.render.generated import HEADER_MARK
+from tfgen.repo.keys import content_hash
 from tfgen.validate import Experiment
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
@@ -93,6 +95,34 @@ def test_check_reports_one_edited_byte_with_a_diff(tmp_path: Path) -> None:
     assert [(c.path, c.action) for c in plan.drift] == [(VALUES, "update")]
     diff = plan.diff()
     assert f"--- a/{VALUES}" in diff and "-    replicas: 3" in diff and "+    replicas: 2" in diff
+
+
+class _Read(Mapping[str, bytes]):
+    """Committed bytes that note which files were read."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files, self.read = files, list[str]()
+
+    def __getitem__(self, rel: str) -> bytes:
+        self.read.append(rel)
+        return self.files[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+def test_a_file_with_the_wanted_hash_is_unchanged_unread(tmp_path: Path) -> None:
+    rendered(tmp_path)
+    (tmp_path / VALUES).write_bytes((tmp_path / VALUES).read_bytes() + b"# edited\n")
+    committed = _Read(snapshot(tmp_path))
+    plan = plan_render(tmp_path, [mnist()], ARGOCD, committed=committed,
+                       committed_hashes={rel: content_hash(data) for rel, data
+                                         in committed.files.items()})
+    assert [(c.path, c.action) for c in plan.drift] == [(VALUES, "update")]
+    assert committed.read == [VALUES]  # the one that differs is read for its diff, no other
 
 
 def test_missing_file_is_drift(tmp_path: Path) -> None:

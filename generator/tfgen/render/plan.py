@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EnvironmentProblem
 from ..problems import Problem
 from ..repo import layout, naming
+from ..repo.keys import content_hash
 from ..validate import Experiment, RepoConfig, load_config, validate_paths
 from . import argo
 from .codeowners import codeowners_file
@@ -171,6 +172,7 @@ def plan_render(
     *,
     config: RepoConfig | None = None,
     committed: Mapping[str, bytes] | None = None,
+    committed_hashes: Mapping[str, str] | None = None,
     pending: Collection[str] = (),
     known_unchanged: Collection[str] = (),
     wiring: Sequence[GeneratedFile] | None = None,
@@ -184,7 +186,9 @@ def plan_render(
     `argo.argo_files` renders from `argocd`, when the caller remembers them.
 
     `committed` maps repository-relative paths where tfgen writes (`layout.generated_files`)
-    to their bytes; read from `root` when not given. `pending` names experiments whose spec
+    to their bytes; read from `root` when not given. With `committed_hashes`, their content
+    hashes (`keys.content_hash`, the run's snapshot's), a file whose wanted content has its
+    hash is unchanged without being read. `pending` names experiments whose spec
     exists but did not validate: their generated files are neither wanted nor orphans (the
     spec's problems say what to fix). `config` is the repository config the per-experiment
     values depend on (None: tfgen.yaml's defaults). `only` names the experiments whose
@@ -208,13 +212,17 @@ def plan_render(
     wanted: set[str] = set()
     for generated in files:
         wanted.add(generated.path)
-        raw = committed.get(generated.path)
         if generated.path == layout.CODEOWNERS_FILE and pending:
             # Its lines for the specs that did not validate cannot be known: the specs'
             # problems are the ones to fix first, not a drift of this file.
             continue
-        old = None if raw is None else _text(raw)
         new = generated.content
+        if (committed_hashes is not None
+                and committed_hashes.get(generated.path) == content_hash(new.encode())):
+            changes.append(FileChange(generated.path, UNCHANGED, None, None, generated.sources))
+            continue  # the committed file is the one wanted: not read
+        raw = committed.get(generated.path)
+        old = None if raw is None else _text(raw)
         if old is None:
             action = CREATE
         elif old == new:
@@ -295,7 +303,8 @@ def remembered_plan(
     """`plan_render` against the files of `memory`'s snapshot, leaving out the experiments it
     knows in sync; it learns which ones are (now, and once the plan is written)."""
     plan = plan_render(config.root, experiments, config.argocd, config=config,
-                       committed=memory.inputs.generated(), pending=pending,
+                       committed=memory.inputs.generated(),
+                       committed_hashes=memory.inputs.hashes, pending=pending,
                        known_unchanged=memory.in_sync.known(experiments),
                        wiring=memory.argo_files(config.argocd), only=only)
     memory.in_sync.learn(plan.unsettled, experiments)
