@@ -33,7 +33,7 @@ CLUSTER_SCOPED = {
 }
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: what it allows is remembered per project (below)
 class Project:
     """The parts of an AppProject that decide what its Applications may do."""
 
@@ -97,6 +97,28 @@ def _kind_listed(
 def kind_allowed(project: Project, group: str, kind: str, name: str | None = None) -> bool:
     """Whether Argo CD lets an Application of this project manage a kind (and, with `name`,
     that object: whitelist entries may narrow a kind to name patterns)."""
+    if name is None or not _narrowed(project, group, kind):
+        return _kind_allowed(project, group, kind)  # then the kind's answer is every object's
+    return _allowed(project, group, kind, name)
+
+
+# Worked out once per project and question: ten thousand experiments render the same few kinds
+# into the same namespaces, and each answer costs dozens of glob matches.
+@functools.lru_cache(maxsize=1024)
+def _kind_allowed(project: Project, group: str, kind: str) -> bool:
+    return _allowed(project, group, kind, None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _narrowed(project: Project, group: str, kind: str) -> bool:
+    """Whether an entry for this kind narrows it to name patterns (Argo CD 3.3)."""
+    lists = (project.cluster_whitelist or [], project.cluster_blacklist,
+             project.namespace_whitelist or [], project.namespace_blacklist)
+    return any(_kind_listed([e for e in entries if e.get("name")], group, kind)
+               for entries in lists)
+
+
+def _allowed(project: Project, group: str, kind: str, name: str | None) -> bool:
     def denied(entries: list[dict[str, Any]]) -> bool:
         # asked about the kind alone, only a blacklist entry for every name denies it
         named = entries if name is not None else [e for e in entries if not e.get("name")]
@@ -112,6 +134,7 @@ def kind_allowed(project: Project, group: str, kind: str, name: str | None = Non
     return not denied(project.namespace_blacklist)
 
 
+@functools.lru_cache(maxsize=1024)
 def destination_allowed(project: Project, server: str, name: str, namespace: str) -> bool:
     for dest in project.destinations:
         server_ok = (_glob_allowed([str(dest["server"])], server) if dest.get("server") and server
