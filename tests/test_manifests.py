@@ -188,7 +188,7 @@ def test_documents_give_each_template_and_its_yaml() -> None:
 
 # --- the fast parser agrees with the YAML 1.1 one ------------------------------------------
 # Plain scalars YAML 1.1 (PyYAML, go-yaml v2) and YAML 1.2 (yaml_rs) read differently, and
-# their neighbours, in every place the fast parser's scan looks (`_CANDIDATE`).
+# their neighbours, in every place the fast parser's scan looks (`_yaml11_only`).
 _SCALARS = st.sampled_from([
     "yes", "No", "ON", "off", "y", "N", "0755", "-017", "0o17", "0x1F", "1e3", "1.5e-3", "-1E+2",
     "1_000", "60:30", "-1:30:00.5", ".5", "+1", "007", "8", "0", "1.0", ".inf", "-.Inf", ".NaN",
