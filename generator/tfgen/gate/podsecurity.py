@@ -12,6 +12,7 @@ Each list of allowed values lives here once, named after the control it belongs 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,7 @@ def _minor(kube_version: str) -> int:
         return 99  # an unparsable version gets the newest list; config validation reports it
 
 
+@functools.lru_cache(maxsize=16)
 def safe_sysctls(kube_version: str) -> frozenset[str]:
     minor = _minor(kube_version)
     return frozenset(name for since, names in SAFE_SYSCTLS.items() if minor >= since
