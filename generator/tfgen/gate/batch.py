@@ -96,8 +96,9 @@ def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> 
 
 @dataclass
 class RenderResult:
-    """The canonical manifest of one job, or helm's error for it; `values`: the job's value
-    files merged, when the batch read them (the judge then need not read them again)."""
+    """The canonical manifest of one job, or helm's error for it; `values`: what the judge
+    reads of the job's value files merged (`chart.job_values`), when the batch read them (then
+    the judge need not read them again; a batch waiting to be judged holds no more)."""
 
     job: RenderJob
     manifest: str = ""
@@ -303,7 +304,9 @@ class BatchRenderer:
             return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
         parts = split_umbrella(text, chart.name)
         return [
-            RenderResult(job, manifest=parts.get(alias(index), ""), values=read[index])
+            RenderResult(job, manifest=parts.get(alias(index), ""),
+                         values=None if read[index] is None else chart_facts.job_values(
+                             read[index]))
             for index, job in enumerate(jobs)
         ]
 

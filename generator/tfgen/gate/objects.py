@@ -99,10 +99,10 @@ def expected_jobs(app: ResolvedApplication, values: dict[str, Any] | None = None
     values = app_values(app) if values is None else values
     if is_retired(app, values):
         return []
-    runs = values.get("runs")
+    runs = values.get(chart.RUNS_KEY)
     if isinstance(runs, list) and runs:
         return [str(run.get("name")) for run in runs if isinstance(run, dict)]
-    experiment = values.get("experiment")
+    experiment = values.get(chart.EXPERIMENT_KEY)
     name = experiment.get("name") if isinstance(experiment, dict) else None
     return [str(name) if name else app.release_name]
 

@@ -8,8 +8,9 @@ the chart emits exactly these kinds.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,17 @@ CLAIM = "PersistentVolumeClaim"
 LIFECYCLE_KEY = "lifecycle"
 ACTIVE = "active"
 RETIRED = "retired"
+# The values that name the TFJobs an experiment's render must hold: a sweep's runs, else the
+# experiment, none once retired. The objects stage checks each render against them.
+RUNS_KEY = "runs"
+EXPERIMENT_KEY = "experiment"
+JOB_VALUES = (LIFECYCLE_KEY, RUNS_KEY, EXPERIMENT_KEY)
+
+
+def job_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """What JOB_VALUES names of an experiment's values (shared, not copied): all its render is
+    judged by, where the whole values take a dozen kilobytes as Python objects."""
+    return {key: values[key] for key in JOB_VALUES if key in values}
 
 # Sorted by group, then kind: the order of the AppProject's whitelists.
 KINDS = (
