@@ -305,9 +305,8 @@ class BatchRenderer:
         parts = split_umbrella(text, chart.name)
         return [
             RenderResult(job, manifest=parts.get(alias(index), ""),
-                         values=None if read[index] is None else chart_facts.job_values(
-                             read[index]))
-            for index, job in enumerate(jobs)
+                         values=None if merged is None else chart_facts.job_values(merged))
+            for index, (job, merged) in enumerate(zip(jobs, read, strict=True))
         ]
 
     def render(
