@@ -53,15 +53,18 @@ except ImportError:  # pragma: no cover - PyYAML alone gives the same objects, s
 _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
 # Plain scalars YAML 1.1 (PyYAML; go-yaml v2, Kubernetes' decoder) reads otherwise than YAML 1.2
 # (yaml_rs): yes/no/on/off, 0755, 1_000, 1:30, exponents, merge keys; a document holding one is
-# parsed by PyYAML. A cheap scan finds candidates: a token after `: `, `- `, or `[`, `{`, `,`
-# (spaced or not), value or key, that is a 1.1 boolean word or starts with a digit, sign or dot.
-# Not looked for (the scan would cost several times more): one as a key at a line's start, or
-# alone on a line below its key. helm's toYaml quotes such strings: only a template's text can.
+# parsed by PyYAML. A cheap scan finds candidates: a token at a line's start (a key, or a value
+# alone on its line), after `: ` or `- `, or after `[`, `{`, `,` (spaced or not), that is a 1.1
+# boolean word or starts with a digit, sign or dot. A line of a block scalar or of a multi-line
+# plain scalar that looks like one sends its document to PyYAML too: slower, read the same.
 _TOKEN = (r"([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)"
           r"(?= *(?:$|[,\]}#:]))")
 # One pattern per place, each starting with literal text: Python's re finds those several
-# times faster than a pattern starting with a set of characters.
-_CANDIDATES = (re.compile(": " + _TOKEN, re.MULTILINE), re.compile("- " + _TOKEN, re.MULTILINE))
+# times faster than a pattern starting with a set of characters (or `^`); the indentation is
+# taken whole (`*+`), not given back space by space when no token follows.
+_CANDIDATES = (re.compile(": " + _TOKEN, re.MULTILINE), re.compile("- " + _TOKEN, re.MULTILINE),
+               re.compile("\n *+" + _TOKEN, re.MULTILINE))
+_FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
 _IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
 _BOOL11 = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
            "off", "Off", "OFF"}
@@ -72,15 +75,22 @@ _NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?
 def _yaml11_only(chunk: str) -> bool:
     if "<<" in chunk:
         return True
+    first = _FIRST_LINE.match(chunk)
+    if first and _reads_otherwise(first.group(1)):
+        return True
     flow = "[" in chunk or "{" in chunk
     for pattern in (*_CANDIDATES, _IN_FLOW) if flow else _CANDIDATES:
         for match in pattern.finditer(chunk):
-            token = match.group(1)
-            if token.isdigit() and token[0] != "0":
-                continue  # a decimal number: the same to both (most candidates: ports, sizes)
-            if token in _BOOL11 or (token[0] in "+-.0123456789" and _NUMBER11.fullmatch(token)):
+            if _reads_otherwise(match.group(1)):
                 return True
     return False
+
+
+def _reads_otherwise(token: str) -> bool:
+    if token.isdigit() and token[0] != "0":
+        return False  # a decimal number: the same to both (most candidates: ports, sizes)
+    return token in _BOOL11 or (token[0] in "+-.0123456789"
+                                and _NUMBER11.fullmatch(token) is not None)
 
 
 @dataclass
