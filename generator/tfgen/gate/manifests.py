@@ -27,72 +27,10 @@ import yaml
 from ..errors import EnvironmentProblem, InputError
 from ..problems import Problem
 from ..repo import resources
-from ..repo.yamlread import SafeLoader
-
-
-class _YamlLoader(SafeLoader):  # type: ignore[misc]
-    """PyYAML refusing duplicate keys, as Kubernetes' strict decoding (and yaml_rs) does."""
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate mapping key: {key!r}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-yaml_rs: Any
-try:  # Rust parser: 7.5x faster than PyYAML's C loader on rendered manifests, same results
-    import yaml_rs
-except ImportError:  # pragma: no cover - PyYAML alone gives the same objects, slower
-    yaml_rs = None
+from .kubeyaml import load_document
 
 # helm's comment above each document, naming the template it came from
 _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
-# Plain scalars YAML 1.1 (PyYAML; go-yaml v2, Kubernetes' decoder) reads otherwise than YAML 1.2
-# (yaml_rs): yes/no/on/off, 0755, 1_000, 1:30, exponents, merge keys; a document holding one is
-# parsed by PyYAML. A cheap scan finds candidates: a token at a line's start (a key, or a value
-# alone on its line), after `: ` or `- `, or after `[`, `{`, `,` (spaced or not), that is a 1.1
-# boolean word or starts with a digit, sign or dot. A line of a block scalar or of a multi-line
-# plain scalar that looks like one sends its document to PyYAML too: slower, read the same.
-_TOKEN = (r"([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)"
-          r"(?= *(?:$|[,\]}#:]))")
-# One pattern per place, each starting with literal text: Python's re finds those several
-# times faster than a pattern starting with a set of characters (or `^`); the indentation is
-# taken whole (`*+`), not given back space by space when no token follows.
-_CANDIDATES = (re.compile(": " + _TOKEN, re.MULTILINE), re.compile("- " + _TOKEN, re.MULTILINE),
-               re.compile("\n *+" + _TOKEN, re.MULTILINE))
-_FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
-_IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
-_BOOL11 = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
-           "off", "Off", "OFF"}
-_NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?[0-9]+|"
-                       r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|[-+]?[0-9._]*_[0-9._]*")
-
-
-def _yaml11_only(chunk: str) -> bool:
-    if "<<" in chunk:
-        return True
-    first = _FIRST_LINE.match(chunk)
-    if first and _reads_otherwise(first.group(1)):
-        return True
-    flow = "[" in chunk or "{" in chunk
-    for pattern in (*_CANDIDATES, _IN_FLOW) if flow else _CANDIDATES:
-        for match in pattern.finditer(chunk):
-            if _reads_otherwise(match.group(1)):
-                return True
-    return False
-
-
-def _reads_otherwise(token: str) -> bool:
-    if token.isdigit() and token[0] != "0":
-        return False  # a decimal number: the same to both (most candidates: ports, sizes)
-    return token in _BOOL11 or (token[0] in "+-.0123456789"
-                                and _NUMBER11.fullmatch(token) is not None)
-
-
 @dataclass
 class KubeObject:
     """A Kubernetes object's document and what every reader asks of it: kind and name."""
@@ -209,7 +147,7 @@ def parse_manifest(text: str) -> list[RenderedObject]:
     objects: list[RenderedObject] = []
     for source, body in documents(text):
         try:
-            doc = _load(body)
+            doc = load_document(body)
         except (yaml.YAMLError, ValueError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InputError(f"{source or 'rendered manifest'}: not valid YAML: {first}") from exc
@@ -219,17 +157,6 @@ def parse_manifest(text: str) -> list[RenderedObject]:
             raise InputError(f"{source or 'rendered manifest'}: a document is not a mapping")
         objects.append(RenderedObject(doc=doc, source=source))
     return objects
-
-
-def _load(chunk: str) -> Any:
-    """One YAML document with YAML 1.1 semantics (what Kubernetes reads)."""
-    if yaml_rs is not None and not _yaml11_only(chunk):
-        try:
-            return yaml_rs.loads(chunk, parse_datetime=False)
-        except yaml_rs.YAMLDecodeError as exc:
-            # duplicate keys and syntax errors: Kubernetes' strict decoding refuses them too
-            raise ValueError(str(exc)) from exc
-    return yaml.load(chunk, Loader=_YamlLoader)  # noqa: S506 - a safe loader
 
 
 def json_pointer(path: Iterable[Any]) -> str:
