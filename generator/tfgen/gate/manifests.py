@@ -31,6 +31,8 @@ from .kubeyaml import load_document
 
 # helm's comment above each document, naming the template it came from
 _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
+
+
 @dataclass
 class KubeObject:
     """A Kubernetes object's document and what every reader asks of it: kind and name."""

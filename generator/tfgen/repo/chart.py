@@ -51,6 +51,7 @@ def job_values(values: Mapping[str, Any]) -> dict[str, Any]:
     judged by, where the whole values take a dozen kilobytes as Python objects."""
     return {key: values[key] for key in JOB_VALUES if key in values}
 
+
 # Sorted by group, then kind: the order of the AppProject's whitelists.
 KINDS = (
     Kind("", VOLUME, namespaced=False),
