@@ -198,7 +198,8 @@ _SCALARS = st.sampled_from([
 _PLACES = st.sampled_from(["key: {}", "- {}", "list: [{}, x]", "list: [x,{}]", "list: [ {} ]",
                            "map: {{k: {}}}", "map: {{k:{}}}", "key: {} # note", "- [{}]",
                            "key: [[{}]]", "- - {}", "map: {{{}: k}}", "- {}: key", "{}: v",
-                           "key:\n  {}", "key: |\n  {}", "key: x\n  {}"])
+                           "key:\n  {}", "key: |\n  {}", "key: x\n  {}", "key:\t{}",
+                           "key: \t{}", "- [\t{}]"])
 _DOCS = st.lists(st.tuples(_PLACES, _SCALARS), min_size=1, max_size=6).map(
     lambda items: "".join(
         place.format(value).replace("key:", f"key{i}:").replace("list:", f"list{i}:")

@@ -35,7 +35,9 @@ class StrictLoader(SafeLoader):  # type: ignore[misc]
 # parsed by PyYAML. A cheap scan finds candidates: a token at a line's start (a key, or a value
 # alone on its line), after `: ` or `- `, or after `[`, `{`, `,` (spaced or not), that is a 1.1
 # boolean word or starts with a digit, sign or dot. A line of a block scalar or of a multi-line
-# plain scalar that looks like one sends its document to PyYAML too: slower, read the same.
+# plain scalar that looks like one sends its document to PyYAML too: slower, read the same. So
+# does a merge key, and a tab anywhere: YAML 1.1 takes one as a separator where the scan looks
+# for a space (`key: <tab>yes` is true there), and yaml_rs refuses some that PyYAML reads.
 _TOKEN = (r"([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)"
           r"(?= *(?:$|[,\]}#:]))")
 # One pattern per place, each starting with literal text: Python's re finds those several
@@ -52,7 +54,7 @@ _NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?
 
 
 def _yaml11_only(chunk: str) -> bool:
-    if "<<" in chunk:
+    if "<<" in chunk or "\t" in chunk:
         return True
     first = _FIRST_LINE.match(chunk)
     if first and _reads_otherwise(first.group(1)):
