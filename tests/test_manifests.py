@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.errors import EnvironmentProblem, InputError
+from tfgen.gate import helm as helm_mod
 from tfgen.gate import kubeyaml, manifests, umbrella
+from tfgen.gate.helm import find_helm
 from tfgen.gate.manifests import (
     ManifestValidator,
     json_pointer,
@@ -120,12 +123,13 @@ def test_pointer_and_suffix_helpers() -> None:
 
 
 def test_yaml_1_1_scalars_read_as_kubernetes_reads_them() -> None:
-    # Kubernetes decodes YAML 1.1 (yes = true, 0755 = 493, 1e3 = a string); the fast YAML 1.2
-    # parser is only used where both agree
+    # Kubernetes decodes with go-yaml v2 (yes and y = true, 0755 = 493, 1e3 = 1000, 60:30 = a
+    # string, unlike PyYAML's YAML 1.1); the fast YAML 1.2 parser is only used where both agree
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: yes\n  b: 0755\n" \
-           "  c: 1e3\n  d: 'yes'\n  e: 6006\n"
+           "  c: 1e3\n  d: 'yes'\n  e: 6006\n  f: y\n  g: 60:30\n  h: 2001-12-14\n"
     [obj] = parse_manifest(text)
-    assert obj.doc["data"] == {"a": True, "b": 493, "c": "1e3", "d": "yes", "e": 6006}
+    assert obj.doc["data"] == {"a": True, "b": 493, "c": 1000.0, "d": "yes", "e": 6006,
+                               "f": True, "g": "60:30", "h": "2001-12-14"}
 
 
 def test_duplicate_keys_are_refused() -> None:
@@ -189,17 +193,22 @@ def test_documents_give_each_template_and_its_yaml() -> None:
 # --- the fast parser agrees with the YAML 1.1 one ------------------------------------------
 # Plain scalars YAML 1.1 (PyYAML, go-yaml v2) and YAML 1.2 (yaml_rs) read differently, and
 # their neighbours, in every place the fast parser's scan looks (`kubeyaml`).
-_SCALARS = st.sampled_from([
+SCALARS = [
     "yes", "No", "ON", "off", "y", "N", "0755", "-017", "0o17", "0x1F", "1e3", "1.5e-3", "-1E+2",
     "1_000", "60:30", "-1:30:00.5", ".5", "+1", "007", "8", "0", "1.0", ".inf", "-.Inf", ".NaN",
     "~", "null", "true", "False", "4Gi", "500m", "6006", "--port", "v1", "a:b",
     "1e3x", "0755abc", "y-n", "<<", "x", '"yes"', "'0755'",
-])
-_PLACES = st.sampled_from(["key: {}", "- {}", "list: [{}, x]", "list: [x,{}]", "list: [ {} ]",
+]
+PLACES = ["key: {}", "- {}", "list: [{}, x]", "list: [x,{}]", "list: [ {} ]",
                            "map: {{k: {}}}", "map: {{k:{}}}", "key: {} # note", "- [{}]",
                            "key: [[{}]]", "- - {}", "map: {{{}: k}}", "- {}: key", "{}: v",
                            "key:\n  {}", "key: |\n  {}", "key: x\n  {}", "key:\t{}",
-                           "key: \t{}", "- [\t{}]"])
+                           "key: \t{}", "- [\t{}]"]
+_SCALARS, _PLACES = st.sampled_from(SCALARS), st.sampled_from(PLACES)
+# where go-yaml v2 parts from YAML 1.1 as PyYAML reads it (tests below)
+MORE_SCALARS = ["0b101", "+0o17", "0O17", "1E3", "1.5E3", "1:2", "190:20:30", ".5e3", "1e+3",
+                "12e03", "1.", "+.5", "09", "0_7", "0_10", "1__0", "0x_1F", "2001-12-14",
+                "2001-12-14t21:59:43.10-05:00", "99999999999999999999", "-0x1F", "1١"]
 _DOCS = st.lists(st.tuples(_PLACES, _SCALARS), min_size=1, max_size=6).map(
     lambda items: "".join(
         place.format(value).replace("key:", f"key{i}:").replace("list:", f"list{i}:")
@@ -221,3 +230,35 @@ def test_a_document_reads_as_yaml_1_1_reads_it(body: str) -> None:
         except yaml.YAMLError:
             continue
         assert repr(kubeyaml.load_document(text)) == repr(expected), text  # NaN is no NaN's equal
+
+
+def test_a_document_reads_as_helm_reads_it(tmp_path: Path) -> None:
+    # The same places and scalars as values, one per document, read by helm's own YAML
+    # library (go-yaml v2 under sigs.k8s.io/yaml, as Kubernetes and Argo CD decode manifests)
+    # through `fromYaml`: the scan and StrictLoader held to the real reader.
+    docs = []
+    value_places = [place for place in PLACES if "{}:" not in place]  # keys become text there
+    for place, scalar in itertools.product(value_places, [*SCALARS, *MORE_SCALARS]):
+        text = place.format(scalar) + "\n"
+        if text.startswith("- "):  # fromYaml wants a mapping
+            text = "items:\n" + "".join("  " + line for line in text.splitlines(True))
+        docs.append(text)
+    chart = tmp_path / "reader"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: reader\nversion: 0.1.0\n")
+    (chart / "templates" / "docs.yaml").write_text(
+        "{{- range $i, $doc := .Values.docs }}\n"
+        "doc{{ $i }}: {{ $doc | fromYaml | toJson | quote }}\n{{- end }}\n")
+    values = tmp_path / "docs.json"
+    values.write_text(json.dumps({"docs": docs}))  # JSON: helm takes every string as it is
+    out = helm_mod.run([find_helm(4), "template", "x", str(chart), "--values", str(values)])
+    seen = yaml.safe_load(out.split("\n", 2)[2])  # after `---` and `# Source:`
+    compared = 0
+    for index, text in enumerate(docs):
+        by_helm = json.loads(seen[f"doc{index}"] or "null", parse_int=float)
+        if not isinstance(by_helm, dict) or "Error" in by_helm:
+            continue  # helm cannot read it (or print it: NaN, infinities)
+        ours = json.loads(json.dumps(kubeyaml.load_document(text)), parse_int=float)
+        assert ours == by_helm, text
+        compared += 1
+    assert compared > len(docs) * 3 // 4

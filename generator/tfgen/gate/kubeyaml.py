@@ -1,8 +1,10 @@
-"""Reading a rendered document as Kubernetes reads it: YAML 1.1, duplicate keys refused.
+"""Reading a rendered document as Kubernetes reads it: go-yaml v2, duplicate keys refused.
 
-yaml_rs, a Rust parser, reads rendered manifests 7.5x faster than PyYAML's C loader, but by
-YAML 1.2's rules; a document holding a form the two versions read differently (found by the
-scan below) is read by PyYAML, whose rules are those of go-yaml v2 under Kubernetes' decoder.
+Kubernetes, Helm and Argo CD decode YAML with go-yaml v2 (under sigs.k8s.io/yaml), which
+follows YAML 1.1 but not to the letter. yaml_rs, a Rust parser, reads rendered manifests 7.5x
+faster than PyYAML's C loader, by YAML 1.2's rules; a document holding a form it reads
+otherwise than go-yaml (found by the scan below) is read by PyYAML made to read as go-yaml does
+(`StrictLoader`). tests/test_manifests.py holds both to helm's own reading, through `fromYaml`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,19 @@ from ..repo.yamlread import SafeLoader
 
 
 class StrictLoader(SafeLoader):  # type: ignore[misc]
-    """PyYAML refusing duplicate keys, as Kubernetes' strict decoding (and yaml_rs) does."""
+    """PyYAML reading a document as Kubernetes' decoder (go-yaml v2, under sigs.k8s.io/yaml)
+    does, where PyYAML's own YAML 1.1 differs: duplicate keys refused (strict decoding; yaml_rs
+    refuses them too), a plain y, Y, n or N a boolean, and a plain scalar that starts like a
+    number read by go-yaml's rules (`_go_number`: 1e3 and 0o17 numbers, 60:30 and dates
+    text)."""
+
+    bool_values = {**SafeLoader.bool_values, "y": True, "n": False}
+
+    def resolve(self, kind: Any, value: str, implicit: Any) -> str:
+        if kind is yaml.ScalarNode and implicit[0] and value[:1] in _NUMBER_START:
+            number = _go_number(value)
+            return _STR_TAG if number is None else _NUMBER_TAGS[type(number)]
+        return str(super().resolve(kind, value, implicit))
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
@@ -30,48 +44,72 @@ class StrictLoader(SafeLoader):  # type: ignore[misc]
         return super().construct_mapping(node, deep=deep)
 
 
-# Plain scalars YAML 1.1 (PyYAML; go-yaml v2, Kubernetes' decoder) reads otherwise than YAML 1.2
-# (yaml_rs): yes/no/on/off, 0755, 1_000, 1:30, exponents, merge keys; a document holding one is
-# parsed by PyYAML. A cheap scan finds candidates: a token at a line's start (a key, or a value
-# alone on its line), after `: ` or `- `, or after `[`, `{`, `,` (spaced or not), that is a 1.1
-# boolean word or starts with a digit, sign or dot. A line of a block scalar or of a multi-line
-# plain scalar that looks like one sends its document to PyYAML too: slower, read the same. So
-# does a merge key, and a tab anywhere: YAML 1.1 takes one as a separator where the scan looks
-# for a space (`key: <tab>yes` is true there), and yaml_rs refuses some that PyYAML reads.
-_TOKEN = (r"([-+.0-9][-+.0-9A-Za-z_:]{0,39}|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)"
-          r"(?= *(?:$|[,\]}#:]))")
+_STR_TAG = "tag:yaml.org,2002:str"
+_NUMBER_TAGS = {int: "tag:yaml.org,2002:int", float: "tag:yaml.org,2002:float"}
+_NUMBER_START = tuple("+-.0123456789")
+# go-yaml v2's float syntax, and its named floats
+_GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_GO_NAMED = {f"{sign}.{name}": float(f"{sign or '+'}{name[:3]}") for sign in ("", "+", "-")
+             for name in ("inf", "Inf", "INF")} | {
+             f".{name}": float("nan") for name in ("nan", "NaN", "NAN")}
+
+
+def _go_number(text: str) -> int | float | None:
+    """What go-yaml v2 makes of a plain scalar starting with a sign, a dot or a digit: Go's
+    base-prefixed integer (0x, 0o, 0b, a leading 0 for octal) of 64 bits, else a float of its
+    float syntax, underscores dropped first (not after a leading dot); None for a string (a
+    date is one: go-yaml v2 gives it as text)."""
+    if text in _GO_NAMED:
+        return _GO_NAMED[text]
+    if not text.isascii():
+        return None
+    if text.startswith("."):
+        return float(text) if _GO_FLOAT.fullmatch(text) else None
+    plain = text.replace("_", "")
+    try:
+        octal = plain.lstrip("+-")
+        value = int(plain, 8 if len(octal) > 1 and octal[0] == "0" and octal.isdigit()
+                    else 0)
+    except ValueError:
+        value = None
+    if value is not None and -2**63 <= value < 2**64:
+        return value
+    return float(plain) if _GO_FLOAT.fullmatch(plain) else None
+
+
+def _construct_number(loader: StrictLoader, node: Any) -> int | float | str:
+    number = _go_number(str(loader.construct_scalar(node)))
+    return str(node.value) if number is None else number
+
+
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"),
+                                   list("yYnN"))
+for _tag in _NUMBER_TAGS.values():
+    StrictLoader.add_constructor(_tag, _construct_number)
+
+
+# Plain scalars go-yaml v2 reads otherwise than yaml_rs (YAML 1.2): yes/no/on/off/y/n words as
+# booleans, 0755 as octal; a document holding one, or a merge key, is read by StrictLoader. A
+# cheap scan finds them at a line's start (a key, or a value alone on its line), after `: ` or
+# `- `, or after `[`, `{`, `,` (spaced or not). A line of a block scalar or of a multi-line plain
+# scalar that looks like one sends its document to StrictLoader too: slower, read the same. So
+# does a tab anywhere: YAML 1.1 takes one as a separator where the scan looks for a space
+# (`key: <tab>yes` is true there), and yaml_rs refuses some that go-yaml reads.
+_TOKEN = r"(?:[-+]?0[0-7_]+|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)(?= *(?:$|[,\]}#:]))"
 # One pattern per place, each starting with literal text: Python's re finds those several
 # times faster than a pattern starting with a set of characters (or `^`); the indentation is
 # taken whole (`*+`), not given back space by space when no token follows.
-_CANDIDATES = (re.compile(": " + _TOKEN, re.MULTILINE), re.compile("- " + _TOKEN, re.MULTILINE),
-               re.compile("\n *+" + _TOKEN, re.MULTILINE))
+_PLACES = (re.compile(": " + _TOKEN, re.MULTILINE), re.compile("- " + _TOKEN, re.MULTILINE),
+           re.compile("\n *+" + _TOKEN, re.MULTILINE))
 _FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
 _IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
-_BOOL11 = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
-           "off", "Off", "OFF"}
-_NUMBER11 = re.compile(r"[-+]?0[0-7_]+|[-+]?0o[0-7]+|[-+]?[0-9._]*[0-9][eE][-+]?[0-9]+|"
-                       r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|[-+]?[0-9._]*_[0-9._]*")
 
 
 def _yaml11_only(chunk: str) -> bool:
-    if "<<" in chunk or "\t" in chunk:
+    if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
-    first = _FIRST_LINE.match(chunk)
-    if first and _reads_otherwise(first.group(1)):
-        return True
-    flow = "[" in chunk or "{" in chunk
-    for pattern in (*_CANDIDATES, _IN_FLOW) if flow else _CANDIDATES:
-        for match in pattern.finditer(chunk):
-            if _reads_otherwise(match.group(1)):
-                return True
-    return False
-
-
-def _reads_otherwise(token: str) -> bool:
-    if token.isdigit() and token[0] != "0":
-        return False  # a decimal number: the same to both (most candidates: ports, sizes)
-    return token in _BOOL11 or (token[0] in "+-.0123456789"
-                                and _NUMBER11.fullmatch(token) is not None)
+    places = (*_PLACES, _IN_FLOW) if "[" in chunk or "{" in chunk else _PLACES
+    return any(place.search(chunk) for place in places)
 
 
 def load_document(chunk: str) -> Any:
