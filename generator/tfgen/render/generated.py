@@ -8,15 +8,15 @@ built) so the same input gives the same bytes on every run.
 
 The files are read by three YAML parsers that resolve plain scalars differently: PyYAML (tfgen
 itself), and go-yaml v2 under `sigs.k8s.io/yaml` with YAML 1.1 rules (Helm's `--values`, the
-ApplicationSet's git files generator), where `y`, `n`, `on`, `1e3`, `0o17`, `08`, `1_000` and
-`60:30` are booleans and numbers. Rather than model three resolvers, a string is written plain
-only under a rule simple enough to check by eye: it starts with an ASCII letter or `/`, holds
-only letters, digits and `._/@:=+,~-`, does not end with `:`, and is not a YAML 1.1 boolean or
-null word in any letter case. No resolver reads such a scalar as anything but a string (every
-number, date, special float and merge key starts with a digit, a sign, `.`, `~` or `<`).
-Everything else is a JSON string, which is a valid double-quoted YAML scalar, with the
-characters YAML forbids or folds escaped. tests/test_yaml_types.py proves this with the real
-helm.
+ApplicationSet's git files generator), where `y`, `n`, `on`, `1e3`, `0o17`, `08` and `1_000`
+are booleans and numbers (and PyYAML's YAML 1.1 takes `60:30` for one, go-yaml v2 for text).
+Rather than model three resolvers, a string is written plain only under a rule simple enough to
+check by eye: it starts with an ASCII letter or `/`, holds only letters, digits and
+`._/@:=+,~-`, does not end with `:`, and is not a YAML 1.1 boolean or null word in any letter
+case. No resolver reads such a scalar as anything but a string (every number, date, special
+float and merge key starts with a digit, a sign, `.`, `~` or `<`). Everything else is a JSON
+string, which is a valid double-quoted YAML scalar, with the characters YAML forbids or folds
+escaped. tests/test_yaml_types.py proves this with the real helm.
 """
 
 from __future__ import annotations
