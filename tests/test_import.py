@@ -26,7 +26,7 @@ from click.testing import CliRunner, Result
 from helpers import FIXTURES, copy_repo_parts
 from tfgen.cli import main
 from tfgen.gate.helm import template
-from tfgen.importer.manifests import MAX_NODES
+from tfgen.importer.manifests import MAX_NODES, read_manifests
 from tfgen.importer.write import MODELINE
 from tfgen.repo import layout, naming
 
@@ -285,6 +285,7 @@ REFUSED = {
         for p, c in zip("abcdefg", "bcdefgh", strict=True)),
         f"more than {MAX_NODES:,} values"),
     "binary": ("\x00\x01", "binary file"),
+    "duplicate-key": ("a: 1\na: 2\n", "duplicate mapping key"),
 }
 
 
@@ -302,6 +303,16 @@ def test_refused_input(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.Mo
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "Traceback" not in result.output
     assert not (root / "experiments").exists()
+
+
+def test_input_is_read_as_kubernetes_reads_it(tmp_path: Path) -> None:
+    # go-yaml v2's scalars (gate/kubeyaml.py), not PyYAML's: y is true, 1e3 a number, 60:30
+    # and a date text
+    path = tmp_path / "config.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n"
+                    "  a: y\n  b: 1e3\n  c: 60:30\n  d: 2001-12-14\n")
+    [manifest] = read_manifests([path])
+    assert manifest.doc["data"] == {"a": True, "b": 1000.0, "c": "60:30", "d": "2001-12-14"}
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "loop"])

@@ -1,11 +1,12 @@
 """Reading the manifests to import: files, folders and `kubectl get -o yaml` Lists -> objects.
 
 Input to `tfgen import` comes from anywhere (a tutorial, a cluster dump), so it is read like
-any other input: bytes through the one safe reader (`repo.files.read_input`), YAML through the
-shared loader (`repo.yamlread.SafeLoader`), with a bound on the values a file may expand to
-(aliases and merge keys counted as they expand), so a YAML bomb is refused at once. Each
-object remembers where it came from (file and line) and which of its fields the conversion
-used, so that every field left over can be listed (`Manifest.leftovers`).
+any other input: bytes through the one safe reader (`repo.files.read_input`), YAML as
+Kubernetes reads it (`gate.kubeyaml.StrictLoader`: go-yaml v2's booleans and numbers,
+duplicate keys refused), with a bound on the values a file may expand to (aliases and merge
+keys counted as they expand), so a YAML bomb is refused at once. Each object remembers where
+it came from (file and line) and which of its fields the conversion used, so that every field
+left over can be listed (`Manifest.leftovers`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from ..errors import InputError
+from ..gate.kubeyaml import StrictLoader
 from ..gate.manifests import KubeObject
 from ..repo.files import read_input
 from ..repo.layout import YAML_SUFFIXES
-from ..repo.yamlread import SafeLoader
 
 # Values one input file may hold after aliases and merge keys are expanded. A spec needs a few
 # hundred (the spec loader's bound is 10,000); a `kubectl get -o yaml` List of a namespace's
@@ -39,8 +40,9 @@ class ManifestError(InputError):
     """Input that cannot be imported; the message names the file, line and what to do."""
 
 
-class _Loader(SafeLoader):  # type: ignore[misc,valid-type]
-    """The shared loader keeping date-like text as text, as Kubernetes reads an untyped field."""
+class _Loader(StrictLoader):  # type: ignore[misc,valid-type]
+    """The input read as Kubernetes reads it (`gate.kubeyaml`), date-like text kept as text
+    even where a tag asks for a timestamp, as Kubernetes reads an untyped field."""
 
 
 _Loader.add_constructor(
