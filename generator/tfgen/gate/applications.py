@@ -28,6 +28,7 @@ from ..repo import layout
 from ..repo.files import look_below
 from ..repo.keys import content_hash
 from .gotemplate import TemplateError, compiled
+from .kubeyaml import load_document
 
 
 @dataclass
@@ -213,11 +214,11 @@ def _source(repo_root: Path, problems: list[Problem]) -> _Source | None:
     display = layout.APPLICATIONSET_FILE
     try:
         data = (repo_root / layout.APPLICATIONSET_FILE).read_bytes()
-        appset = yaml.safe_load(data.decode("utf-8"))
+        appset = load_document(data.decode("utf-8"))  # as the controller reads it
     except FileNotFoundError:
         problems.append(Problem(display, message="missing", hint="run `tfgen render`"))
         return None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # UnicodeDecodeError is a ValueError
         problems.append(Problem(display, message=f"cannot be read: {exc}"))
         return None
     if not isinstance(appset, Mapping):
