@@ -1,7 +1,8 @@
-"""Reading a rendered document as Kubernetes reads it: go-yaml v2, duplicate keys refused.
+"""Reading a Kubernetes document as Kubernetes reads it: go-yaml v2, duplicate keys refused.
 
 Kubernetes, Helm and Argo CD decode YAML with go-yaml v2 (under sigs.k8s.io/yaml), which
-follows YAML 1.1 but not to the letter. yaml_rs, a Rust parser, reads rendered manifests 7.5x
+follows YAML 1.1 but not to the letter. Rendered manifests, the committed ApplicationSet and
+the manifests `tfgen import` reads are read so. yaml_rs, a Rust parser, reads manifests 7.5x
 faster than PyYAML's C loader, by YAML 1.2's rules; a document holding a form it reads
 otherwise than go-yaml (found by the scan below) is read by PyYAML made to read as go-yaml does
 (`StrictLoader`). tests/test_manifests.py holds both to helm's own reading, through `fromYaml`.
@@ -49,9 +50,11 @@ _NUMBER_TAGS = {int: "tag:yaml.org,2002:int", float: "tag:yaml.org,2002:float"}
 _NUMBER_START = tuple("+-.0123456789")
 # go-yaml v2's float syntax, and its named floats
 _GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_GO_NAMED = {f"{sign}.{name}": float(f"{sign or '+'}{name[:3]}") for sign in ("", "+", "-")
-             for name in ("inf", "Inf", "INF")} | {
-             f".{name}": float("nan") for name in ("nan", "NaN", "NAN")}
+_GO_NAMED = {
+    **{f"{sign}.{name}": float(f"{sign or '+'}inf") for sign in ("", "+", "-")
+       for name in ("inf", "Inf", "INF")},
+    **{f".{name}": float("nan") for name in ("nan", "NaN", "NAN")},
+}
 
 
 def _go_number(text: str) -> int | float | None:
@@ -105,7 +108,7 @@ _FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
 _IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
 
 
-def _yaml11_only(chunk: str) -> bool:
+def _yaml_rs_reads_otherwise(chunk: str) -> bool:
     if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
     places = (*_PLACES, _IN_FLOW) if "[" in chunk or "{" in chunk else _PLACES
@@ -113,9 +116,10 @@ def _yaml11_only(chunk: str) -> bool:
 
 
 def load_document(chunk: str) -> Any:
-    """One YAML document as Kubernetes reads it (YAML 1.1); ValueError or yaml.YAMLError when
-    it is not valid YAML (duplicate keys included: Kubernetes' strict decoding refuses them)."""
-    if not _yaml11_only(chunk):
+    """One YAML document as Kubernetes reads it (go-yaml v2); ValueError or yaml.YAMLError
+    when it is not valid YAML (duplicate keys included: Kubernetes' strict decoding refuses
+    them)."""
+    if not _yaml_rs_reads_otherwise(chunk):
         try:
             return yaml_rs.loads(chunk, parse_datetime=False)
         except yaml_rs.YAMLDecodeError as exc:
