@@ -122,7 +122,7 @@ def test_pointer_and_suffix_helpers() -> None:
     assert kind_suffix("kubeflow.org/v1") == "-kubeflow-v1"
 
 
-def test_yaml_1_1_scalars_read_as_kubernetes_reads_them() -> None:
+def test_scalars_read_as_kubernetes_reads_them() -> None:
     # Kubernetes decodes with go-yaml v2 (yes and y = true, 0755 = 493, 1e3 = 1000, 60:30 = a
     # string, unlike PyYAML's YAML 1.1); the fast YAML 1.2 parser is only used where both agree
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: yes\n  b: 0755\n" \
@@ -190,20 +190,22 @@ def test_documents_give_each_template_and_its_yaml() -> None:
     ]
 
 
-# --- the fast parser agrees with the YAML 1.1 one ------------------------------------------
-# Plain scalars YAML 1.1 (PyYAML, go-yaml v2) and YAML 1.2 (yaml_rs) read differently, and
-# their neighbours, in every place the fast parser's scan looks (`kubeyaml`).
+# --- read as go-yaml v2 reads it -------------------------------------------------------------
+# Plain scalars go-yaml v2 (Kubernetes' reader, YAML 1.1 but not to the letter), PyYAML's YAML
+# 1.1 and yaml_rs's YAML 1.2 read differently, and their neighbours, in every place the fast
+# parser's scan looks (`kubeyaml`).
 SCALARS = [
     "yes", "No", "ON", "off", "y", "N", "0755", "-017", "0o17", "0x1F", "1e3", "1.5e-3", "-1E+2",
     "1_000", "60:30", "-1:30:00.5", ".5", "+1", "007", "8", "0", "1.0", ".inf", "-.Inf", ".NaN",
     "~", "null", "true", "False", "4Gi", "500m", "6006", "--port", "v1", "a:b",
     "1e3x", "0755abc", "y-n", "<<", "x", '"yes"', "'0755'",
 ]
-PLACES = ["key: {}", "- {}", "list: [{}, x]", "list: [x,{}]", "list: [ {} ]",
-                           "map: {{k: {}}}", "map: {{k:{}}}", "key: {} # note", "- [{}]",
-                           "key: [[{}]]", "- - {}", "map: {{{}: k}}", "- {}: key", "{}: v",
-                           "key:\n  {}", "key: |\n  {}", "key: x\n  {}", "key:\t{}",
-                           "key: \t{}", "- [\t{}]"]
+PLACES = [
+    "key: {}", "- {}", "list: [{}, x]", "list: [x,{}]", "list: [ {} ]", "map: {{k: {}}}",
+    "map: {{k:{}}}", "key: {} # note", "- [{}]", "key: [[{}]]", "- - {}", "map: {{{}: k}}",
+    "- {}: key", "{}: v", "key:\n  {}", "key: |\n  {}", "key: x\n  {}", "key:\t{}", "key: \t{}",
+    "- [\t{}]",
+]
 _SCALARS, _PLACES = st.sampled_from(SCALARS), st.sampled_from(PLACES)
 # where go-yaml v2 parts from YAML 1.1 as PyYAML reads it (tests below)
 MORE_SCALARS = ["0b101", "+0o17", "0O17", "1E3", "1.5E3", "1:2", "190:20:30", ".5e3", "1e+3",
@@ -217,7 +219,7 @@ _DOCS = st.lists(st.tuples(_PLACES, _SCALARS), min_size=1, max_size=6).map(
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_DOCS)
-def test_a_document_reads_as_yaml_1_1_reads_it(body: str) -> None:
+def test_the_fast_parser_reads_as_strict_loader_does(body: str) -> None:
     lines = body.splitlines(keepends=True)
     # a mapping's entries, or a list's items, as one document may hold either
     mapping = "".join(line for line in lines if not line.startswith("- "))
