@@ -108,21 +108,66 @@ _FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
 _IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
 
 
-def _yaml_rs_reads_otherwise(chunk: str) -> bool:
+def _for_strict_loader(chunk: str) -> bool:
+    """Whether yaml_rs may read `chunk` otherwise than go-yaml (above), or nest deeper than
+    MAX_DEPTH: a line opening that many levels, or that many flow collections (yaml_rs crashes
+    the process on a hundred thousand; StrictLoader refuses them in words)."""
     if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
-    places = (*_PLACES, _IN_FLOW) if "[" in chunk or "{" in chunk else _PLACES
+    brackets = chunk.count("[") + chunk.count("{")
+    if brackets > MAX_DEPTH // 2 or _DEEP_FIRST_LINE.match(chunk) or _DEEP_LINE.search(chunk):
+        return True
+    places = (*_PLACES, _IN_FLOW) if brackets else _PLACES
     return any(place.search(chunk) for place in places)
+
+
+# One document's bounds, as the other readers of input have theirs: a Kubernetes object nests
+# a few dozen levels at most, and go-yaml itself refuses "excessive aliasing" (a billion laughs,
+# whose aliases StrictLoader would keep shared, then expanded by whatever walks the data).
+MAX_DEPTH = 100
+MAX_VALUES = 1_000_000
+# a line whose indentation and `- ` or `? ` indicators could open MAX_DEPTH levels
+_DEEP_LINE = re.compile(f"\\n[ ?-]{{{MAX_DEPTH}}}")
+_DEEP_FIRST_LINE = re.compile(f"[ ?-]{{{MAX_DEPTH}}}")
 
 
 def load_document(chunk: str) -> Any:
     """One YAML document as Kubernetes reads it (go-yaml v2); ValueError or yaml.YAMLError
     when it is not valid YAML (duplicate keys included: Kubernetes' strict decoding refuses
-    them)."""
-    if not _yaml_rs_reads_otherwise(chunk):
+    them), nests deeper than MAX_DEPTH or holds more than MAX_VALUES values once its aliases
+    and merge keys are expanded."""
+    if not _for_strict_loader(chunk):
         try:
             return yaml_rs.loads(chunk, parse_datetime=False)
         except yaml_rs.YAMLDecodeError as exc:
             # duplicate keys and syntax errors: Kubernetes' strict decoding refuses them too
             raise ValueError(str(exc)) from exc
-    return yaml.load(chunk, Loader=StrictLoader)  # noqa: S506 - a safe loader
+    loader = StrictLoader(chunk)
+    try:
+        node = loader.get_single_node()
+        if node is not None and _expanded(node, {}, 0) > MAX_VALUES:
+            raise ValueError(f"more than {MAX_VALUES:,} values once its aliases and merge keys "
+                             "are expanded")
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded(node: Any, sizes: dict[int, int], depth: int) -> int:
+    """How many values `node` holds with every alias expanded, each shared node counted once
+    per use but worked out once (`sizes`, by node); ValueError past MAX_DEPTH levels (a node
+    that holds itself through an alias included)."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep (or an alias holds itself)")
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    if isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded(item, sizes, depth + 1) for item in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded(key, sizes, depth + 1) + _expanded(value, sizes, depth + 1)
+                        for key, value in node.value)
+    else:
+        total = 1
+    sizes[id(node)] = total
+    return total

@@ -151,14 +151,23 @@ def parse_manifest(text: str) -> list[RenderedObject]:
         try:
             doc = load_document(body)
         except (yaml.YAMLError, ValueError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InputError(f"{source or 'rendered manifest'}: not valid YAML: {first}") from exc
+            raise InputError(f"{source or 'rendered manifest'}: not valid YAML: "
+                             f"{_what_is_wrong(exc)}") from exc
         if doc is None:
             continue
         if not isinstance(doc, dict):
             raise InputError(f"{source or 'rendered manifest'}: a document is not a mapping")
         objects.append(RenderedObject(doc=doc, source=source))
     return objects
+
+
+def _what_is_wrong(exc: Exception) -> str:
+    """A YAML error in one line: PyYAML's problem and its line (its first line says only where
+    it was, `while increasing block level`), else the error's first line."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1})" if mark else str(exc.problem)
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def json_pointer(path: Iterable[Any]) -> str:
