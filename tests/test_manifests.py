@@ -132,6 +132,18 @@ def test_scalars_read_as_kubernetes_reads_them() -> None:
                                "f": True, "g": "60:30", "h": "2001-12-14"}
 
 
+_DEEP = ["a: " + "[" * 150 + "]" * 150, "a:\n  " + "- " * 150 + "x",
+         "".join(" " * i + f"k{i}:\n" for i in range(150)) + " " * 150 + "v"]
+
+
+@pytest.mark.parametrize("deep", _DEEP, ids=["flow", "dashes", "indentation"])
+def test_a_document_nested_too_deep_is_refused_in_words(deep: str) -> None:
+    # yaml_rs alone crashes the process on a hundred thousand levels; the schema check gives up
+    # at a few hundred
+    with pytest.raises(InputError, match="nested more than 100 levels deep"):
+        parse_manifest(deep + "\n")
+
+
 def test_duplicate_keys_are_refused() -> None:
     with pytest.raises(InputError, match="not valid YAML"):
         parse_manifest("# Source: c/templates/a.yaml\nkind: A\nkind: B\n")

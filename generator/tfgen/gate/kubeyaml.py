@@ -114,10 +114,11 @@ def _for_strict_loader(chunk: str) -> bool:
     the process on a hundred thousand; StrictLoader refuses them in words)."""
     if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
-    brackets = chunk.count("[") + chunk.count("{")
-    if brackets > MAX_DEPTH // 2 or _DEEP_FIRST_LINE.match(chunk) or _DEEP_LINE.search(chunk):
+    flow = "[" in chunk or "{" in chunk
+    if (flow and chunk.count("[") + chunk.count("{") > MAX_DEPTH // 2
+            or _DEEP_FIRST_LINE.match(chunk) or _DEEP_LINE.search(chunk)):
         return True
-    places = (*_PLACES, _IN_FLOW) if brackets else _PLACES
+    places = (*_PLACES, _IN_FLOW) if flow else _PLACES
     return any(place.search(chunk) for place in places)
 
 
