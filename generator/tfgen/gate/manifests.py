@@ -141,22 +141,23 @@ def _source_and_body_by_lines(chunk: str) -> tuple[str, str]:
     return source, "".join(lines)
 
 
-def parse_manifest(text: str) -> list[RenderedObject]:
+def parse_manifest(text: str, label: str = "rendered manifest") -> list[RenderedObject]:
     """Split `helm template` output into objects, keeping each one's `# Source:` template.
 
     Empty documents (templates whose `if` was false) are dropped, as kubectl and Argo CD do.
+    A message names a document's template, else `label` ("" for a file a problem names).
     """
     objects: list[RenderedObject] = []
     for source, body in documents(text):
+        where = f"{source or label}: " if source or label else ""
         try:
             doc = load_document(body)
         except (yaml.YAMLError, ValueError) as exc:
-            raise InputError(f"{source or 'rendered manifest'}: not valid YAML: "
-                             f"{_what_is_wrong(exc)}") from exc
+            raise InputError(f"{where}not valid YAML: {_what_is_wrong(exc)}") from exc
         if doc is None:
             continue
         if not isinstance(doc, dict):
-            raise InputError(f"{source or 'rendered manifest'}: a document is not a mapping")
+            raise InputError(f"{where}a document is not a mapping")
         objects.append(RenderedObject(doc=doc, source=source))
     return objects
 
