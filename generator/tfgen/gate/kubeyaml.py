@@ -109,9 +109,10 @@ _IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
 
 
 def _for_strict_loader(chunk: str) -> bool:
-    """Whether yaml_rs may read `chunk` otherwise than go-yaml (above), or nest deeper than
-    MAX_DEPTH: a line opening that many levels, or that many flow collections (yaml_rs crashes
-    the process on a hundred thousand; StrictLoader refuses them in words)."""
+    """Whether yaml_rs may read `chunk` otherwise than go-yaml (above), or it may nest deeper
+    than MAX_DEPTH: a line whose indentation and indicators could open that many levels, or
+    more than half as many flow collections (yaml_rs crashes the process on a hundred thousand
+    levels; StrictLoader counts them and refuses too many in words)."""
     if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
     flow = "[" in chunk or "{" in chunk
