@@ -108,6 +108,16 @@ _FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
 _IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
 
 
+# One document's bounds, as the other readers of input have theirs: a Kubernetes object nests
+# a few dozen levels at most, and go-yaml itself refuses "excessive aliasing" (a billion laughs,
+# whose aliases StrictLoader would keep shared, then expanded by whatever walks the data).
+MAX_DEPTH = 100
+MAX_VALUES = 1_000_000
+# a line whose indentation and `- ` or `? ` indicators could open MAX_DEPTH levels
+_DEEP_LINE = re.compile(f"\\n[ ?-]{{{MAX_DEPTH}}}")
+_DEEP_FIRST_LINE = re.compile(f"[ ?-]{{{MAX_DEPTH}}}")
+
+
 def _for_strict_loader(chunk: str) -> bool:
     """Whether yaml_rs may read `chunk` otherwise than go-yaml (above), or it may nest deeper
     than MAX_DEPTH: a line whose indentation and indicators could open that many levels, or
@@ -121,16 +131,6 @@ def _for_strict_loader(chunk: str) -> bool:
         return True
     places = (*_PLACES, _IN_FLOW) if flow else _PLACES
     return any(place.search(chunk) for place in places)
-
-
-# One document's bounds, as the other readers of input have theirs: a Kubernetes object nests
-# a few dozen levels at most, and go-yaml itself refuses "excessive aliasing" (a billion laughs,
-# whose aliases StrictLoader would keep shared, then expanded by whatever walks the data).
-MAX_DEPTH = 100
-MAX_VALUES = 1_000_000
-# a line whose indentation and `- ` or `? ` indicators could open MAX_DEPTH levels
-_DEEP_LINE = re.compile(f"\\n[ ?-]{{{MAX_DEPTH}}}")
-_DEEP_FIRST_LINE = re.compile(f"[ ?-]{{{MAX_DEPTH}}}")
 
 
 def load_document(chunk: str) -> Any:
