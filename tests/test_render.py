@@ -114,13 +114,15 @@ class _Read(Mapping[str, bytes]):
         return len(self.files)
 
 
-def test_a_file_with_the_wanted_hash_is_unchanged_unread(tmp_path: Path) -> None:
+@pytest.mark.parametrize("only", [None, {"distributed-mnist"}], ids=["all", "only"])
+def test_a_file_with_the_wanted_hash_is_unchanged_unread(tmp_path: Path,
+                                                         only: set[str] | None) -> None:
     rendered(tmp_path)
     (tmp_path / VALUES).write_bytes((tmp_path / VALUES).read_bytes() + b"# edited\n")
     committed = _Read(snapshot(tmp_path))
     plan = plan_render(tmp_path, [mnist()], ARGOCD, committed=committed,
                        committed_hashes={rel: content_hash(data) for rel, data
-                                         in committed.files.items()})
+                                         in committed.files.items()}, only=only)
     assert [(c.path, c.action) for c in plan.drift] == [(VALUES, "update")]
     assert committed.read == [VALUES]  # the one that differs is read for its diff, no other
 

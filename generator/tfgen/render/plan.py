@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EnvironmentProblem
 from ..problems import Problem
 from ..repo import layout, naming
+from ..repo.inputs import Subset
 from ..repo.keys import content_hash
 from ..validate import Experiment, RepoConfig, load_config, validate_paths
 from . import argo
@@ -202,8 +203,8 @@ def plan_render(
                                    wiring=[] if only is not None else wiring,
                                    codeowners=only is None)
     if only is not None:
-        committed = {rel: committed[rel] for rel in committed  # only those files are read
-                     if layout.experiment_of(rel) in only}
+        committed = Subset(committed, {rel for rel in committed  # each read when asked for
+                                       if layout.experiment_of(rel) in only})
     changes: list[FileChange] = [
         FileChange(path, UNCHANGED, None, None, (experiment.rel,))
         for experiment in experiments if experiment.name in known_unchanged

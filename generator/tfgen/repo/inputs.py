@@ -115,14 +115,14 @@ class Inputs:
     def generated(self) -> Mapping[str, bytes]:
         """The files where tfgen writes, as `layout.generated_files` reads them from disk
         (each read when asked for)."""
-        return _Subset(self.files, {rel for rel in self.hashes
-                                    if layout.is_generated_location(rel)})
+        return Subset(self.files, {rel for rel in self.hashes
+                                   if layout.is_generated_location(rel)})
 
 
-class _Subset(Mapping[str, bytes]):
-    """Some of a snapshot's files, read when asked for."""
+class Subset(Mapping[str, bytes]):
+    """Some of the files of a mapping (a snapshot's), each read when asked for."""
 
-    def __init__(self, files: Files, names: set[str]) -> None:
+    def __init__(self, files: Mapping[str, bytes], names: set[str]) -> None:
         self.files, self.names = files, names
 
     def __getitem__(self, rel: str) -> bytes:
