@@ -284,6 +284,8 @@ REFUSED = {
         f"{c}: &{c} {{" + ", ".join(f"m{i}: {{<<: *{p}}}" for i in range(8)) + "}\n"
         for p, c in zip("abcdefg", "bcdefgh", strict=True)),
         f"more than {MAX_NODES:,} values"),
+    "deep-nesting": ("a: " + "[" * 120 + "]" * 120 + "\n", "1:1: nested more than 100 levels"),
+    "alias-holds-itself": ("a: &a [*a]\n", "nested more than 100 levels deep (or an alias"),
     "binary": ("\x00\x01", "binary file"),
     "duplicate-key": ("a: 1\na: 2\n", "duplicate mapping key"),
 }

@@ -147,12 +147,20 @@ def load_document(chunk: str) -> Any:
     loader = StrictLoader(chunk)
     try:
         node = loader.get_single_node()
-        if node is not None and _expanded(node, {}, 0) > MAX_VALUES:
+        if node is not None and expanded_size(node) > MAX_VALUES:
             raise ValueError(f"more than {MAX_VALUES:,} values once its aliases and merge keys "
                              "are expanded")
         return None if node is None else loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def expanded_size(node: Any) -> int:
+    """How many values a composed YAML node holds once its aliases and merge keys are
+    expanded, as a constructor would build them; ValueError past MAX_DEPTH levels (a node that
+    holds itself through an alias included). Counted in time linear in the nodes: a billion
+    laughs is measured, not expanded."""
+    return _expanded(node, {}, 0)
 
 
 def _expanded(node: Any, sizes: dict[int, int], depth: int) -> int:

@@ -4,9 +4,10 @@ Input to `tfgen import` comes from anywhere (a tutorial, a cluster dump), so it 
 any other input: bytes through the one safe reader (`repo.files.read_input`), YAML as
 Kubernetes reads it (`gate.kubeyaml.StrictLoader`: go-yaml v2's booleans and numbers,
 duplicate keys refused), with a bound on the values a file may expand to (aliases and merge
-keys counted as they expand), so a YAML bomb is refused at once. Each object remembers where
-it came from (file and line) and which of its fields the conversion used, so that every field
-left over can be listed (`Manifest.leftovers`).
+keys counted as the constructor would expand them, `gate.kubeyaml.expanded_size`), so a YAML
+bomb is refused at once. Each object remembers where it came from (file and line) and which of
+its fields the conversion used, so that every field left over can be listed
+(`Manifest.leftovers`).
 """
 
 from __future__ import annotations
@@ -18,20 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import Node
 
 from ..errors import InputError
-from ..gate.kubeyaml import StrictLoader
+from ..gate.kubeyaml import StrictLoader, expanded_size
 from ..gate.manifests import KubeObject
 from ..repo.files import read_input
 from ..repo.layout import YAML_SUFFIXES
 
 # Values one input file may hold after aliases and merge keys are expanded. A spec needs a few
 # hundred (the spec loader's bound is 10,000); a `kubectl get -o yaml` List of a namespace's
-# TFJobs, volumes and Deployments holds a few thousand per object, so the bound is larger,
-# and still reached in milliseconds by a bomb.
+# TFJobs, volumes and Deployments holds a few thousand per object, so the bound is larger.
+# A document nests at most gate.kubeyaml.MAX_DEPTH levels, as a rendered one does.
 MAX_NODES = 200_000
-MAX_DEPTH = 64
 
 Path_ = tuple[str | int, ...]
 
@@ -126,36 +126,29 @@ class Manifest(KubeObject):
             yield parts, value
 
 
-def _count(node: Node, budget: list[int], depth: int, shown: str) -> None:
-    """Visit `node` as the constructor will expand it (an alias is its node again, each time),
-    refusing past MAX_NODES values or MAX_DEPTH levels."""
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        mark = node.start_mark
-        what = (f"more than {MAX_NODES:,} values after expanding YAML aliases and merge keys"
-                if budget[0] < 0 else f"nested more than {MAX_DEPTH} levels deep")
-        raise ManifestError(
-            f"{shown}:{mark.line + 1}:{mark.column + 1}: {what} (anchors and merge keys that "
-            "expand exponentially are refused; export the objects again without them)")
-    if isinstance(node, SequenceNode):
-        for item in node.value:
-            _count(item, budget, depth + 1, shown)
-    elif isinstance(node, MappingNode):
-        for key, value in node.value:
-            _count(key, budget, depth + 1, shown)
-            _count(value, budget, depth + 1, shown)
+def _expansion_refused(document: Node, shown: str, what: str) -> ManifestError:
+    mark = document.start_mark
+    return ManifestError(
+        f"{shown}:{mark.line + 1}:{mark.column + 1}: {what} (anchors and merge keys that "
+        "expand exponentially are refused; export the objects again without them)")
 
 
 def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
     """(data, line) of each document of one file, the whole file within the node budget."""
     loader = _Loader(text)
-    budget = [MAX_NODES]
+    budget = MAX_NODES
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
-            _count(node, budget, 0, shown)
+            try:
+                budget -= expanded_size(node)
+            except ValueError as exc:  # nested too deeply, or an alias that holds itself
+                raise _expansion_refused(node, shown, str(exc)) from None
+            if budget < 0:
+                raise _expansion_refused(node, shown, f"more than {MAX_NODES:,} values after "
+                                         "expanding YAML aliases and merge keys")
             yield loader.construct_document(node), node.start_mark.line + 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
