@@ -240,11 +240,18 @@ def test_batched_result_is_what_the_repo_server_renders(tmp_path: Path, helm: st
             assert "got boolean, want string" in result.error, job.name
 
 
-def test_chart_defaults_helm_reads_otherwise_are_not_batched(tmp_path: Path) -> None:
-    # The chart's own values.yaml says `mode: y`: a string to PyYAML, true to helm. Merging it
-    # in tfgen's reading would hand helm a string it never sees from the file: one by one.
+@pytest.mark.parametrize(("default", "kind", "batched"), [
+    # go-yaml's `y` is true, and so it is to tfgen: the defaults agree, one batch
+    ("y", "bool", True),
+    # go-yaml decodes `!!binary` to the text, PyYAML to bytes: helm reads the defaults
+    # otherwise than tfgen, so merging them in tfgen's reading would hand helm values it never
+    # sees from the file: one by one
+    ("!!binary eQ==", "string", False),
+])
+def test_chart_defaults_are_batched_only_when_helm_reads_them_as_tfgen_does(
+        tmp_path: Path, default: str, kind: str, batched: bool) -> None:
     files = dict(CHART)
-    files["values.yaml"] = CHART["values.yaml"] + "mode: y\n"
+    files["values.yaml"] = CHART["values.yaml"] + f"mode: {default}\n"
     files["values.schema.json"] = json.dumps({"type": "object"})
     files["templates/mode.yaml"] = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m-{{ .Values.experiment.name }}\n"
@@ -253,5 +260,7 @@ def test_chart_defaults_helm_reads_otherwise_are_not_batched(tmp_path: Path) -> 
     jobs = _jobs(tmp_path, chart)
     renderer = BatchRenderer(workers=1)
     results = renderer.render(jobs)
-    assert renderer.stats.helm_processes == 1 + len(jobs)  # the defaults, then one by one
-    assert all('mode: "bool"' in r.manifest for r in results), results[0].manifest
+    # the defaults, then one batch or each job alone
+    assert renderer.stats.helm_processes == 1 + (1 if batched else len(jobs))
+    assert len(results) == len(jobs) > 1
+    assert all(f'mode: "{kind}"' in r.manifest for r in results), results[0].manifest

@@ -26,9 +26,10 @@ shows helm reading such files exactly as written, so for these the values are th
 way. Any other values file (edited by hand, written by another tool) is rendered alone by a
 plain `helm template --values <file>` with helm's own schema check: the verdict and message
 Argo CD's repo-server would give. tests/test_batch.py compares the two ways byte for byte.
-The chart's own values.yaml is hand-written, so before a chart is batched helm is asked once
-(per chart and helm version, then cached) what its defaults are; if helm reads them otherwise
-than PyYAML does, that chart's experiments are rendered one by one.
+The chart's own values.yaml is hand-written. tfgen reads it by go-yaml's rules
+(`helmvalues.load_yaml_file`), and before a chart is batched helm is asked once (per chart and
+helm version, then cached) what its defaults are; if helm reads them otherwise than tfgen does
+(a `!!binary` tag, a key that is not text), that chart's experiments are rendered one by one.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class BatchRenderer:
         return self._charts[path]
 
     def defaults_agree(self, chart: ChartInfo) -> bool:
-        """Does helm read the chart's values.yaml as PyYAML does (`chart.defaults`)? Asked once
+        """Does helm read the chart's values.yaml as tfgen does (`chart.defaults`)? Asked once
         per chart and helm version: a chart that prints its own values, rendered by helm."""
         key = self.keys.chart_defaults(self.helm_version, chart.digest)
         known = self._defaults.get(key) or self.cache.get("chart-defaults", key)

@@ -16,12 +16,14 @@ import yaml
 
 from ..errors import InputError
 from ..render.generated import read_canonical
-from ..repo.yamlread import SafeLoader
+from .kubeyaml import GoYamlLoader
 
 
 def load_yaml_file(path: Path) -> Any:
+    """A YAML file as helm reads it (a chart's values.yaml or Chart.yaml, a values file):
+    go-yaml v2's rules (`kubeyaml.GoYamlLoader`); an empty file is an empty mapping."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=GoYamlLoader)  # noqa: S506
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
     except yaml.YAMLError as exc:

@@ -19,12 +19,12 @@ import yaml_rs
 from ..repo.yamlread import SafeLoader
 
 
-class StrictLoader(SafeLoader):  # type: ignore[misc]
-    """PyYAML reading a document as Kubernetes' decoder (go-yaml v2, under sigs.k8s.io/yaml)
-    does, where PyYAML's own YAML 1.1 differs: duplicate keys refused (strict decoding; yaml_rs
-    refuses them too), a plain y, Y, n or N a boolean, and a plain scalar that starts like a
-    number read by go-yaml's rules (`_go_number`: 1e3 and 0o17 numbers, 60:30 and dates
-    text)."""
+class GoYamlLoader(SafeLoader):  # type: ignore[misc]
+    """PyYAML reading YAML as go-yaml v2 under sigs.k8s.io/yaml does (Helm's values and
+    Chart.yaml, Kubernetes' decoder), where PyYAML's own YAML 1.1 differs: a plain y, Y, n or N
+    a boolean, and a plain scalar that starts like a number read by go-yaml's rules
+    (`_go_number`: 1e3 and 0o17 numbers, 60:30 and dates text). A duplicate key is taken, the
+    last one winning, as Helm takes it."""
 
     bool_values = {**SafeLoader.bool_values, "y": True, "n": False}
 
@@ -33,6 +33,11 @@ class StrictLoader(SafeLoader):  # type: ignore[misc]
             number = _go_number(value)
             return _STR_TAG if number is None else _NUMBER_TAGS[type(number)]
         return str(super().resolve(kind, value, implicit))
+
+
+class StrictLoader(GoYamlLoader):
+    """A Kubernetes document read as Kubernetes' strict decoding reads it: go-yaml v2's
+    scalars (`GoYamlLoader`), duplicate keys refused (yaml_rs refuses them too)."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
@@ -80,15 +85,15 @@ def _go_number(text: str) -> int | float | None:
     return float(plain) if _GO_FLOAT.fullmatch(plain) else None
 
 
-def _construct_number(loader: StrictLoader, node: Any) -> int | float | str:
+def _construct_number(loader: GoYamlLoader, node: Any) -> int | float | str:
     number = _go_number(str(loader.construct_scalar(node)))
     return str(node.value) if number is None else number
 
 
-StrictLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"),
+GoYamlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"),
                                    list("yYnN"))
 for _tag in _NUMBER_TAGS.values():
-    StrictLoader.add_constructor(_tag, _construct_number)
+    GoYamlLoader.add_constructor(_tag, _construct_number)
 
 
 # Plain scalars go-yaml v2 reads otherwise than yaml_rs (YAML 1.2): yes/no/on/off/y/n words as
