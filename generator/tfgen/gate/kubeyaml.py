@@ -6,6 +6,9 @@ the manifests `tfgen import` reads are read so. yaml_rs, a Rust parser, reads ma
 faster than PyYAML's C loader, by YAML 1.2's rules; a document holding a form it reads
 otherwise than go-yaml (found by the scan below) is read by PyYAML made to read as go-yaml does
 (`StrictLoader`). tests/test_manifests.py holds both to helm's own reading, through `fromYaml`.
+The files helm itself reads (a chart's values.yaml and Chart.yaml, a values file) are read by
+the same rules with duplicate keys taken, the last one winning, as helm takes them
+(`GoYamlLoader`, through `helmvalues.load_yaml_file`).
 """
 
 from __future__ import annotations
