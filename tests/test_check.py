@@ -138,6 +138,22 @@ def test_values_file_the_applicationset_cannot_resolve(runner: CliRunner, repo: 
     assert "resolves outside the repository" in out.output
 
 
+def test_an_applicationset_that_is_not_yaml_is_said_in_one_line(runner: CliRunner,
+                                                                 repo: Path) -> None:
+    path = repo / "argo/applicationset.yaml"
+    text = path.read_text()
+    path.write_text(text + "broken: [x\n")
+    out = check(runner, repo)
+    assert out.exit_code == 1
+    said = [line for line in out.output.splitlines() if "not valid YAML" in line]
+    # once (resolving the Applications and checking argo/ objects find it alike), naming the
+    # file, what is wrong and its line, not the parser's drawing of the line below
+    line = len(text.splitlines()) + 1
+    assert said == ["argo/applicationset.yaml: not valid YAML: unclosed bracket '[' "
+                    f"(line {line}, column 9)"], out.output
+    assert "|" not in out.output and "^" not in out.output, out.output
+
+
 def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -> None:
     git_init(repo)
     edit_yaml(repo / MNIST, lambda d: d["spec"]["storage"]["nas"].update(path="/elsewhere"))

@@ -28,7 +28,7 @@ from ..repo import layout
 from ..repo.files import look_below
 from ..repo.keys import content_hash
 from .gotemplate import TemplateError, compiled
-from .kubeyaml import load_document
+from .kubeyaml import load_document, reading_problem
 
 
 @dataclass
@@ -218,8 +218,15 @@ def _source(repo_root: Path, problems: list[Problem]) -> _Source | None:
     except FileNotFoundError:
         problems.append(Problem(display, message="missing", hint="run `tfgen render`"))
         return None
-    except (OSError, ValueError, yaml.YAMLError) as exc:  # UnicodeDecodeError is a ValueError
+    except OSError as exc:
         problems.append(Problem(display, message=f"cannot be read: {exc}"))
+        return None
+    # worded as the check of argo/*.yaml words them: the two are then one problem
+    except UnicodeDecodeError:
+        problems.append(Problem(display, message="not UTF-8 text"))
+        return None
+    except (ValueError, yaml.YAMLError) as exc:
+        problems.append(Problem(display, message=f"not valid YAML: {reading_problem(exc)}"))
         return None
     if not isinstance(appset, Mapping):
         problems.append(Problem(display, message="is not an ApplicationSet (a mapping)"))

@@ -163,6 +163,24 @@ def load_document(chunk: str) -> Any:
         loader.dispose()
 
 
+# yaml_rs's error: where, the line drawn with a caret below it, then what is wrong
+_YAML_RS_WHERE = re.compile(r"YAML parse error at (line \d+, column \d+)")
+
+
+def reading_problem(exc: Exception) -> str:
+    """What `load_document` refused, in one line: the problem and its line (PyYAML's first line
+    says only where it was, `while increasing block level`; yaml_rs's says where, draws the
+    line, then says what)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1})" if mark else str(exc.problem)
+    lines = str(exc).splitlines()
+    where = _YAML_RS_WHERE.fullmatch(lines[0]) if lines else None
+    if where and len(lines) > 1:
+        return f"{lines[-1]} ({where[1]})"
+    return lines[0] if lines else type(exc).__name__
+
+
 def expanded_size(node: Any) -> int:
     """How many values a composed YAML node holds once its aliases and merge keys are
     expanded, as a constructor would build them; ValueError past MAX_DEPTH levels (a node that

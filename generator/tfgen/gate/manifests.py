@@ -27,7 +27,7 @@ import yaml
 from ..errors import EnvironmentProblem, InputError
 from ..problems import Problem
 from ..repo import resources
-from .kubeyaml import load_document
+from .kubeyaml import load_document, reading_problem
 
 # helm's comment above each document, naming the template it came from
 _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
@@ -141,34 +141,30 @@ def _source_and_body_by_lines(chunk: str) -> tuple[str, str]:
     return source, "".join(lines)
 
 
-def parse_manifest(text: str, label: str = "rendered manifest") -> list[RenderedObject]:
+def parse_manifest(text: str, helm_output: bool = True) -> list[RenderedObject]:
     """Split `helm template` output into objects, keeping each one's `# Source:` template.
 
     Empty documents (templates whose `if` was false) are dropped, as kubectl and Argo CD do.
-    A message names a document's template, else `label` ("" for a file a problem names).
+    A message names a document's template. `helm_output` False: a committed file of documents
+    (argo/*.yaml), whose `# Source:` comment is tfgen's header, not a template: the documents
+    are read whole, and a message names no template (the problem names the file).
     """
     objects: list[RenderedObject] = []
-    for source, body in documents(text):
-        where = f"{source or label}: " if source or label else ""
+    chunks = (documents(text) if helm_output else
+              (("", chunk) for chunk in split_at_separators(text, _DOCUMENT_SEPARATOR)
+               if chunk.strip()))
+    for source, body in chunks:
+        where = f"{source or 'rendered manifest'}: " if helm_output else ""
         try:
             doc = load_document(body)
         except (yaml.YAMLError, ValueError) as exc:
-            raise InputError(f"{where}not valid YAML: {_what_is_wrong(exc)}") from exc
+            raise InputError(f"{where}not valid YAML: {reading_problem(exc)}") from exc
         if doc is None:
             continue
         if not isinstance(doc, dict):
             raise InputError(f"{where}a document is not a mapping")
         objects.append(RenderedObject(doc=doc, source=source))
     return objects
-
-
-def _what_is_wrong(exc: Exception) -> str:
-    """A YAML error in one line: PyYAML's problem and its line (its first line says only where
-    it was, `while increasing block level`), else the error's first line."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
-        mark = exc.problem_mark
-        return f"{exc.problem} (line {mark.line + 1})" if mark else str(exc.problem)
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def json_pointer(path: Iterable[Any]) -> str:

@@ -244,7 +244,7 @@ def argo_objects(
         raw = files[rel]
         shown = layout.shown(rel, root)
         try:
-            objects = parse_manifest(raw.decode("utf-8"), label="")  # the problem names the file
+            objects = parse_manifest(raw.decode("utf-8"), helm_output=False)
         except UnicodeDecodeError:
             problems.append(Problem(shown, message="not UTF-8 text"))
             continue
