@@ -6,8 +6,8 @@ also how tfgen recognises its own files: a file without it is never overwritten 
 YAML is written one way only (block style, no line wrapping, keys in the order they were
 built) so the same input gives the same bytes on every run.
 
-The files are read by three YAML parsers that resolve plain scalars differently: PyYAML (tfgen
-itself), and go-yaml v2 under `sigs.k8s.io/yaml` with YAML 1.1 rules (Helm's `--values`, the
+The files are read by YAML parsers that resolve plain scalars differently: tfgen's own (yaml_rs
+and PyYAML), and go-yaml v2 under `sigs.k8s.io/yaml` with YAML 1.1 rules (Helm's `--values`, the
 ApplicationSet's git files generator), where `y`, `n`, `on`, `1e3`, `0o17`, `08` and `1_000`
 are booleans and numbers (and PyYAML's YAML 1.1 takes `60:30` for one, go-yaml v2 for text).
 Rather than model three resolvers, a string is written plain only under a rule simple enough to
