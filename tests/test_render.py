@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
 from tfgen.errors import TfgenError
-from tfgen.render import RenderPlan, apply_plan, plan_render, write
+from tfgen.render import Committed, RenderPlan, apply_plan, plan_render, write
 from tfgen.render.generated import HEADER_MARK
 from tfgen.repo.keys import content_hash
 from tfgen.validate import Experiment
@@ -120,9 +120,9 @@ def test_a_file_with_the_wanted_hash_is_unchanged_unread(tmp_path: Path,
     rendered(tmp_path)
     (tmp_path / VALUES).write_bytes((tmp_path / VALUES).read_bytes() + b"# edited\n")
     committed = _Read(snapshot(tmp_path))
-    plan = plan_render(tmp_path, [mnist()], ARGOCD, committed=committed,
-                       committed_hashes={rel: content_hash(data) for rel, data
-                                         in committed.files.items()}, only=only)
+    hashes = {rel: content_hash(data) for rel, data in committed.files.items()}
+    plan = plan_render(tmp_path, [mnist()], ARGOCD,
+                       committed=Committed(files=committed, hashes=hashes, only=only))
     assert [(c.path, c.action) for c in plan.drift] == [(VALUES, "update")]
     assert committed.read == [VALUES]  # the one that differs is read for its diff, no other
 

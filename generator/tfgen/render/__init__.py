@@ -9,11 +9,19 @@ chart values (`values`), the generated-file format (`generated`) and the argo/ w
 """
 
 from .insync import Memory, remembering
-from .plan import RenderPlan, drift_problems, plan_render, plan_repository, remembered_plan
+from .plan import (
+    Committed,
+    RenderPlan,
+    drift_problems,
+    plan_render,
+    plan_repository,
+    remembered_plan,
+)
 from .write import ApplyResult, apply_plan
 
 __all__ = [
     "ApplyResult",
+    "Committed",
     "Memory",
     "RenderPlan",
     "apply_plan",
