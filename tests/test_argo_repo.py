@@ -27,8 +27,8 @@ def rendered(resolution: applications.Resolution) -> dict[str, list[dict[str, An
         pytest.skip(f"{layout.CHART_PATH} is not in this checkout")
     out = {}
     for app in resolution.applications:
-        text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
-                             app.value_files)
+        text = helm.template(helm.RenderJob(app.release_name, app.namespace,
+                                            REPO / app.source_path, tuple(app.value_files)))
         out[app.name] = [d for d in yaml.safe_load_all(text) if d]
     return out
 
@@ -87,7 +87,8 @@ def test_helm3_renders_the_same(resolution: applications.Resolution,
     helm3 = helm.find_helm(3)
     assert resolution.applications
     for app in resolution.applications:
-        text = helm.template(REPO / app.source_path, app.release_name, app.namespace,
-                             app.value_files, helm=helm3)
+        text = helm.template(helm.RenderJob(app.release_name, app.namespace,
+                                            REPO / app.source_path, tuple(app.value_files)),
+                             helm=helm3)
         assert rendered[app.name], app.name
         assert [d for d in yaml.safe_load_all(text) if d] == rendered[app.name], app.name

@@ -68,7 +68,8 @@ def expected_nodes(data: Any, path: tuple[Any, ...] = ()) -> dict[str, tuple[str
 
 def helm_nodes(helm: str, values_file: Path) -> dict[str, tuple[str, Any]]:
     """path -> (Go kind, value) of every node of `.Values`, as the probe chart prints them."""
-    text = helm_mod.template(PROBE, "probe", "default", [values_file], helm=helm)
+    text = helm_mod.template(helm_mod.RenderJob("probe", "default", PROBE, (values_file,)),
+                             helm=helm)
     [document] = [d for d in text.split("\n---\n") if "kind: ConfigMap" in d]
     nodes = {}
     for line in document.split("nodes: |\n", 1)[1].splitlines():

@@ -52,6 +52,7 @@ from ..repo.cache import Cache, tool_version
 from ..repo.keys import CacheKeys, content_hash, tool_digest
 from . import helm as helm_mod
 from .applications import ResolvedApplication
+from .helm import RenderJob
 from .helmvalues import (
     canonical_values,
     coalesce,
@@ -72,18 +73,6 @@ MIN_CHUNK = 25
 # Batches started and not yet taken, per worker: one rendering, one finished and waiting.
 IN_FLIGHT = 2
 Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class RenderJob:
-    """One `helm template` as the ApplicationSet runs it for one Application."""
-
-    name: str  # Application name = release name = experiment name
-    namespace: str
-    chart: Path
-    values_files: tuple[Path, ...]
-    kube_version: str | None = None
-    api_versions: tuple[str, ...] = chart_facts.API_VERSIONS
 
 
 def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> list[RenderJob]:
@@ -164,8 +153,8 @@ class BatchRenderer:
                 except OSError:
                     known = f"missing:{path}"
             values.append(known)
-        return self.keys.render(self.helm_version, self.chart(job.chart).digest, job.name,
-                                job.namespace, job.kube_version or "", job.api_versions, values)
+        release = (job.name, job.namespace, job.kube_version or "", ",".join(job.api_versions))
+        return self.keys.render(self.helm_version, self.chart(job.chart).digest, release, values)
 
     def cached(self, job: RenderJob) -> str | None:
         """The job's manifest from the cache, if it was rendered before."""
@@ -209,10 +198,7 @@ class BatchRenderer:
     def render_single(self, job: RenderJob) -> RenderResult:
         self.stats.helm_processes += 1
         try:
-            text = helm_mod.template(
-                job.chart, job.name, job.namespace, job.values_files,
-                kube_version=job.kube_version, api_versions=job.api_versions, helm=self.helm,
-            )
+            text = helm_mod.template(job, helm=self.helm)
         except HelmError as exc:
             return RenderResult(job, error=exc.message)
         return RenderResult(job, manifest=canonical_manifest(text))
@@ -251,9 +237,10 @@ class BatchRenderer:
         """Write the umbrella chart for one batch under `tmp`; the helm command rendering it
         (also what bench/ times as "helm alone")."""
         umbrella = write_umbrella(tmp, job_values, chart)
+        job = RenderJob(UMBRELLA, namespace, umbrella, kube_version=kube_version,
+                        api_versions=api_versions)
         return helm_mod.template_command(
-            self.helm, UMBRELLA, umbrella, namespace, kube_version=kube_version,
-            api_versions=api_versions,
+            self.helm, job,
             # every alias passed the values schema already (see the module docstring)
             skip_schema_validation=chart.values_validator is not None,
         )

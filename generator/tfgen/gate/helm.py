@@ -12,10 +12,12 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentProblem, HelmError
-from ..repo import chart, layout
+from ..repo import chart as chart_facts
+from ..repo import layout
 
 TOOLS_DIR = Path(".tools") / "helm"
 INSTALL_HINT = "run `make setup` (or `python scripts/install_helm.py`) to install helm into .tools/"
@@ -57,27 +59,30 @@ def _runnable(helm: str, named_by: str) -> str:
     return path
 
 
-def template_command(
-    helm: str,
-    release: str,
-    chart_dir: Path,
-    namespace: str,
-    values_files: Sequence[Path] = (),
-    *,
-    kube_version: str | None = None,
-    api_versions: Sequence[str] = chart.API_VERSIONS,
-    skip_schema_validation: bool = False,
-) -> list[str]:
+@dataclass(frozen=True)
+class RenderJob:
+    """One `helm template` as the ApplicationSet runs it for one Application."""
+
+    name: str  # Application name = release name = experiment name
+    namespace: str
+    chart: Path
+    values_files: tuple[Path, ...] = ()
+    kube_version: str | None = None
+    api_versions: tuple[str, ...] = chart_facts.API_VERSIONS
+
+
+def template_command(helm: str, job: RenderJob, *, skip_schema_validation: bool = False
+                     ) -> list[str]:
     """`helm template` as Argo CD runs it for one Application: release, namespace, value files,
     the cluster's Kubernetes version and APIs."""
-    cmd = [helm, "template", release, str(chart_dir), "--namespace", namespace]
-    for values in values_files:
+    cmd = [helm, "template", job.name, str(job.chart), "--namespace", job.namespace]
+    for values in job.values_files:
         cmd += ["--values", str(values)]
     if skip_schema_validation:
         cmd.append("--skip-schema-validation")
-    if kube_version:
-        cmd += ["--kube-version", kube_version]
-    for api in api_versions:
+    if job.kube_version:
+        cmd += ["--kube-version", job.kube_version]
+    for api in job.api_versions:
         cmd += ["--api-versions", api]
     return cmd
 
@@ -113,20 +118,6 @@ def run(cmd: Sequence[str], cwd: Path | None = None) -> str:
     return result.stdout
 
 
-def template(
-    chart_dir: Path,
-    release: str,
-    namespace: str,
-    values_files: Sequence[Path] = (),
-    *,
-    kube_version: str | None = None,
-    api_versions: Sequence[str] = chart.API_VERSIONS,
-    helm: str | None = None,
-    cwd: Path | None = None,
-) -> str:
+def template(job: RenderJob, *, helm: str | None = None, cwd: Path | None = None) -> str:
     """Render one release; returns the rendered multi-document YAML."""
-    cmd = template_command(
-        helm or find_helm(), release, chart_dir, namespace, values_files,
-        kube_version=kube_version, api_versions=api_versions,
-    )
-    return run(cmd, cwd)
+    return run(template_command(helm or find_helm(), job), cwd)

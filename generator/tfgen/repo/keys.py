@@ -192,14 +192,14 @@ class CacheKeys:
         their paths) and tfgen."""
         return self._after(("application", self.tool, root, appset), rel, content)
 
-    def render(self, helm_version: str, chart_digest: str, release: str, namespace: str,
-               kube_version: str, api_versions: Sequence[str],
+    def render(self, helm_version: str, chart_digest: str, release: Sequence[str],
                values: Sequence[str]) -> str:
         """One experiment's rendered manifest: everything its `helm template` reads, and
-        tfgen (which splits and normalises helm's output). `values`: the values files'
-        content hashes, in order."""
-        return self._after(("render", self.tool, helm_version, chart_digest), release,
-                           namespace, kube_version, ",".join(api_versions), *values)
+        tfgen (which splits and normalises helm's output). `release`: its release name,
+        namespace, Kubernetes version and API versions (joined by commas); `values`: the
+        values files' content hashes, in order."""
+        return self._after(("render", self.tool, helm_version, chart_digest), *release,
+                           *values)
 
     def chart_defaults(self, helm_version: str, chart_digest: str) -> str:
         """Whether helm reads a chart's values.yaml as tfgen does: the chart and helm."""

@@ -140,9 +140,8 @@ def render_values(
     with tempfile.TemporaryDirectory(prefix="tfgen-explain-") as tmp:
         values_file = Path(tmp) / "values.yaml"
         values_file.write_text(dump_yaml(dict(values)), encoding="utf-8")
-        rendered = helm.template(
-            chart, name, namespace, [values_file], kube_version=kube_version, helm=helm_binary
-        )
+        job = helm.RenderJob(name, namespace, chart, (values_file,), kube_version=kube_version)
+        rendered = helm.template(job, helm=helm_binary)
     return parse_objects(rendered)
 
 
