@@ -155,36 +155,57 @@ def snapshot(
     cache = cache or Cache(None)
     table_key = CacheKeys.stat_table(str(root.absolute()))
     known = _load_table(cache.get("stat", table_key))
+    looking = _Looking(root, known, taken)
     # the folders not looked at stay in the table for the runs that do
     table = {rel: entry for rel, entry in known.items()
              if rel.partition("/")[0] not in folders}
-    hashes: dict[str, str] = {}
-    refused: dict[str, str] = {}
-    hashed = 0
+    for rel in (layout.CONFIG_NAME, layout.CODEOWNERS_FILE):
+        # tfgen.yaml, and the one generated file outside argo/ (the rest of .github/ is no
+        # input): read alone
+        if os.path.lexists(root / rel):
+            looking.add(rel, str(root / rel))
+    for top in folders:
+        # below a symlinked folder every file goes the careful way, and no listing is kept
+        walk = _Walk(root, known, taken, plain=not os.path.islink(root / top))
+        for listing in walk.folders(top):
+            table[listing.rel] = looking.look_at(listing)
+    if table != known:
+        cache.put("stat", table_key, json.dumps(table, separators=(",", ":")))
+    return Inputs(root, looking.hashes, looking.refused, looking.hashed)
 
-    def add(rel: str, path: str, looked: os.stat_result | None = None) -> None:
+
+class _Looking:
+    """One snapshot's look at the files: their hashes, the specs refused, how many were
+    read; `known`, the statuses of the last run's (`_Folder` by folder)."""
+
+    def __init__(self, root: Path, known: Mapping[str, _Folder], taken: int) -> None:
+        self.root, self.known, self.taken = root, known, taken
+        self.hashes: dict[str, str] = {}
+        self.refused: dict[str, str] = {}
+        self.hashed = 0
+
+    def add(self, rel: str, path: str, looked: os.stat_result | None = None) -> None:
         """A file whose status is not the known one (or unknown): read and hashed; `looked`,
         its status as the walk found it (through no link), when it is a regular file."""
-        nonlocal hashed
         try:
-            data = read_input(path, rel, root, looked=looked)  # refuses what it must
+            data = read_input(path, rel, self.root, looked=looked)  # refuses what it must
         except Refused as exc:  # named as messages show paths only when it is refused
             raise Refused(layout.shown(path), exc.reason, exc.hint) from None
-        hashed += 1
-        hashes[rel] = content_hash(data)
+        self.hashed += 1
+        self.hashes[rel] = content_hash(data)
 
-    def look_at(listing: _Listing) -> _Folder:
+    def look_at(self, listing: _Listing) -> _Folder:
         """The folder's files hashed, by their known status where it vouches for them; its
         entry for the table."""
         rels = [f"{listing.rel}/{name}" for name in listing.files]
         idents = [_file_ident(status) if status is not None else ""
                   for status in listing.statuses]
-        before = known.get(listing.rel)
+        before = self.known.get(listing.rel)
         if (before is not None and before.files == listing.files
                 and before.statuses == idents and "" not in idents):
             # every file regular, reached without a link and as it was when its status was
             # old enough to keep: the path of nearly every folder, kept free of calls per file
-            hashes.update(zip(rels, before.hashes, strict=True))
+            self.hashes.update(zip(rels, before.hashes, strict=True))
             # the folder's own status and folders as listed now (a recalled listing's are the
             # kept ones: then the entry is kept as it is)
             listed = (listing.status, listing.folders)
@@ -193,39 +214,30 @@ def snapshot(
         was = ({name: (ident, known_hash) for name, ident, known_hash
                 in zip(before.files, before.statuses, before.hashes, strict=True)}
                if before else {})
-        kept: list[str] = []
-        for name, rel, status, ident in zip(listing.files, rels, listing.statuses, idents,
-                                             strict=True):
-            old_ident, old_hash = was.get(name, ("", ""))
-            if ident and ident == old_ident:
-                hashes[rel] = old_hash
-            else:
-                try:
-                    add(rel, f"{listing.path}/{name}",
-                        status if status is not None and stat.S_ISREG(status.st_mode) else None)
-                except Refused as exc:
-                    if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                        raise
-                    refused[rel] = exc.reason
-            trusted = (status is not None and stat.S_ISREG(status.st_mode) and rel in hashes
-                       and _settled(status, taken))
-            kept.append(ident if trusted else "")
+        kept = [self._file(listing, name, rel, status, was.get(name, ("", "")))
+                for name, rel, status in zip(listing.files, rels, listing.statuses,
+                                             strict=True)]
         return _Folder(listing.status, listing.folders, listing.files, kept,
-                       [hashes.get(rel, "") for rel in rels])
+                       [self.hashes.get(rel, "") for rel in rels])
 
-    for rel in (layout.CONFIG_NAME, layout.CODEOWNERS_FILE):
-        # tfgen.yaml, and the one generated file outside argo/ (the rest of .github/ is no
-        # input): read alone
-        if os.path.lexists(root / rel):
-            add(rel, str(root / rel))
-    for top in folders:
-        # below a symlinked folder every file goes the careful way, and no listing is kept
-        walk = _Walk(root, known, taken, plain=not os.path.islink(root / top))
-        for listing in walk.folders(top):
-            table[listing.rel] = look_at(listing)
-    if table != known:
-        cache.put("stat", table_key, json.dumps(table, separators=(",", ":")))
-    return Inputs(root, hashes, refused, hashed)
+    def _file(self, listing: _Listing, name: str, rel: str, status: os.stat_result | None,
+              was: tuple[str, str]) -> str:
+        """One file of a folder whose listing differs from the known one: its hash, by its
+        known status when that vouches for it; the status kept for the next run ("": none)."""
+        ident = _file_ident(status) if status is not None else ""
+        regular = status is not None and stat.S_ISREG(status.st_mode)
+        if ident and ident == was[0]:
+            self.hashes[rel] = was[1]
+        else:
+            try:
+                self.add(rel, f"{listing.path}/{name}", status if regular else None)
+            except Refused as exc:
+                if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                    raise
+                self.refused[rel] = exc.reason
+        trusted = (regular and rel in self.hashes and status is not None
+                   and _settled(status, self.taken))
+        return ident if trusted else ""
 
 
 def _settled(status: os.stat_result, taken: int) -> bool:
