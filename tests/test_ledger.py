@@ -43,16 +43,28 @@ def bundled_repository(owners: bool = True) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def ledger_answers() -> Iterator[list[CheckResult | None]]:
-    """What the ledger answered in each check meanwhile (None: the full check ran)."""
+    """What the ledger answered in each check meanwhile: the result of a pass over the
+    experiments changed since it, when that was the run's only pass; None when a pass over
+    the whole repository ran. (A run whose whole result was stored makes no pass.)"""
     answers: list[CheckResult | None] = []
-    since = gate.Gate.since
+    passes: list[gate.Pass] = []
+    run, check = gate.Gate.run, gate.Gate.check
 
-    def spied(self: gate.Gate, *args: Any) -> CheckResult | None:
-        answers.append(since(self, *args))
-        return answers[-1]
+    def spied_check(self: gate.Gate, *args: Any) -> gate.Pass:
+        passes.append(check(self, *args))
+        return passes[-1]
+
+    def spied_run(self: gate.Gate, *args: Any) -> CheckResult:
+        passes.clear()
+        result = run(self, *args)
+        if passes:
+            since = len(passes) == 1 and not passes[0].scope.whole
+            answers.append(passes[0].result if since else None)
+        return result
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gate.Gate, "since", spied)
+        patch.setattr(gate.Gate, "check", spied_check)
+        patch.setattr(gate.Gate, "run", spied_run)
         yield answers
 
 

@@ -9,20 +9,21 @@ object and every Argo CD object in argo/ (`judging`, `objects`, `wiring`), and w
 revision refuse changes a live run cannot take (`immutability`). Every finding is a `Problem`;
 nothing is printed here.
 
-Speed comes from the cache (`repo.cache`), keyed by content hashes of the run's snapshot
+There is one sequence of stages (`Gate.check`); the cache only chooses its scope and spares
+work inside the stages. Its entries, keyed by content hashes of the run's snapshot
 (`repo.inputs`): the whole result (nothing changed since the last identical run), the ledger
-of the last all-clear run (then only the experiments changed since are checked: `ledger`),
-each spec's verdict (`validate.remembered`), the experiments whose files are in sync
-(`render.insync`, shared with `tfgen render`), the resolved Applications, each experiment's
-rendered manifest and the verdict on its objects. Its entries are signed with a key of this
-machine, so a pull request cannot bring its own verdicts; a committed cache is not used and is
-reported as a problem.
+of the last all-clear run (then the scope is the experiments changed since, the others
+standing as the ledger keeps them: `scope`, `ledger`), each spec's verdict
+(`validate.remembered`), the experiments whose files are in sync (`render.insync`, shared with
+`tfgen render`), the resolved Applications, each experiment's rendered manifest and the
+verdict on its objects. Its entries are signed with a key of this machine, so a pull request
+cannot bring its own verdicts; a committed cache is not used and is reported as a problem.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -41,7 +42,6 @@ from ..validate import (
     repository_specs,
     validate_paths,
 )
-from ..validate.experiments import across_problems, facts_checked
 from ..words import counted
 from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, wiring
 from .applications import Resolution, ResolvedApplication, resolve_applications
@@ -54,6 +54,7 @@ from .resolutions import (
     resolution_inputs,
     resolution_to_json,
 )
+from .scope import WHOLE, Scope, since
 
 
 @dataclass
@@ -136,6 +137,17 @@ def run_check(
         gate.close()
 
 
+@dataclass
+class Pass:
+    """One pass of the stages over a scope: its result, and what the ledger keeps of it."""
+
+    scope: Scope
+    result: CheckResult
+    applications: list[ResolvedApplication]
+    facts: dict[str, dict[str, Any]]
+    rendered: list[objects.AppObjects]
+
+
 class Gate:
     """One run of the gate over one repository: its inputs, its cache, its helm."""
 
@@ -157,8 +169,8 @@ class Gate:
         self.renderer.cache.close()
 
     def run(self, progress: Progress | None) -> CheckResult:
-        """The result of the last identical run, else one worked out from the last all-clear
-        run and what changed since (`ledger`), else a full check."""
+        """The result of the last identical run, else the stages over the experiments changed
+        since the last all-clear run (`scope`), else over the whole repository."""
         base_commit = base.resolve(self.root, self.options.base) if self.options.base else ""
         options = asdict(self.options)
         run_key = self.keys.run(self.renderer.helm_version, options, base_commit,
@@ -170,124 +182,89 @@ class Gate:
         ledger_key = (self.keys.ledger(str(self.root.resolve()), self.renderer.helm_version,
                                        options)
                       if not base_commit and self.options.validator == "builtin" else None)
-        result = self.since(ledger_key, progress) or self.check(progress, ledger_key)
+        found = self.check(self.scope(ledger_key), progress)
+        if not found.scope.whole and not self.holds(found):
+            found = self.check(WHOLE, progress)  # says what was found, as a full check does
+        if ledger_key and self.holds(found):
+            self.keep(ledger_key, found)
+        result = found.result
         self.cache.put("check", run_key, result.to_json())
         committed = tracked_problem(self.root)  # then the cache above was neither read nor written
         if committed is not None:
             result.problems = sorted({*result.problems, committed})
         return result
 
-    def check(self, progress: Progress | None, ledger_key: str | None = None) -> CheckResult:
-        """Every stage over every experiment; an all-clear result leaves a ledger."""
-        result = CheckResult()
-        resolution = self.resolve()
+    def scope(self, ledger_key: str | None) -> Scope:
+        """The experiments changed since the last all-clear run, when its ledger stands;
+        else the whole repository."""
+        if ledger_key is None or self.inputs.refused:
+            return WHOLE
+        judged = ledger.judged(self.config)
+        before = ledger.load(self.cache, ledger_key, self.inputs.hashes, judged)
+        if before is None or not unchanged(before.reads):
+            return WHOLE
+        return since(before, self.inputs, self.config, judged)
+
+    def check(self, scope: Scope, progress: Progress | None = None) -> Pass:
+        """Every stage, over the experiments of `scope`."""
+        problems: list[Problem] = []
+        resolution = self.resolve(scope)
         apps = self.in_scope(resolution.applications)
         stage = self.judging(apps)
         with ThreadPoolExecutor(max_workers=1) as pool:
             # Helm runs in other processes: start it first and check specs, generated files
             # and argo/ while it renders (on two cores this hides most of the Python work).
             rendering = pool.submit(stage.render, progress)
-            specs = validate_paths(repository_specs(self.config), self.config,
-                                   verdicts=self.memory.verdicts)
-            result.problems += specs.problems + self.drift(specs) + stage.argo_problems()
-            result.problems += wiring.applications_problems(self.root, resolution.applications,
-                                                           stage.judge.projects)
-            result.problems += [replace(p, path=layout.shown(p.path, self.root))
-                                for p in resolution.problems]
+            specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
+                                   self.config, scope, verdicts=self.memory.verdicts)
+            problems += specs.problems + self.drift(specs, scope) + stage.argo_problems()
+            problems += wiring.applications_problems(self.root, resolution.applications,
+                                                     stage.judge.projects, scope.applications())
+            problems += [replace(p, path=layout.shown(p.path, self.root))
+                         for p in resolution.problems]
             rendering.result()
         rendered, found = stage.located({e.name: e.shown for e in specs.experiments})
-        result.problems += found + objects.collisions(rendered)
+        problems += found + objects.collisions(rendered, scope.identities())
         if self.options.validator != "builtin":
-            result.problems += objects.kubeconform_problems(rendered, stage.judge.validator)
+            problems += objects.kubeconform_problems(rendered, stage.judge.validator)
         if self.options.base:
-            result.problems += immutability.base_problems(
+            problems += immutability.base_problems(
                 self.root, self.options.base, rendered, self.config.kubernetes_version,
                 self.renderer)
-        result.specs, result.applications = len(specs.files), len(resolution.applications)
-        result.checked = len(apps)
-        result.objects = sum(len(item.keys) for item in rendered)
-        result.helm_processes = self.renderer.stats.helm_processes
-        result.cache_hits = stage.reused + self.renderer.stats.cached
-        result.problems = sorted(set(result.problems))
-        result.reads = self.reads(resolution.applications)
-        if ledger_key and result.ok and ledger.keeps(self.root, apps):
-            facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
-            ledger.save(self.cache, ledger_key, ledger.Ledger.of(
-                self.inputs.hashes, result.reads, ledger.entries(self.root, facts, rendered)))
-        return result
-
-    def since(self, ledger_key: str | None, progress: Progress | None) -> CheckResult | None:
-        """All clear, worked out from the ledger of the last all-clear run and the experiments
-        changed since (`ledger`); None when there is no ledger to use, or anything is found
-        (then the full check says what)."""
-        if ledger_key is None or self.inputs.refused:
-            return None
-        judged = ledger.judged(self.config)
-        before = ledger.load(self.cache, ledger_key, self.inputs.hashes, judged)
-        changed = before.changed(self.inputs.hashes, judged) if before is not None else None
-        if before is None or changed is None or not unchanged(before.reads):
-            return None
-        others = before.others(changed)
-        files = layout.files_of(changed, self.inputs.hashes)
-        resolution = resolve_applications(
-            self.root, RememberedApplications(self.cache, self.keys, self.inputs), among=files)
-        if resolution.problems or not ledger.keeps(self.root, resolution.applications):
-            return None
-        apps = self.in_scope(resolution.applications)
-        stage = self.judging(apps)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            rendering = pool.submit(stage.render, progress)
-            clear = self.clear_since(before, changed, files, resolution.applications, stage)
-            rendering.result()
-        rendered, found = stage.located({})
-        if clear is None or found or ledger.collisions(others.values(), rendered):
-            return None
-        before.update(self.inputs.hashes, changed, ledger.entries(self.root, clear, rendered))
-        before.reads.update(self.reads(resolution.applications))
-        ledger.save(self.cache, ledger_key, before)
-        kept = [entry for entry in others.values() if entry.application is not None]
-        return CheckResult(
-            specs=sum(entry.facts is not None for entry in others.values()) + len(clear),
-            applications=len(kept) + len(resolution.applications), checked=len(kept) + len(apps),
-            objects=sum(entry.objects for entry in kept) + sum(len(i.keys) for i in rendered),
+        kept = scope.kept()
+        result = CheckResult(
+            problems=sorted(set(problems)),
+            specs=len(specs.files) + sum(e.facts is not None for e in scope.others.values()),
+            applications=len(resolution.applications) + len(kept),
+            checked=len(apps) + len(kept),
+            objects=sum(len(item.keys) for item in rendered) + sum(e.objects for e in kept),
             helm_processes=self.renderer.stats.helm_processes,
-            cache_hits=len(kept) + stage.reused + self.renderer.stats.cached,
-            reads=before.reads)
-
-    def clear_since(self, before: ledger.Ledger, changed: Collection[str],
-                    files: Sequence[str], applications: Sequence[ResolvedApplication],
-                    stage: Judging) -> dict[str, dict[str, Any]] | None:
-        """The changed experiments' facts by name (`files`: theirs in the snapshot), when
-        their specs, generated files and Applications are all clear, and so are the rules
-        across experiments over all of them, the unchanged ones as the ledger has them; else
-        None."""
-        specs = validate_paths(
-            [self.root / rel for rel in files if rel.startswith(f"{layout.EXPERIMENTS_DIR}/")],
-            self.config, verdicts=self.memory.verdicts)
+            cache_hits=stage.reused + self.renderer.stats.cached + len(kept),
+            reads={**(scope.before.reads if scope.before else {}),
+                   **self.reads(resolution.applications)})
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
-        others = before.others(changed)
-        every = {**{name: entry.facts for name, entry in others.items()}, **facts}
-        if specs.problems or not ledger.codeowners_clear(self.config, self.inputs.hashes, every):
-            return None
-        # The rules across files read only these facts: when the changed experiments' are
-        # those of the all-clear check, so is their verdict.
-        if not before.same_facts(changed, facts) and across_problems(
-                ledger.spec_checks(self.config, others) + [
-                    facts_checked(e.source, e.shown, facts[e.name], self.config)
-                    for e in specs.experiments], self.config):
-            return None
-        if self.drift(specs, only=changed) or stage.argo_problems():
-            return None
-        names = {entry.application for entry in others.values()}
-        if (wiring.applications_problems(self.root, applications, stage.judge.projects)
-                or any(app.name in names for app in applications)):
-            return None
-        return facts
+        return Pass(scope, result, resolution.applications, facts, rendered)
+
+    def holds(self, found: Pass) -> bool:
+        """Whether a pass's all-clear can stand for the next run (`ledger.keeps`)."""
+        return found.result.ok and ledger.keeps(self.root, found.applications)
+
+    def keep(self, ledger_key: str, found: Pass) -> None:
+        """The ledger of an all-clear pass: a new one for the whole repository, else the one
+        it was since, with the changed experiments as they are now."""
+        entries = ledger.entries(self.root, found.facts, found.rendered)
+        if found.scope.before is None:
+            kept = ledger.Ledger.of(self.inputs.hashes, found.result.reads, entries)
+        else:
+            kept = found.scope.before
+            kept.update(self.inputs.hashes, found.scope.changed or (), entries)
+            kept.reads = found.result.reads
+        ledger.save(self.cache, ledger_key, kept)
 
     def judging(self, apps: list[ResolvedApplication]) -> Judging:
         """The objects stage over these Applications."""
-        return Judging(apps, config=self.config, inputs=self.inputs, renderer=self.renderer,
-                       cache=self.cache, keys=self.keys, validator=self.options.validator,
+        return Judging(apps, config=self.config, memory=self.memory, renderer=self.renderer,
+                       validator=self.options.validator,
                        every_one=bool(self.options.base) or self.options.validator != "builtin")
 
     def reads(self, applications: Iterable[ResolvedApplication]) -> dict[str, str]:
@@ -300,15 +277,18 @@ class Gate:
             if self.inputs.hash_of(path) is None}
         return {str(path): path_digest(path) for path in paths}
 
-    def resolve(self) -> Resolution:
-        """The Applications the committed ApplicationSet generates, remembered by what
-        resolving them reads: all of them, else each one (`resolutions`)."""
+    def resolve(self, scope: Scope) -> Resolution:
+        """The Applications the committed ApplicationSet generates from the scope's files,
+        remembered by what resolving them reads: all of them, else each one
+        (`resolutions`)."""
+        remembered = RememberedApplications(self.cache, self.keys, self.inputs)
+        if not scope.whole:
+            return resolve_applications(self.root, remembered, among=scope.files)
         key = self.keys.resolution(self.root, resolution_inputs(self.inputs.hashes))
         stored = self.cache.get("resolve", key)
         if stored is not None:
             return resolution_from_json(stored)
-        resolution = resolve_applications(
-            self.root, RememberedApplications(self.cache, self.keys, self.inputs))
+        resolution = resolve_applications(self.root, remembered)
         self.cache.put("resolve", key, resolution_to_json(resolution))
         return resolution
 
@@ -323,14 +303,14 @@ class Gate:
         return [a for a in applications if (scope is None or a.name in scope)
                 and a.chart_dir in found]
 
-    def drift(self, specs: ValidationResult, only: Collection[str] | None = None
-              ) -> list[Problem]:
-        """Committed generated files that differ from what `tfgen render` would write (`only`:
-        those of these experiments). An experiment whose spec, generated files and tfgen.yaml
+    def drift(self, specs: ValidationResult, scope: Scope) -> list[Problem]:
+        """Committed generated files that differ from what `tfgen render` would write, for
+        the scope's experiments. An experiment whose spec, generated files and tfgen.yaml
         have the contents of an earlier run that found its files in sync is not planned
         again."""
         plan = render.remembered_plan(self.memory, specs.experiments, self.config,
-                                      pending=specs.invalid_names, only=only)
+                                      pending=specs.invalid_names, only=scope.changed,
+                                      elsewhere=scope.owned())
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
 

@@ -12,10 +12,8 @@ import functools
 from collections.abc import Callable, Mapping
 
 from ..problems import Problem
+from ..render import Memory
 from ..repo import layout, resources
-from ..repo.cache import Cache
-from ..repo.inputs import Inputs
-from ..repo.keys import CacheKeys
 from ..validate import RepoConfig
 from . import objects, wiring
 from .applications import ResolvedApplication
@@ -31,13 +29,12 @@ class Judging:
     check's --validator; `every_one`: render each Application even when its verdict is
     known (--base compares manifests, kubeconform reads them)."""
 
-    def __init__(self, apps: list[ResolvedApplication], *, config: RepoConfig, inputs: Inputs,
-                 renderer: BatchRenderer, cache: Cache, keys: CacheKeys, validator: str,
-                 every_one: bool) -> None:
-        self.apps, self.renderer, self.cache = apps, renderer, cache
-        kube = config.kubernetes_version
+    def __init__(self, apps: list[ResolvedApplication], *, config: RepoConfig, memory: Memory,
+                 renderer: BatchRenderer, validator: str, every_one: bool) -> None:
+        self.apps, self.renderer, self.cache = apps, renderer, memory.cache
+        keys, kube = memory.keys, config.kubernetes_version
         self.jobs = jobs_for(apps, kube)
-        self.argo, self._argo_problems = objects.argo_objects(config.root, inputs.files)
+        self.argo, self._argo_problems = objects.argo_objects(config.root, memory.inputs.files)
         self.judge = objects.Judge(ManifestValidator(kube, resources.schema_dir()),
                                    wiring.load_projects(self.argo),
                                    schema_check=validator != "kubeconform", config=config)
@@ -47,7 +44,7 @@ class Judging:
                          schema_check=self.judge.schema_check, projects=projects)
             for job, app in zip(self.jobs, apps, strict=True)
         ]
-        self.known = cache.get_many("objects", self.keys)
+        self.known = self.cache.get_many("objects", self.keys)
         self.todo = [i for i, key in enumerate(self.keys) if every_one or key not in self.known]
         self.outcomes: dict[int, objects.Verdict | Problem] = {}
 

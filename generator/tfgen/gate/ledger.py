@@ -8,16 +8,16 @@ read (`validate.across_problems`), the name of its Application and its objects' 
 (two experiments rendering one object collide), with their count.
 
 The next check uses the ledger when every file that differs from it belongs to an experiment
-(its spec, or a file below argo/experiments/<name>/): it checks those experiments through the
-same stages as a full check (spec, generated files, Application, helm render, objects) and
-runs every rule across experiments over all of them, the others as the ledger has them.
-Anything else changed (tfgen.yaml, the chart, argo/*.yaml, another tfgen, helm or option: its
-key) means a full check, but for CODEOWNERS, which lists every spec: it is judged again from
-every experiment's namespace (`codeowners_clear`). An unchanged experiment's verdict cannot
-have changed: its files are the ones that were all clear, and whatever else its checks read is
-unchanged too. That holds when each Application reads files of its own experiment only (its
-values; a ledger is kept only then: `keeps`) and helm reads the same charts (their digests are
-kept beside it: `CheckResult.reads`).
+(its spec, or a file below argo/experiments/<name>/): its scope (`scope`) is those
+experiments, which go through the same stages as in a full check, with the others as the
+ledger has them for every rule across experiments. Anything else changed (tfgen.yaml, the
+chart, argo/*.yaml, another tfgen, helm or option: its key) means a full check, but for
+CODEOWNERS, which lists every spec: the drift stage judges it again from every experiment's
+namespace (`judged`). An unchanged experiment's verdict cannot have changed: its files are
+the ones that were all clear, and whatever else its checks read is unchanged too. That holds
+when each Application reads files of its own experiment only (its values; a ledger is kept
+only then: `keeps`) and helm reads the same charts (their digests are kept beside it:
+`CheckResult.reads`).
 
 The ledger only ever answers "all clear". Anything the changed experiments' checks find sends
 the run to the full check, which says where each problem is.
@@ -25,23 +25,22 @@ the run to the full check, which says where each problem is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import zlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..render.codeowners import codeowners_file
 from ..repo import layout
 from ..repo.cache import Cache
-from ..repo.keys import CacheKeys, content_hash
+from ..repo.keys import CacheKeys
 from ..validate import RepoConfig
 from ..validate.experiments import Checked, facts_checked
 from .applications import ResolvedApplication
-from .objects import AppObjects, cluster_identity
+from .objects import AppObjects, identity_digest
 
 SPACE = "ledger"
 # The ledger is kept in parts, an experiment's in the part its name falls in: a check that
@@ -70,8 +69,7 @@ class Entry:
 
 def identities(rendered: AppObjects) -> tuple[str, ...]:
     """The digests of an Application's objects' identities."""
-    return tuple({hashlib.blake2b("\0".join(cluster_identity(key)).encode(),
-                                  digest_size=8).hexdigest() for key in rendered.keys})
+    return tuple({identity_digest(key) for key in rendered.keys})
 
 
 @dataclass
@@ -225,24 +223,6 @@ def judged(config: RepoConfig) -> tuple[str, ...]:
     return (layout.CODEOWNERS_FILE,) if codeowners_file(config.owners, [])[0] else ()
 
 
-def codeowners_clear(config: RepoConfig, hashes: Mapping[str, str],
-                     facts: Mapping[str, dict[str, Any] | None]) -> bool:
-    """Whether the committed CODEOWNERS (in the snapshot `hashes`) is the one `tfgen render`
-    writes for these experiments (by name: what the rules across files read of each spec)."""
-    wanted, problems = codeowners_file(config.owners, [
-        _Owned(f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}", _namespace(found))
-        for name, found in facts.items() if found is not None])
-    if wanted is None:
-        return True  # then CODEOWNERS is not judged here: a change to it is a full check
-    committed = hashes.get(layout.CODEOWNERS_FILE)
-    return not problems and committed == content_hash(wanted.content.encode())
-
-
-class _Owned(NamedTuple):
-    rel: str
-    namespace: str
-
-
 def spec_checks(config: RepoConfig, others: Mapping[str, Entry]) -> list[Checked]:
     """The unchanged experiments' specs as the rules across files see them."""
     checked = []
@@ -253,24 +233,8 @@ def spec_checks(config: RepoConfig, others: Mapping[str, Entry]) -> list[Checked
     return checked
 
 
-def collisions(others: Iterable[Entry], rendered: Sequence[AppObjects]) -> bool:
-    """Whether a changed experiment's object may also be another experiment's."""
-    taken: dict[str, str] = {}
-    for entry in others:
-        taken.update(dict.fromkeys(entry.identities, entry.application or ""))
-    for item in rendered:
-        for identity in identities(item):
-            if taken.setdefault(identity, item.app.name) != item.app.name:
-                return True
-    return False
-
-
 def _json(data: Any) -> str:
     return json.dumps(data, sort_keys=True)
-
-
-def _namespace(facts: dict[str, Any] | None) -> str:
-    return str((facts or {}).get("metadata", {}).get("namespace"))
 
 
 def _experiment(real_root: str, app: ResolvedApplication) -> str | None:

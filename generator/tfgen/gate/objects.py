@@ -10,6 +10,7 @@ cluster (`collisions`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -183,29 +184,46 @@ def helm_message(error: str) -> str:
     return " ".join(lines) or "helm template failed"
 
 
-def collisions(rendered: Sequence[AppObjects]) -> list[Problem]:
+def collisions(rendered: Sequence[AppObjects],
+               elsewhere: Mapping[str, tuple[str, str]] | None = None) -> list[Problem]:
     """Two experiments rendering the same object would fight over it in the cluster (a
-    PersistentVolume is cluster-wide, so equal names across namespaces collide too)."""
+    PersistentVolume is cluster-wide, so equal names across namespaces collide too).
+    `elsewhere`: the objects of experiments not rendered here, by `identity_digest`, as
+    (their Application's name, where it is)."""
     # the first owner of each object, and the objects more than one experiment renders (few:
     # seventy thousand objects at ten thousand experiments need no list each)
     first: dict[ObjectKey, AppObjects] = {}
     shared: dict[ObjectKey, list[AppObjects]] = {}
+    out = []
     for item in rendered:
         for key in map(cluster_identity, item.keys):
             owner = first.setdefault(key, item)
             if owner is not item:
                 shared.setdefault(key, [owner]).append(item)
-    out = []
-    for (_, kind, namespace, name), items in shared.items():
+            other = elsewhere.get(identity_digest(key)) if elsewhere else None
+            if other is not None and other[0] != item.app.name:
+                out.append(_collision(item, key, other[1]))
+    for key, items in shared.items():
         if len({i.app.name for i in items}) < 2:
             continue
         for item in items:
-            others = ", ".join(sorted({o.path for o in items if o is not item}))
-            scope = "cluster-wide" if not namespace else f"in namespace {namespace}"
-            out.append(Problem(item.path, pointer=f"{kind}/{name} $.metadata.name",
-                               message=f"{kind} {name!r} ({scope}) is also rendered by {others}",
-                               hint="rename one of the experiments"))
+            out.append(_collision(item, key, ", ".join(sorted(
+                {o.path for o in items if o is not item}))))
     return out
+
+
+def _collision(item: AppObjects, key: ObjectKey, others: str) -> Problem:
+    _, kind, namespace, name = key
+    scope = "cluster-wide" if not namespace else f"in namespace {namespace}"
+    return Problem(item.path, pointer=f"{kind}/{name} $.metadata.name",
+                   message=f"{kind} {name!r} ({scope}) is also rendered by {others}",
+                   hint="rename one of the experiments")
+
+
+def identity_digest(key: ObjectKey) -> str:
+    """A short digest of an object's identity in the cluster (`cluster_identity`), as a check
+    keeps the objects of the experiments it does not render again (`ledger`)."""
+    return hashlib.blake2b("\0".join(cluster_identity(key)).encode(), digest_size=8).hexdigest()
 
 
 def cluster_identity(key: ObjectKey) -> ObjectKey:

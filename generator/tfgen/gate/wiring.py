@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,10 +173,12 @@ def forget_filesystem() -> None:
 
 
 def applications_problems(repo_root: Path, applications: Sequence[ResolvedApplication],
-                          projects: dict[str, Project]) -> list[Problem]:
-    """Would every generated Application sync, each under its own name?"""
+                          projects: dict[str, Project],
+                          elsewhere: Mapping[str, str] | None = None) -> list[Problem]:
+    """Would every generated Application sync, each under its own name? `elsewhere`: the
+    names of the Applications not judged here, and where each is generated from."""
     out: list[Problem] = []
-    names: dict[str, str] = {}
+    names: dict[str, str] = dict(elsewhere or {})
     for app in applications:
         where = layout.shown(app.generator_file)
         if app.name in names:

@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import TfgenError
 from ..problems import Problem
@@ -233,6 +233,17 @@ def _given(data: Any) -> Callable[[], Any]:
     return lambda: data  # the data alone: not the checked file's bytes and locator
 
 
+@runtime_checkable
+class Surroundings(Protocol):
+    """The repository's other experiments as a caller already knows them, for the rules
+    across files (a check of the experiments changed since an all-clear check knows the
+    others as that check left them)."""
+
+    def around(self, checked: Sequence[Checked]) -> Iterable[Checked]:
+        """The experiments the `checked` files are compared with: none when the rules across
+        files cannot find anything new among them."""
+
+
 def _context(files: Sequence[Path], config: RepoConfig, others: Iterable[Path]) -> list[Checked]:
     """The repository's other experiments, checked only so rules across files can see them
     (their own problems are theirs to report)."""
@@ -245,7 +256,7 @@ def _context(files: Sequence[Path], config: RepoConfig, others: Iterable[Path]) 
 def validate_paths(
     paths: Sequence[Path | str],
     config: RepoConfig,
-    context: Iterable[Path] = (),
+    context: Iterable[Path] | Surroundings = (),
     verdicts: Verdicts | None = None,
 ) -> ValidationResult:
     """Validate spec files and folders against the schema and every rule.
@@ -253,7 +264,8 @@ def validate_paths(
     Reports every problem of every file (unreadable files give one problem each) and returns
     the experiments of the files without problems, in file order. `context` are further spec
     files that rules across files (unique names) compare against without reporting on them:
-    checking one new file still catches a name another experiment already uses.
+    checking one new file still catches a name another experiment already uses; or the
+    `Surroundings` that knows them already.
     """
     files, problems = layout.discover(paths)
     not_specs = len({p.path for p in problems})
@@ -271,8 +283,15 @@ def validate_paths(
         if item is not None:
             checked.append(item)
     mine = {c.shown for c in checked}
-    every = [*checked, *_context(files, config, context)]
-    across = [p for p in across_problems(every, config) if p.path in mine]
+    surrounded = isinstance(context, Surroundings)
+    if isinstance(context, Surroundings):
+        others = list(context.around(checked))
+    else:
+        others = _context(files, config, context)
+    # Checked context files have problems of their own to report; known surroundings have
+    # none, so whatever the rules find among them now is the given files' doing.
+    across = [p for p in across_problems([*checked, *others], config)
+              if p.path in mine or surrounded]
     problems += across
     shown = {p.path for p in across}
     invalid |= {c.source for c in checked if c.shown in shown}
