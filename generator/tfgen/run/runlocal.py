@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem, InputError, OptionsError
-from ..repo import layout
+from ..repo import layout, naming
 from ..words import counted
 from . import processes, tfconfig
 from .datadir import check_options, data_folder
@@ -71,9 +71,10 @@ def map_mount_path(text: str, mount_path: str, local_dir: str) -> str:
 def leader_of(pods: Sequence[tfconfig.Pod]) -> tfconfig.Pod:
     """The pod whose end ends the job: chief/master, else worker 0 (the operator's default
     success policy), else the first pod."""
-    for wanted in (("Chief", 0), ("Master", 0), ("Worker", 0)):
+    # Chief before Master (display order), should a TFJob have both.
+    for replica_type in [*sorted(naming.LEADER_REPLICA_TYPES, key=tfconfig.sort_key), "Worker"]:
         for pod in pods:
-            if (pod.replica_type, pod.index) == wanted:
+            if (pod.replica_type, pod.index) == (replica_type, 0):
                 return pod
     return pods[0]
 
