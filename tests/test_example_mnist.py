@@ -91,10 +91,9 @@ def test_real_tensorflow_run_writes_event_files(tmp_path: Path, roles: dict[str,
     result = runlocal.run_pods(
         tfconfig.pods(job),
         job,
-        mount_path="/training",
-        data_dir=str(tmp_path),
+        runlocal.LocalVolume("/training", str(tmp_path)),
         emit=lines.append,
-        timeout=240,
+        options=runlocal.PodRunOptions(timeout=240),
     )
     assert result.exit_code == 0, "\n".join(lines[-30:])
     logs = tmp_path / "tensorflow" / "logs"

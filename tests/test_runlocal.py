@@ -58,10 +58,9 @@ def run(job: dict[str, Any], data: Path, **kwargs: Any) -> tuple[runlocal.RunRes
     result = runlocal.run_pods(
         tfconfig.pods(job),
         job,
-        mount_path="/training",
-        data_dir=str(data),
+        runlocal.LocalVolume("/training", str(data)),
         emit=lines.append,
-        **kwargs,
+        options=runlocal.PodRunOptions(**kwargs),
     )
     return result, lines
 
@@ -123,7 +122,7 @@ def test_timeout_stops_every_process_group(tmp_path: Path) -> None:
 def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: Path) -> None:
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
     planned, _ = runlocal.plan(
-        [pod], [pod], mount_path="/training", data_dir="/tmp/d",
+        [pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"),
         command=["python3", "x.py", "--out=/training/o"],
     )
     assert planned[0].argv == [sys.executable, "x.py", "--out=/tmp/d/o"]
@@ -132,10 +131,10 @@ def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: P
 
 def test_keep_args_appends_the_specs_args_to_the_command() -> None:
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
-    planned, _ = runlocal.plan([pod], [pod], mount_path="/training", data_dir="/tmp/d",
+    planned, _ = runlocal.plan([pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"),
                                command=["python3", "x.py"], keep_args=True)
     assert planned[0].argv == [sys.executable, "x.py", "--log_dir=/tmp/d/logs", "/trainingX"]
-    without, _ = runlocal.plan([pod], [pod], mount_path="/training", data_dir="/tmp/d")
+    without, _ = runlocal.plan([pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"))
     assert without[0].argv == [sys.executable, str(REPLICA), "--log_dir=/tmp/d/logs",
                                "/trainingX"]
 
@@ -162,7 +161,7 @@ def test_env_from_secrets_is_reported_not_invented(tmp_path: Path) -> None:
         {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
     ]
     pods = tfconfig.pods(job)
-    planned, notes = runlocal.plan(pods, pods, mount_path="/training", data_dir="/d", base_env={})
+    planned, notes = runlocal.plan(pods, pods, runlocal.LocalVolume("/training", "/d"), base_env={})
     assert planned[0].env["DATA"] == "/d/in"
     assert "TOKEN" not in planned[0].env
     assert notes == ["env TOKEN comes from a Secret or ConfigMap; not set locally"]
@@ -262,7 +261,7 @@ def test_a_pod_without_command_needs_one_given() -> None:
     del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
     pods = tfconfig.pods(job)
     with pytest.raises(InputError, match="pass --command"):
-        runlocal.plan(pods, pods, mount_path="/training", data_dir="/d")
+        runlocal.plan(pods, pods, runlocal.LocalVolume("/training", "/d"))
 
 
 def test_split_command_follows_shell_quoting() -> None:

@@ -38,6 +38,11 @@ ROOT_OPTION = click.option(
     "--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
     help="Repository root (default: the nearest directory with tfgen.yaml).")
 
+# --no-cache of render, check and diff: the same switch for every command that uses the cache
+# (repo.cache), so they cannot come to describe it differently.
+NO_CACHE_OPTION = click.option(
+    "--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+
 
 def require_repository(root: Path | None) -> Path:
     """The folder check and diff start from, when a tfgen repository is there or above: the

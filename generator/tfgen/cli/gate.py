@@ -10,7 +10,7 @@ import click
 from ..gate import DIFF_FORMATS, VALIDATORS
 from ..problems import FORMATS, format_problems
 from ..words import counted
-from .app import ROOT_OPTION, Progress, handle_errors, main, require_repository
+from .app import NO_CACHE_OPTION, ROOT_OPTION, Progress, handle_errors, main, require_repository
 
 # --- check and diff: the pull-request gate ----------------------------------------------------
 
@@ -27,7 +27,7 @@ from .app import ROOT_OPTION, Progress, handle_errors, main, require_repository
                    "on PATH; kubeconform/both require it.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS),
               default="text", show_default=True, help="How problems are printed.")
-@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@NO_CACHE_OPTION
 @ROOT_OPTION
 @handle_errors
 def check_command(base: str | None, changed_only: bool, validator: str, fmt: str,
@@ -67,7 +67,7 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
                    "collapsed block).")
 @click.option("--format", "fmt", type=click.Choice(DIFF_FORMATS), default="text",
               show_default=True, help="text for a terminal, markdown for a pull-request comment.")
-@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@NO_CACHE_OPTION
 @ROOT_OPTION
 @handle_errors
 def diff_command(experiments: tuple[str, ...], base: str, full: bool, fmt: str, no_cache: bool,

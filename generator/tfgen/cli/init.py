@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -55,9 +55,7 @@ def _ask(settings: InitSettings) -> InitSettings:
 @click.option("--yes", "-y", is_flag=True,
               help="Ask nothing: settings not given as flags take their defaults.")
 @handle_errors
-def init(directory: Path, repo_url: str | None, namespaces: tuple[str, ...],
-         nas_server: str | None, kubernetes_version: str | None, argocd_namespace: str | None,
-         argocd_version: str | None, target_revision: str | None, yes: bool) -> None:
+def init(directory: Path, yes: bool, **flags: Any) -> None:
     """Start a new tfgen repository in DIRECTORY (default: here).
 
     Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
@@ -73,10 +71,9 @@ def init(directory: Path, repo_url: str | None, namespaces: tuple[str, ...],
     # command a tenth of a second at start-up
     from ..scaffold import InitSettings, SettingsError, init_repository
 
-    settings = InitSettings(
-        repo_url=repo_url, namespaces=list(namespaces), nas_server=nas_server,
-        kubernetes_version=kubernetes_version, argocd_namespace=argocd_namespace,
-        argocd_version=argocd_version, target_revision=target_revision)
+    # the flags other than --yes are InitSettings' fields, one for one (--namespace, repeated,
+    # fills namespaces)
+    settings = InitSettings(**{**flags, "namespaces": list(flags["namespaces"])})
     if not yes and _interactive():
         settings = _ask(settings)
     try:

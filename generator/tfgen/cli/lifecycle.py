@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..problems import format_problems
 from .app import emit_problems, handle_errors, main
+
+if TYPE_CHECKING:
+    from ..lifecycle import Roles
 
 _NEXT = ("next: edit {path} (image, command, args, data paths), `tfgen render`, then open a "
          "pull request with the spec and argo/")
@@ -17,6 +22,32 @@ _NEXT = ("next: edit {path} (image, command, args, data paths), `tfgen render`, 
 def _created(path: str, note: str = "") -> None:
     click.echo(path)
     click.echo(f"wrote {path}{note}; " + _NEXT.format(path=path), err=True)
+
+
+@dataclass(frozen=True)
+class NewOptions:
+    """The options of `tfgen new`, as given (None: not given)."""
+
+    source: str | None
+    namespace: str | None
+    owner: str | None
+    image: str | None
+    command: str | None
+    workers: int | None
+    ps: int | None
+    gpus: int | None
+
+    def roles(self) -> Roles | None:
+        """The topology to write: the default one (None) unless a count is given, the counts
+        not given then taking Roles' defaults."""
+        from ..lifecycle import Roles
+
+        if self.workers is None and self.ps is None and self.gpus is None:
+            return None
+        defaults = Roles()
+        return Roles(self.workers if self.workers is not None else defaults.workers,
+                     self.ps if self.ps is not None else defaults.ps,
+                     self.gpus if self.gpus is not None else defaults.gpus)
 
 
 @main.command()
@@ -38,9 +69,7 @@ def _created(path: str, note: str = "") -> None:
 @click.option("--gpus", type=click.IntRange(0, 64), default=None,
               help="GPUs per master and worker (without --from; default 0).")
 @handle_errors
-def new(name: str, source: str | None, namespace: str | None, owner: str | None,
-        image: str | None, command: str | None, workers: int | None, ps: int | None,
-        gpus: int | None) -> None:
+def new(name: str, **options: Any) -> None:
     """Start an experiment: write a new, validated experiments/NAME.yaml.
 
     Without --from: 1 master, --workers workers, --ps parameter servers, on the NAS of
@@ -53,16 +82,12 @@ def new(name: str, source: str | None, namespace: str | None, owner: str | None,
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage (a bad
     name, an existing file, not in a tfgen repository).
     """
-    from ..lifecycle import Roles, new_experiment
+    from ..lifecycle import new_experiment
 
-    roles = None
-    if workers is not None or ps is not None or gpus is not None:
-        defaults = Roles()
-        roles = Roles(workers if workers is not None else defaults.workers,
-                      ps if ps is not None else defaults.ps,
-                      gpus if gpus is not None else defaults.gpus)
-    created = new_experiment(name, source=source, owner=owner, namespace=namespace,
-                             image=image, command=command, roles=roles)
+    given = NewOptions(**options)  # the options above, one for one
+    created = new_experiment(name, source=given.source, owner=given.owner,
+                             namespace=given.namespace, image=given.image,
+                             command=given.command, roles=given.roles())
     _created(created.path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from typing import Any
 
 import click
 
@@ -77,10 +78,7 @@ def explain(experiment: str, fmt: str, run: str | None) -> None:
     help="The sweep's run to start (required when the sweep has more than one).",
 )
 @handle_errors
-def run_local(
-    experiment: str, command: str | None, keep_args: bool, data_dir: str | None, clean: bool,
-    timeout: float | None, tensorboard: bool, run: str | None,
-) -> None:
+def run_local(experiment: str, **options: Any) -> None:
     """Run every replica of an experiment as a local process.
 
     EXPERIMENT is a spec file or the name of one in experiments/. Each process gets the
@@ -90,20 +88,12 @@ def run_local(
     does; a failing replica ends the run. Exit status: the chief's, 124 on timeout, 130 on
     Ctrl-C.
     """
+    from ..run.runlocal import RunLocalOptions
     from ..run.runlocal import run_local as start
 
-    result = start(
-        experiment_path(experiment),
-        emit=click.echo,
-        status=functools.partial(click.echo, err=True),
-        command=command,
-        keep_args=keep_args,
-        data_dir=data_dir,
-        clean=clean,
-        timeout=timeout,
-        tensorboard=tensorboard,
-        run=run,
-    )
+    # the options above are RunLocalOptions' fields, one for one
+    result = start(experiment_path(experiment), RunLocalOptions(**options),
+                   emit=click.echo, status=functools.partial(click.echo, err=True))
     for note in result.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)
     data = shown(result.data_dir)

@@ -14,7 +14,7 @@ import click
 from ..problems import FORMATS, format_problems
 from ..validate import validate_repo
 from ..words import counted
-from .app import ROOT_OPTION, emit_problems, handle_errors, main
+from .app import NO_CACHE_OPTION, ROOT_OPTION, emit_problems, handle_errors, main
 
 if TYPE_CHECKING:
     from ..problems import Problem
@@ -98,7 +98,7 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
                    "tfgen's header).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Output for people (text) or programs (json, github).")
-@click.option("--no-cache", is_flag=True, help="Ignore and do not write .tfgen-cache/.")
+@NO_CACHE_OPTION
 @ROOT_OPTION
 @handle_errors
 def render(check: bool, prune: bool, fmt: str, no_cache: bool, root: Path | None) -> None:

@@ -313,7 +313,7 @@ def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
     identity (path, size, mtime): asking helm costs tens of milliseconds on every run."""
     try:
         stat = os.stat(binary)
-        identity = CacheKeys.tool_version(binary, stat.st_size, stat.st_mtime_ns, args)
+        identity = CacheKeys.tool_identity(binary, stat.st_size, stat.st_mtime_ns, args)
     except OSError:
         identity = ""
     if identity:

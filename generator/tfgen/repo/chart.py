@@ -12,6 +12,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import naming
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -77,7 +79,6 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"  # the replica type, lower-cased
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
-LEADER_REPLICA_TYPES = ("Chief", "Master")
 
 
 def operator_pod_labels(
@@ -87,8 +88,8 @@ def operator_pod_labels(
     replica types are `replica_types`."""
     labels = {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job,
               REPLICA_TYPE_LABEL: replica_type.lower(), REPLICA_INDEX_LABEL: str(index)}
-    if any(t in replica_types for t in LEADER_REPLICA_TYPES):
-        leader = replica_type in LEADER_REPLICA_TYPES
+    if any(t in replica_types for t in naming.LEADER_REPLICA_TYPES):
+        leader = replica_type in naming.LEADER_REPLICA_TYPES
     else:
         leader = replica_type == "Worker" and index == 0
     if leader:

@@ -135,8 +135,9 @@ class CacheKeys:
         return str(hasher.hexdigest())
 
     @staticmethod
-    def tool_version(binary: str, size: int, mtime_ns: int, args: Sequence[str]) -> str:
-        """What a tool says of its version: the same binary file (path, size, mtime)."""
+    def tool_identity(binary: str, size: int, mtime_ns: int, args: Sequence[str]) -> str:
+        """The entry of what a tool prints when run with `args` (`repo.cache.tool_version`):
+        the same binary file (path, size, mtime) and the same arguments."""
         return digest("tool-version", binary, str(size), str(mtime_ns), *args)
 
     @staticmethod

@@ -30,7 +30,10 @@ REPLICA_TYPES = {
     "evaluator": "Evaluator",
 }
 ROLES = tuple(REPLICA_TYPES)
-LEADER_ROLES = ("master", "chief")  # the same job under two names: at most one of them
+# The leader: the same job under two names, at most one of them. Master first is the order of
+# the spec schema's roles and of the message naming both.
+LEADER_ROLES = ("master", "chief")
+LEADER_REPLICA_TYPES = tuple(REPLICA_TYPES[role] for role in LEADER_ROLES)
 SINGLE_REPLICA_ROLES = ("master", "chief", "evaluator")
 TRAINING_ROLES = ("master", "chief", "worker")
 

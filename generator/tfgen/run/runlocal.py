@@ -28,13 +28,60 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem, InputError, OptionsError
-from ..repo import layout
+from ..repo import layout, naming
 from ..words import counted
 from . import processes, tfconfig
 from .datadir import check_options, data_folder
 from .processes import EXIT_TIMEOUT, Output
 
-__all__ = ["EXIT_TIMEOUT", "RunResult", "plan", "run_local", "run_pods"]
+__all__ = [
+    "EXIT_TIMEOUT", "LocalVolume", "PodRunOptions", "RunLocalOptions", "RunResult", "plan",
+    "run_local", "run_pods",
+]
+
+
+@dataclass(frozen=True)
+class RunLocalOptions:
+    """The options of `tfgen run-local`, as given; `run_local` checks them before helm runs.
+
+    `command` is one string, split as a shell would (`split_command`). `data_dir` stands in
+    for the volume (default: `.tfgen-run/<job>/`, the experiment's name or a sweep run's,
+    reused by every run and emptied first with `clean`; see `datadir`). `run` is a sweep's
+    run suffix, required when there are several.
+    """
+
+    command: str | None = None
+    keep_args: bool = False
+    data_dir: str | None = None
+    clean: bool = False
+    timeout: float | None = None
+    tensorboard: bool = False
+    run: str | None = None
+
+
+@dataclass(frozen=True)
+class LocalVolume:
+    """The experiment's volume as a local folder: `mount_path` in the pods is `data_dir` here."""
+
+    mount_path: str
+    data_dir: str
+
+    def mapped(self, text: str) -> str:
+        """`text` with the mount path replaced by the local folder (`map_mount_path`)."""
+        return map_mount_path(text, self.mount_path, self.data_dir)
+
+
+@dataclass(frozen=True)
+class PodRunOptions:
+    """How `run_pods` runs the pods: `command` in place of their command and args (only of
+    their command with `keep_args`), stopped after `timeout` seconds, with a TensorBoard on
+    `tensorboard_logdir` when given; the supervisor looks at the pods every `poll_seconds`."""
+
+    command: tuple[str, ...] | None = None
+    keep_args: bool = False
+    timeout: float | None = None
+    tensorboard_logdir: str | None = None
+    poll_seconds: float = 0.1
 
 
 @dataclass
@@ -71,9 +118,10 @@ def map_mount_path(text: str, mount_path: str, local_dir: str) -> str:
 def leader_of(pods: Sequence[tfconfig.Pod]) -> tfconfig.Pod:
     """The pod whose end ends the job: chief/master, else worker 0 (the operator's default
     success policy), else the first pod."""
-    for wanted in (("Chief", 0), ("Master", 0), ("Worker", 0)):
+    # Chief before Master (display order), should a TFJob have both.
+    for replica_type in [*sorted(naming.LEADER_REPLICA_TYPES, key=tfconfig.sort_key), "Worker"]:
         for pod in pods:
-            if (pod.replica_type, pod.index) == wanted:
+            if (pod.replica_type, pod.index) == (replica_type, 0):
                 return pod
     return pods[0]
 
@@ -89,9 +137,8 @@ def _interpreter(argv: list[str]) -> list[str]:
 def plan(
     pods: Sequence[tfconfig.Pod],
     local_pods: Sequence[tfconfig.Pod],
+    volume: LocalVolume,
     *,
-    mount_path: str,
-    data_dir: str,
     command: Sequence[str] | None = None,
     keep_args: bool = False,
     base_env: Mapping[str, str] | None = None,
@@ -109,7 +156,7 @@ def plan(
     for pod, local in zip(pods, local_pods, strict=True):
         cmd = list(command) if command is not None else list(pod.command)
         args = list(pod.args) if command is None or keep_args else []
-        argv = [map_mount_path(a, mount_path, data_dir) for a in cmd + args]
+        argv = [volume.mapped(a) for a in cmd + args]
         if not cmd:
             raise InputError(
                 f"{pod.name} has no command (the image's entrypoint cannot run locally); "
@@ -119,14 +166,14 @@ def plan(
         for var in pod.env:
             name = str(var.get("name", ""))
             if "value" in var:
-                env[name] = map_mount_path(str(var["value"]), mount_path, data_dir)
+                env[name] = volume.mapped(str(var["value"]))
             elif name not in skipped:
                 skipped.add(name)
                 notes.append(f"env {name} comes from a Secret or ConfigMap; not set locally")
         if local.tf_config is not None:
             env["TF_CONFIG"] = local.tf_config
         env["TFGEN_POD_NAME"] = pod.name
-        cwd = map_mount_path(pod.working_dir, mount_path, data_dir) if pod.working_dir else ""
+        cwd = volume.mapped(pod.working_dir) if pod.working_dir else ""
         if not cwd or not Path(cwd).is_dir():
             cwd = os.getcwd()
         out.append(LocalPod(pod=pod, argv=_interpreter(argv), env=env, cwd=cwd))
@@ -144,16 +191,11 @@ def find_tensorboard() -> str | None:
 def run_pods(
     pods: Sequence[tfconfig.Pod],
     tfjob: Mapping[str, Any],
+    volume: LocalVolume,
     *,
-    mount_path: str,
-    data_dir: str,
     emit: Output,
     status: Output | None = None,
-    command: Sequence[str] | None = None,
-    keep_args: bool = False,
-    timeout: float | None = None,
-    tensorboard_logdir: str | None = None,
-    poll_seconds: float = 0.1,
+    options: PodRunOptions = PodRunOptions(),
 ) -> RunResult:
     """Start every pod locally, supervise them and return how the run ended; the pods' output
     goes to `emit`, tfgen's own lines about the run to `status` (default: `emit`).
@@ -163,41 +205,41 @@ def run_pods(
     """
     if not pods:
         raise InputError("the TFJob has no pods to run")
-    Path(data_dir).mkdir(parents=True, exist_ok=True)
-    planned, notes = plan(
-        pods, _on_local_ports(pods, tfjob), mount_path=mount_path, data_dir=data_dir,
-        command=command, keep_args=keep_args,
-    )
+    Path(volume.data_dir).mkdir(parents=True, exist_ok=True)
+    planned, notes = plan(pods, _on_local_ports(pods, tfjob), volume,
+                          command=options.command, keep_args=options.keep_args)
     leader = leader_of(pods)
     width = max(len(p.name) for p in pods)
     lock, stop = threading.Lock(), processes.StopRequest()
     children: list[subprocess.Popen[bytes]] = []
     threads: list[threading.Thread] = []
-    result = RunResult(exit_code=1, reason="", leader=leader.name, notes=notes, data_dir=data_dir)
+    result = RunResult(exit_code=1, reason="", leader=leader.name, notes=notes,
+                       data_dir=volume.data_dir)
+    timeout, logdir = options.timeout, options.tensorboard_logdir
     deadline = None if timeout is None else time.monotonic() + timeout
     say = status or emit
     say(
         f"tfgen: {counted(len(pods), 'pod')} on 127.0.0.1, "
-        f"{mount_path} -> {layout.shown(data_dir)}; the run ends with {leader.name}"
+        f"{volume.mount_path} -> {layout.shown(volume.data_dir)}; the run ends with {leader.name}"
     )
     with processes.signals_to(stop):
         try:
-            board = _start_tensorboard(tensorboard_logdir, result) if tensorboard_logdir else None
+            board = _start_tensorboard(logdir, result) if logdir else None
             if board is not None:
                 children.append(board)
                 threads.append(processes.read_output(board, "tensorboard".ljust(width), emit,
                                                      lock))
-                say(f"tfgen: TensorBoard at {result.tensorboard_url} on {tensorboard_logdir}")
+                say(f"tfgen: TensorBoard at {result.tensorboard_url} on {logdir}")
             by_name = {local.pod.name: _start_pod(local, children) for local in planned}
             threads += [processes.read_output(child, name.ljust(width), emit, lock)
                         for name, child in by_name.items()]
             result.exit_code, result.reason = processes.supervise(
-                by_name, leader.name, stop, deadline, timeout, poll_seconds
+                by_name, leader.name, stop, deadline, timeout, options.poll_seconds
             )
             result.exit_codes = {name: p.poll() for name, p in by_name.items()}
             processes.stop_all(list(by_name.values()))
             if board is not None:
-                _keep_board_open(board, result, stop, deadline, poll_seconds, say)
+                _keep_board_open(board, result, stop, deadline, options.poll_seconds, say)
         finally:
             processes.stop_all(children)
             for thread in threads:
@@ -288,50 +330,42 @@ def require_posix() -> None:
 
 def run_local(
     spec: Path | str,
+    options: RunLocalOptions,
     *,
     emit: Output,
     status: Output | None = None,
-    command: str | None = None,
-    keep_args: bool = False,
-    data_dir: str | None = None,
-    clean: bool = False,
-    timeout: float | None = None,
-    tensorboard: bool = False,
-    run: str | None = None,
 ) -> RunResult:
     """`tfgen run-local`: explain the spec, then run its pods here.
 
-    A sweep runs one run's TFJob: `run` is its suffix, required when there are several.
-
-    `data_dir` stands in for the volume (default: `.tfgen-run/<job>/`, the experiment's name
-    or a sweep run's, reused by every run and emptied first with `clean`; see `datadir`).
-    `emit` gets the pods' output, `status` tfgen's own lines about the run (default: `emit`).
+    A sweep runs one run's TFJob (`options.run`). `emit` gets the pods' output, `status`
+    tfgen's own lines about the run (default: `emit`).
     """
     from .explain import explain_spec  # runs helm; imported lazily like the CLI's other paths
 
     require_posix()
     # Options first: a typo in them is reported before helm runs.
-    argv, timeout = split_command(command), check_timeout(timeout)
-    if keep_args and argv is None:
+    argv, timeout = split_command(options.command), check_timeout(options.timeout)
+    if options.keep_args and argv is None:
         raise OptionsError("--keep-args keeps the spec's args after --command: give --command")
-    check_options(data_dir, clean=clean)
-    explanation = explain_spec(spec, run)
-    local_dir = str(data_folder(Path(spec), explanation.job, data_dir, clean=clean))
-    mount_path = explanation.mount_path
+    check_options(options.data_dir, clean=options.clean)
+    explanation = explain_spec(spec, options.run)
+    local_dir = data_folder(Path(spec), explanation.job, options.data_dir, clean=options.clean)
+    volume = LocalVolume(explanation.mount_path, str(local_dir))
     logdir = None
-    if tensorboard:
+    if options.tensorboard:
         if not explanation.log_dir:
             raise InputError(f"{spec}: TensorBoard is disabled in this experiment (no logDir)")
-        logdir = map_mount_path(explanation.log_dir, mount_path, local_dir)
+        logdir = volume.mapped(explanation.log_dir)
     return run_pods(
         explanation.pods,
         explanation.tfjob,
-        mount_path=mount_path,
-        data_dir=local_dir,
+        volume,
         emit=emit,
         status=status,
-        command=argv,
-        keep_args=keep_args,
-        timeout=timeout,
-        tensorboard_logdir=logdir,
+        options=PodRunOptions(
+            command=None if argv is None else tuple(argv),
+            keep_args=options.keep_args,
+            timeout=timeout,
+            tensorboard_logdir=logdir,
+        ),
     )
