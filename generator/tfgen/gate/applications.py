@@ -138,7 +138,7 @@ def _glob_match(pattern: str, path: str) -> bool:
     )
 
 
-class RememberedApplications(Protocol):
+class KnownApplications(Protocol):
     """Applications resolved by earlier runs, by the content they were resolved from (the
     gate keeps them in its cache): a generator file one of them answers for is not read."""
 
@@ -153,7 +153,7 @@ class RememberedApplications(Protocol):
 
 
 def resolve_applications(
-    repo_root: Path, remembered: RememberedApplications | None = None,
+    repo_root: Path, remembered: KnownApplications | None = None,
     among: Collection[str] | None = None,
 ) -> Resolution:
     """Every Application that argo/applicationset.yaml generates from the committed files;

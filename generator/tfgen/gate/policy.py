@@ -77,8 +77,7 @@ def tfjob_problems(obj: RenderedObject, path: str) -> list[Problem]:
     if not isinstance(replicas, dict) or not replicas:
         out.append(obj.problem(path, "$.spec.tfReplicaSpecs", "no replica specs"))
         return out
-    leaders = [naming.REPLICA_TYPES[r] for r in naming.LEADER_ROLES
-               if naming.REPLICA_TYPES[r] in replicas]
+    leaders = [rtype for rtype in naming.LEADER_REPLICA_TYPES if rtype in replicas]
     if len(leaders) > 1:
         out.append(obj.problem(path, "$.spec.tfReplicaSpecs",
                             "both Chief and Master are set; the operator allows one of them",

@@ -81,7 +81,7 @@ def application_from_json(
 
 
 class RememberedApplications:
-    """`applications.RememberedApplications` in the run's cache, for the run's snapshot.
+    """`applications.KnownApplications` kept in the run's cache, for the run's snapshot.
 
     An Application is remembered, and recalled, only while each value file it names is what
     resolving it would find again: a plain file (no link) below argo/experiments/ that is an
