@@ -40,7 +40,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,30 +305,28 @@ class BatchRenderer:
         self.render_each(jobs, results.__setitem__, on_progress)
         return [results[i] for i in range(len(jobs))]
 
-    def render_each(
-        self, jobs: Sequence[RenderJob], on_result: Callable[[int, RenderResult], None],
-        on_progress: Progress | None = None,
-    ) -> None:
-        """Render every job (cache first), handing each result to `on_result(index, result)`
-        as soon as its helm batch finishes and keeping none: a caller that judges and drops
-        each manifest holds a few batches in memory, never the whole repository's."""
+    def _not_cached(self, jobs: Sequence[RenderJob],
+                    on_result: Callable[[int, RenderResult], None]
+                    ) -> dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]]:
+        """Hand each cached manifest to `on_result`; the others' (index, key), grouped by
+        what one helm process can render together (chart, Kubernetes and API versions)."""
         todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
         keys = [self.key(job) for job in jobs]
-        hits = 0
         for start in range(0, len(jobs), 500):  # the cached manifests, a slice at a time
             known = self.cache.get_many("render", keys[start:start + 500])
             for index in range(start, min(start + 500, len(jobs))):
                 job, key = jobs[index], keys[index]
                 if key in known:
                     on_result(index, RenderResult(job, manifest=known[key]))
-                    hits += 1
+                    self.stats.cached += 1
                     continue
-                chart = self.chart(job.chart)
-                group = (chart.path, job.kube_version, job.api_versions)
+                group = (self.chart(job.chart).path, job.kube_version, job.api_versions)
                 todo.setdefault(group, []).append((index, key))
-        self.stats.cached += hits
-        if on_progress and hits:
-            on_progress(hits)
+        return todo
+
+    def _chunks(self, jobs: Sequence[RenderJob],
+                todo: Mapping[Any, list[tuple[int, str]]]) -> list[list[tuple[int, str]]]:
+        """The jobs to render (`_not_cached`'s groups), in batches of one helm process each."""
         chunks: list[list[tuple[int, str]]] = []
         for members in todo.values():
             chart = self.chart(jobs[members[0][0]].chart)
@@ -336,6 +334,20 @@ class BatchRenderer:
                 self.defaults_agree(chart)  # asked once, here, rather than by every worker
             size = self.batch_size(len(members))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
+        return chunks
+
+    def render_each(
+        self, jobs: Sequence[RenderJob], on_result: Callable[[int, RenderResult], None],
+        on_progress: Progress | None = None,
+    ) -> None:
+        """Render every job (cache first), handing each result to `on_result(index, result)`
+        as soon as its helm batch finishes and keeping none: a caller that judges and drops
+        each manifest holds a few batches in memory, never the whole repository's."""
+        todo = self._not_cached(jobs, on_result)
+        hits = len(jobs) - sum(map(len, todo.values()))
+        if on_progress and hits:
+            on_progress(hits)
+        chunks = self._chunks(jobs, todo)
 
         def work(chunk: list[tuple[int, str]]) -> list[tuple[int, str, RenderResult]]:
             rendered = self._render_group([jobs[i] for i, _ in chunk])

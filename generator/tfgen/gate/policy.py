@@ -83,38 +83,8 @@ def tfjob_problems(obj: RenderedObject, path: str) -> list[Problem]:
                             "both Chief and Master are set; the operator allows one of them",
                             "keep one of Chief or Master"))
     for rtype, replica in replicas.items():
-        where = f"$.spec.tfReplicaSpecs.{rtype}"
-        if rtype not in naming.REPLICA_TYPES.values():
-            out.append(obj.problem(path, where, f"unknown replica type {rtype!r}",
-                                   f"one of {', '.join(naming.REPLICA_TYPES.values())}"))
-        count = (replica or {}).get("replicas", 1)
-        single = {naming.REPLICA_TYPES[r] for r in naming.SINGLE_REPLICA_ROLES}
-        if rtype in single and isinstance(count, int) and count > 1:
-            out.append(obj.problem(path, f"{where}.replicas",
-                                f"{rtype} has {count} replicas; the operator supports one",
-                                "set replicas: 1"))
-        pod = (((replica or {}).get("template") or {}).get("spec")) or {}
-        containers = pod.get("containers") or []
-        named = [c for c in containers
-                 if isinstance(c, dict) and c.get("name") == chart.TFJOB_CONTAINER]
-        if not named:
-            out.append(obj.problem(path, f"{where}.template.spec.containers",
-                                "no container named 'tensorflow' (the operator injects "
-                                "TF_CONFIG and the port into that container only)",
-                                "name the training container 'tensorflow'"))
-        elif not named[0].get("image"):
-            out.append(obj.problem(path, f"{where}.template.spec.containers",
-                                "container 'tensorflow' has no image"))
-        for kind in ("initContainers", "containers"):
-            for index, container in enumerate(pod.get(kind) or []):
-                for env_index, env in enumerate((container or {}).get("env") or []):
-                    if isinstance(env, dict) and env.get("name") == "TF_CONFIG":
-                        out.append(obj.problem(
-                            path,
-                            f"{where}.template.spec.{kind}[{index}].env[{env_index}]",
-                            "TF_CONFIG is set in the template; the operator sets it per pod "
-                            "and a fixed value breaks the cluster spec",
-                            "remove TF_CONFIG"))
+        for rule in _REPLICA_RULES:
+            out += rule(obj, path, rtype, replica or {})
     run_policy = spec.get("runPolicy") or {}
     if isinstance(run_policy, dict) and "ttlSecondsAfterFinished" in run_policy:
         out.append(obj.problem(path, "$.spec.runPolicy.ttlSecondsAfterFinished",
@@ -122,6 +92,64 @@ def tfjob_problems(obj: RenderedObject, path: str) -> list[Problem]:
                             "self-heal recreates it, which trains again",
                             "remove it; cleanPodPolicy frees the pods"))
     return out
+
+
+def _replica_type(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
+                  ) -> list[Problem]:
+    if rtype in naming.REPLICA_TYPES.values():
+        return []
+    return [obj.problem(path, f"$.spec.tfReplicaSpecs.{rtype}", f"unknown replica type {rtype!r}",
+                        f"one of {', '.join(naming.REPLICA_TYPES.values())}")]
+
+
+def _replica_count(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
+                   ) -> list[Problem]:
+    count = replica.get("replicas", 1)
+    single = {naming.REPLICA_TYPES[r] for r in naming.SINGLE_REPLICA_ROLES}
+    if rtype not in single or not isinstance(count, int) or count <= 1:
+        return []
+    return [obj.problem(path, f"$.spec.tfReplicaSpecs.{rtype}.replicas",
+                        f"{rtype} has {count} replicas; the operator supports one",
+                        "set replicas: 1")]
+
+
+def _replica_pod(replica: dict[str, Any]) -> dict[str, Any]:
+    pod = (replica.get("template") or {}).get("spec")
+    return pod if isinstance(pod, dict) else {}
+
+
+def _training_container(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
+                        ) -> list[Problem]:
+    where = f"$.spec.tfReplicaSpecs.{rtype}.template.spec.containers"
+    named = [c for c in _replica_pod(replica).get("containers") or []
+             if isinstance(c, dict) and c.get("name") == chart.TFJOB_CONTAINER]
+    if not named:
+        return [obj.problem(path, where, "no container named 'tensorflow' (the operator "
+                            "injects TF_CONFIG and the port into that container only)",
+                            "name the training container 'tensorflow'")]
+    if not named[0].get("image"):
+        return [obj.problem(path, where, "container 'tensorflow' has no image")]
+    return []
+
+
+def _no_tf_config(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
+                  ) -> list[Problem]:
+    pod, out = _replica_pod(replica), []
+    for kind in ("initContainers", "containers"):
+        for index, container in enumerate(pod.get(kind) or []):
+            for env_index, env in enumerate((container or {}).get("env") or []):
+                if isinstance(env, dict) and env.get("name") == "TF_CONFIG":
+                    out.append(obj.problem(
+                        path, f"$.spec.tfReplicaSpecs.{rtype}.template.spec.{kind}[{index}]"
+                              f".env[{env_index}]",
+                        "TF_CONFIG is set in the template; the operator sets it per pod "
+                        "and a fixed value breaks the cluster spec",
+                        "remove TF_CONFIG"))
+    return out
+
+
+# The operator's rules for each replica spec, in the order their problems are listed.
+_REPLICA_RULES = (_replica_type, _replica_count, _training_container, _no_tf_config)
 
 
 # --- Pod Security Standards ------------------------------------------------------------------
