@@ -53,7 +53,7 @@ def new(name: str, source: str | None, namespace: str | None, owner: str | None,
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage (a bad
     name, an existing file, not in a tfgen repository).
     """
-    from ..lifecycle import Roles, new_experiment
+    from ..lifecycle import NewOptions, Roles, new_experiment
 
     roles = None
     if workers is not None or ps is not None or gpus is not None:
@@ -61,8 +61,8 @@ def new(name: str, source: str | None, namespace: str | None, owner: str | None,
         roles = Roles(workers if workers is not None else defaults.workers,
                       ps if ps is not None else defaults.ps,
                       gpus if gpus is not None else defaults.gpus)
-    created = new_experiment(name, source=source, owner=owner, namespace=namespace,
-                             image=image, command=command, roles=roles)
+    created = new_experiment(name, NewOptions(source=source, owner=owner, namespace=namespace,
+                                              image=image, command=command, roles=roles))
     _created(created.path)
 
 
@@ -78,9 +78,9 @@ def rerun(experiment: str, new_name: str, owner: str | None) -> None:
 
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage.
     """
-    from ..lifecycle import new_experiment
+    from ..lifecycle import NewOptions, new_experiment
 
-    created = new_experiment(new_name, source=experiment, owner=owner, rerun=True)
+    created = new_experiment(new_name, NewOptions(source=experiment, owner=owner, rerun=True))
     _created(created.path, f" (a rerun of {experiment})")
 
 
