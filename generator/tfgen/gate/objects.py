@@ -53,7 +53,7 @@ class AppObjects:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ObjectsVerdict:
     """The problems of one experiment's objects (located at no file: the reader adds it) and
     the objects' identities, as the cache keeps them."""
 
@@ -65,7 +65,7 @@ class Verdict:
                            "keys": [list(k) for k in self.keys]}, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> Verdict:
+    def from_json(cls, text: str) -> ObjectsVerdict:
         data = json.loads(text)
         return cls(tuple(Problem(**p) for p in data["problems"]),
                    tuple(object_key(*k) for k in data["keys"]))
@@ -132,7 +132,7 @@ class Judge:
                            "podSecurity": policies}, sort_keys=True)
 
     def verdict(self, app: ResolvedApplication, objects: Sequence[RenderedObject],
-                values: dict[str, Any] | None = None) -> Verdict:
+                values: dict[str, Any] | None = None) -> ObjectsVerdict:
         """`values`: the Application's value files merged, when the caller has read them."""
         found: list[Problem] = []
         for obj in objects:
@@ -147,9 +147,10 @@ class Judge:
         found += policy.pod_security_problems(objects, app.namespace, level, source,
                                               self.validator.kube_version, "")
         found += wiring.object_problems(objects, app, self.projects.get(app.project), "")
-        return Verdict(tuple(found), tuple(o.key for o in objects))
+        return ObjectsVerdict(tuple(found), tuple(o.key for o in objects))
 
-    def first_look(self, app: ResolvedApplication, rendered: RenderResult) -> Verdict | Problem:
+    def first_look(self, app: ResolvedApplication, rendered: RenderResult
+                   ) -> ObjectsVerdict | Problem:
         """A fresh render judged as soon as helm hands it over, so its manifest can be
         dropped: the verdict (problems located at no file yet), or the one problem of a
         render that helm refused or that cannot be parsed (nothing to keep then)."""
@@ -165,7 +166,7 @@ class Judge:
 
 
 def located(
-    app: ResolvedApplication, path: str, outcome: Verdict | Problem, load: Callable[[], str]
+    app: ResolvedApplication, path: str, outcome: ObjectsVerdict | Problem, load: Callable[[], str]
 ) -> tuple[AppObjects | None, list[Problem]]:
     """(the Application's objects, its problems located at `path`) from a verdict, fresh or
     from the cache, or from the problem of a failed render (then no objects); `load` gives
