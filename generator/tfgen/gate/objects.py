@@ -86,7 +86,7 @@ def app_values(app: ResolvedApplication) -> dict[str, Any]:
     return values
 
 
-def is_retired(app: ResolvedApplication, values: dict[str, Any] | None = None) -> bool:
+def app_is_retired(app: ResolvedApplication, values: dict[str, Any] | None = None) -> bool:
     """Whether the Application's values retire the experiment. Read from the values the render
     used, so a cached verdict (keyed by them) never outlives a change of state."""
     values = app_values(app) if values is None else values
@@ -97,7 +97,7 @@ def expected_jobs(app: ResolvedApplication, values: dict[str, Any] | None = None
     """The TFJob names an Application's values ask for: none once retired, each run's of a
     sweep, else the experiment's."""
     values = app_values(app) if values is None else values
-    if is_retired(app, values):
+    if app_is_retired(app, values):
         return []
     runs = values.get(chart.RUNS_KEY)
     if isinstance(runs, list) and runs:
@@ -141,7 +141,7 @@ class Judge:
             found += policy.tfjob_problems(obj, "")
         values = app_values(app) if values is None else values
         found += policy.run_tfjob_problems(objects, expected_jobs(app, values), "")
-        found += policy.retired_problems(objects, is_retired(app, values), "")
+        found += policy.retired_problems(objects, app_is_retired(app, values), "")
         found += policy.data_safety_problems(objects, "")
         level, source = self.pod_security(app.namespace)
         found += policy.pod_security_problems(objects, app.namespace, level, source,
