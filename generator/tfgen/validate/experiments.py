@@ -27,7 +27,7 @@ from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
 from .loader import LoadError, load_bytes, read_file
-from .rules import Checked, file_problems, repo_problems
+from .rules import Checked, repo_problems, semantic_problems
 from .schema import schema_problems
 
 
@@ -157,8 +157,9 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
-    problems += (file_problems(checked, config.namespaces) + team.file_problems(checked, config)
-                 + sweep.file_problems(checked, config.max_runs))
+    problems += (semantic_problems(checked, config.namespaces)
+                 + team.namespace_policy_problems(checked, config)
+                 + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
 

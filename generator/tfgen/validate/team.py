@@ -84,7 +84,7 @@ class _Policy:
                      "one of: " + (", ".join(allowed) or "none besides the default"), key=False)
 
 
-def file_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
+def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     """The namespace's policy on one experiment."""
     namespace, spec = lookup(checked.data, "metadata", "namespace"), checked.data.get("spec")
     if not isinstance(namespace, str) or not isinstance(spec, dict):
