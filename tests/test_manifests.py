@@ -180,7 +180,7 @@ _TEXTS = st.lists(_PIECES, max_size=40).map("".join)
 def test_documents_are_split_as_the_separator_pattern_splits_them(text: str) -> None:
     # helm's output at every document separator, and an umbrella render's at the templates'
     # separators (`gate/umbrella.py`)
-    for separator in (manifests._DOCUMENT_SEPARATOR, umbrella._DOC_SPLIT):
+    for separator in (manifests.DOCUMENT_SEPARATOR, umbrella._DOC_SPLIT):
         assert manifests.split_at_separators(text, separator) == separator.split(text)
 
 
@@ -189,7 +189,7 @@ def test_documents_are_split_as_the_separator_pattern_splits_them(text: str) -> 
 def test_each_document_reads_as_its_lines_read_one_by_one(text: str) -> None:
     by_lines = [manifests._source_and_body_by_lines(chunk)
                 for chunk in manifests.split_at_separators(
-                    text, manifests._DOCUMENT_SEPARATOR)]
+                    text, manifests.DOCUMENT_SEPARATOR)]
     assert list(manifests.documents(text)) == [(s, b) for s, b in by_lines if b.strip()]
 
 

@@ -270,7 +270,7 @@ def test_a_spec_without_sweep_is_refused_a_placeholder_wherever_it_is(
     checked, _ = check_file(mnist, "experiments/distributed-mnist.yaml", raw,
                             load_config([REPO_ROOT]))
     assert checked is not None
-    said = [p.message for p in sweep.file_problems(checked, 16)]
+    said = [p.message for p in sweep.sweep_problems(checked, 16)]
     assert bool(sweep.PLACEHOLDER.search(arg)) == any(
         "but the spec has no sweep" in m for m in said), said
     assert bool(sweep.PLACEHOLDER.search(image_tail)) == any(

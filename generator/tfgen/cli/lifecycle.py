@@ -13,7 +13,7 @@ from ..problems import format_problems
 from .app import emit_problems, handle_errors, main
 
 if TYPE_CHECKING:
-    from ..lifecycle import Roles
+    from ..lifecycle import NewOptions, Roles
 
 _NEXT = ("next: edit {path} (image, command, args, data paths), `tfgen render`, then open a "
          "pull request with the spec and argo/")
@@ -25,8 +25,8 @@ def _created(path: str, note: str = "") -> None:
 
 
 @dataclass(frozen=True)
-class NewOptions:
-    """The options of `tfgen new`, as given (None: not given)."""
+class NewFlags:
+    """The options of `tfgen new`, as given on the command line (None: not given)."""
 
     source: str | None
     namespace: str | None
@@ -48,6 +48,13 @@ class NewOptions:
         return Roles(self.workers if self.workers is not None else defaults.workers,
                      self.ps if self.ps is not None else defaults.ps,
                      self.gpus if self.gpus is not None else defaults.gpus)
+
+    def options(self) -> NewOptions:
+        """What `new_experiment` is asked for."""
+        from ..lifecycle import NewOptions
+
+        return NewOptions(source=self.source, owner=self.owner, namespace=self.namespace,
+                          image=self.image, command=self.command, roles=self.roles())
 
 
 @main.command()
@@ -84,10 +91,8 @@ def new(name: str, **options: Any) -> None:
     """
     from ..lifecycle import new_experiment
 
-    given = NewOptions(**options)  # the options above, one for one
-    created = new_experiment(name, source=given.source, owner=given.owner,
-                             namespace=given.namespace, image=given.image,
-                             command=given.command, roles=given.roles())
+    given = NewFlags(**options)  # the options above, one for one
+    created = new_experiment(name, given.options())
     _created(created.path)
 
 
@@ -103,9 +108,9 @@ def rerun(experiment: str, new_name: str, owner: str | None) -> None:
 
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage.
     """
-    from ..lifecycle import new_experiment
+    from ..lifecycle import NewOptions, new_experiment
 
-    created = new_experiment(new_name, source=experiment, owner=owner, rerun=True)
+    created = new_experiment(new_name, NewOptions(source=experiment, owner=owner, rerun=True))
     _created(created.path, f" (a rerun of {experiment})")
 
 

@@ -21,7 +21,7 @@ from . import base
 from .applications import resolve_applications
 from .batch import BatchRenderer, jobs_for
 from .manifests import RenderedObject, parse_manifest
-from .objects import AppObjects, is_retired
+from .objects import AppObjects, app_is_retired
 
 NEW_RUN_HINT = (
     "a live run cannot take this change: start a new run under a new experiment name "
@@ -195,7 +195,7 @@ def base_problems(
         before_apps = {a.name: a for a in resolve_applications(tree).applications}
         pairs = [(before_apps[name], now[name]) for name in now if name in before_apps]
         out = [_unretired(current) for before, current in pairs
-               if is_retired(before) and not is_retired(current.app)]
+               if app_is_retired(before) and not app_is_retired(current.app)]
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
     for (_, current), before in zip(pairs, results, strict=True):
         if before.error or before.manifest == current.manifest:

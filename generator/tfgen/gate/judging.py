@@ -46,7 +46,7 @@ class Judging:
         ]
         self.known = self.cache.get_many("objects", self.keys)
         self.todo = [i for i, key in enumerate(self.keys) if every_one or key not in self.known]
-        self.outcomes: dict[int, objects.Verdict | Problem] = {}
+        self.outcomes: dict[int, objects.ObjectsVerdict | Problem] = {}
 
     @property
     def reused(self) -> int:
@@ -64,7 +64,7 @@ class Judging:
         if self.keys[index] in self.known:
             return  # rendered for --base or kubeconform only: the stored verdict stands
         outcome = self.outcomes[index] = self.judge.first_look(self.apps[index], fresh)
-        if isinstance(outcome, objects.Verdict):
+        if isinstance(outcome, objects.ObjectsVerdict):
             self.cache.put("objects", self.keys[index], outcome.to_json())
 
     def argo_problems(self) -> list[Problem]:
@@ -83,7 +83,7 @@ class Judging:
         for index, (app, job, key) in enumerate(zip(self.apps, self.jobs, self.keys,
                                                     strict=True)):
             where = spec_of.get(app.name) or layout.shown(app.generator_file)
-            outcome = self.outcomes.get(index) or objects.Verdict.from_json(self.known[key])
+            outcome = self.outcomes.get(index) or objects.ObjectsVerdict.from_json(self.known[key])
             item, found = objects.located(app, where, outcome,
                                           functools.partial(self.manifest_of, job))
             problems += found

@@ -89,13 +89,14 @@ class RenderedObject(KubeObject):
         return Problem(path=path, pointer=f"{self.ref} {pointer}", message=message, hint=hint)
 
 
-_DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
+# A YAML document separator: a `---` line (blanks after it allowed), the last line or not.
+DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
 
 
 def documents(text: str) -> Iterator[tuple[str, str]]:
     """(template, YAML text) of each document of `helm template` output: the `# Source:`
     path helm printed above it, and the document without that line, as helm wrote it."""
-    for chunk in split_at_separators(text, _DOCUMENT_SEPARATOR):
+    for chunk in split_at_separators(text, DOCUMENT_SEPARATOR):
         if any(odd in chunk for odd in _ODD_BREAKS):
             source, body = _source_and_body_by_lines(chunk)
         else:  # the usual case, without a Python loop over its lines
@@ -151,7 +152,7 @@ def parse_manifest(text: str, helm_output: bool = True) -> list[RenderedObject]:
     """
     objects: list[RenderedObject] = []
     chunks = (documents(text) if helm_output else
-              (("", chunk) for chunk in split_at_separators(text, _DOCUMENT_SEPARATOR)
+              (("", chunk) for chunk in split_at_separators(text, DOCUMENT_SEPARATOR)
                if chunk.strip()))
     for source, body in chunks:
         where = f"{source or 'rendered manifest'}: " if helm_output else ""

@@ -54,7 +54,7 @@ class AppObjects:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ObjectsVerdict:
     """The problems of one experiment's objects (located at no file: the reader adds it) and
     the objects' identities, as the cache keeps them."""
 
@@ -66,7 +66,7 @@ class Verdict:
                            "keys": [list(k) for k in self.keys]}, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> Verdict:
+    def from_json(cls, text: str) -> ObjectsVerdict:
         data = json.loads(text)
         return cls(tuple(Problem(**p) for p in data["problems"]),
                    tuple(object_key(*k) for k in data["keys"]))
@@ -87,7 +87,7 @@ def app_values(app: ResolvedApplication) -> dict[str, Any]:
     return values
 
 
-def is_retired(app: ResolvedApplication, values: dict[str, Any] | None = None) -> bool:
+def app_is_retired(app: ResolvedApplication, values: dict[str, Any] | None = None) -> bool:
     """Whether the Application's values retire the experiment. Read from the values the render
     used, so a cached verdict (keyed by them) never outlives a change of state."""
     values = app_values(app) if values is None else values
@@ -98,7 +98,7 @@ def expected_jobs(app: ResolvedApplication, values: dict[str, Any] | None = None
     """The TFJob names an Application's values ask for: none once retired, each run's of a
     sweep, else the experiment's."""
     values = app_values(app) if values is None else values
-    if is_retired(app, values):
+    if app_is_retired(app, values):
         return []
     runs = values.get(chart.RUNS_KEY)
     if isinstance(runs, list) and runs:
@@ -133,7 +133,7 @@ class Judge:
                            "podSecurity": policies}, sort_keys=True)
 
     def verdict(self, app: ResolvedApplication, objects: Sequence[RenderedObject],
-                values: dict[str, Any] | None = None) -> Verdict:
+                values: dict[str, Any] | None = None) -> ObjectsVerdict:
         """`values`: the Application's value files merged, when the caller has read them."""
         found: list[Problem] = []
         for obj in objects:
@@ -142,15 +142,16 @@ class Judge:
             found += policy.tfjob_problems(obj, "")
         values = app_values(app) if values is None else values
         found += policy.run_tfjob_problems(objects, expected_jobs(app, values), "")
-        found += policy.retired_problems(objects, is_retired(app, values), "")
+        found += policy.retired_problems(objects, app_is_retired(app, values), "")
         found += policy.data_safety_problems(objects, "")
         level, source = self.pod_security(app.namespace)
         found += policy.pod_security_problems(objects, app.namespace, level, source,
                                               self.validator.kube_version, "")
         found += wiring.object_problems(objects, app, self.projects.get(app.project), "")
-        return Verdict(tuple(found), tuple(o.key for o in objects))
+        return ObjectsVerdict(tuple(found), tuple(o.key for o in objects))
 
-    def first_look(self, app: ResolvedApplication, rendered: RenderResult) -> Verdict | Problem:
+    def first_look(self, app: ResolvedApplication, rendered: RenderResult
+                   ) -> ObjectsVerdict | Problem:
         """A fresh render judged as soon as helm hands it over, so its manifest can be
         dropped: the verdict (problems located at no file yet), or the one problem of a
         render that helm refused or that cannot be parsed (nothing to keep then)."""
@@ -166,7 +167,7 @@ class Judge:
 
 
 def located(
-    app: ResolvedApplication, path: str, outcome: Verdict | Problem, load: Callable[[], str]
+    app: ResolvedApplication, path: str, outcome: ObjectsVerdict | Problem, load: Callable[[], str]
 ) -> tuple[AppObjects | None, list[Problem]]:
     """(the Application's objects, its problems located at `path`) from a verdict, fresh or
     from the cache, or from the problem of a failed render (then no objects); `load` gives

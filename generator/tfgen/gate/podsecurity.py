@@ -90,133 +90,230 @@ def safe_sysctls(kube_version: str) -> frozenset[str]:
                      for name in names)
 
 
+# Each control is one function yielding its violations; `baseline` and `restricted` run them in
+# a fixed order (the order problems are reported in). A scope is a securityContext and where it
+# is: the pod's own, then each container's.
+Scope = tuple[str, dict[str, Any]]
+Found = Iterator[Violation]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _host_namespaces(pod: dict[str, Any]) -> Found:
+    for key in HOST_NAMESPACES:
+        if pod.get(key):
+            yield Violation(key, "Host Namespaces", f"{key} is true; must be unset or false")
+
+
+def _host_process(where: str, sc: dict[str, Any]) -> Found:
+    if _dict(sc.get("windowsOptions")).get("hostProcess"):
+        yield Violation(f"{where}.windowsOptions.hostProcess", "HostProcess",
+                        "HostProcess containers are not allowed")
+
+
+def _selinux(where: str, sc: dict[str, Any]) -> Found:
+    selinux = _dict(sc.get("seLinuxOptions"))
+    if str(selinux.get("type") or "") not in SELINUX_TYPES:
+        yield Violation(f"{where}.seLinuxOptions.type", "SELinux",
+                        f"type {selinux.get('type')!r} is not allowed; one of "
+                        f"{', '.join(sorted(t for t in SELINUX_TYPES if t))} or unset")
+    for field in ("user", "role"):
+        if selinux.get(field):
+            yield Violation(f"{where}.seLinuxOptions.{field}", "SELinux",
+                            f"a custom SELinux {field} is not allowed")
+
+
+def _apparmor_profile(where: str, sc: dict[str, Any]) -> Found:
+    apparmor = _dict(sc.get("appArmorProfile")).get("type")
+    if apparmor is not None and apparmor not in APPARMOR_TYPES:
+        yield Violation(f"{where}.appArmorProfile.type", "AppArmor",
+                        f"{apparmor!r} is not allowed; RuntimeDefault, Localhost or unset")
+
+
+def _seccomp_unconfined(where: str, sc: dict[str, Any]) -> Found:
+    seccomp = _dict(sc.get("seccompProfile")).get("type")
+    if seccomp in SECCOMP_FORBIDDEN:
+        yield Violation(f"{where}.seccompProfile.type", "Seccomp",
+                        f"{seccomp} is not allowed; RuntimeDefault or Localhost")
+
+
+def _privileged(where: str, container: dict[str, Any]) -> Found:
+    if _dict(container.get("securityContext")).get("privileged"):
+        yield Violation(f"{where}.securityContext.privileged", "Privileged Containers",
+                        "privileged containers are not allowed")
+
+
+def _baseline_capabilities(where: str, container: dict[str, Any]) -> Found:
+    sc = _dict(container.get("securityContext"))
+    added = _dict(sc.get("capabilities")).get("add") or []
+    extra = sorted(str(c) for c in added if c not in BASELINE_CAPABILITIES)
+    if extra:
+        yield Violation(f"{where}.securityContext.capabilities.add", "Capabilities",
+                        f"adds {', '.join(extra)}; only the default set may be added")
+
+
+def _proc_mount(where: str, container: dict[str, Any]) -> Found:
+    proc = _dict(container.get("securityContext")).get("procMount")
+    if proc is not None and proc not in PROC_MOUNT_TYPES:
+        yield Violation(f"{where}.securityContext.procMount", "/proc Mount Type",
+                        f"procMount {proc!r} is not allowed; Default or unset")
+
+
+def _host_ports(where: str, container: dict[str, Any]) -> Found:
+    for index, port in enumerate(_list(container.get("ports"))):
+        if _dict(port).get("hostPort"):
+            yield Violation(f"{where}.ports[{index}].hostPort", "Host Ports",
+                            "host ports are not allowed")
+
+
+def _host_path_volumes(pod: dict[str, Any]) -> Found:
+    for index, volume in enumerate(_list(pod.get("volumes"))):
+        if "hostPath" in _dict(volume):
+            yield Violation(f"volumes[{index}].hostPath", "HostPath Volumes",
+                            "hostPath volumes are not allowed")
+
+
+def _sysctls(pod: dict[str, Any], kube_version: str) -> Found:
+    safe = safe_sysctls(kube_version)
+    sysctls = _dict(pod.get("securityContext")).get("sysctls")
+    for index, sysctl in enumerate(_list(sysctls)):
+        name = _dict(sysctl).get("name")
+        if name not in safe:
+            yield Violation(f"securityContext.sysctls[{index}].name", "Sysctls",
+                            f"sysctl {name!r} is not in the safe set")
+
+
+def _apparmor_allowed(value: Any) -> bool:
+    return (value == APPARMOR_ANNOTATION_VALUES[0]
+            or str(value).startswith(APPARMOR_ANNOTATION_VALUES[1]))
+
+
+def _apparmor_annotations(annotations: dict[str, Any]) -> Found:
+    for key, value in annotations.items():
+        if str(key).startswith(APPARMOR_ANNOTATION) and not _apparmor_allowed(value):
+            yield Violation(f"metadata.annotations[{key!r}]", "AppArmor",
+                            f"{value!r} is not allowed; runtime/default or localhost/*")
+
+
+# The baseline controls on every securityContext (the pod's, then each container's), then those
+# on each container, in the order they are reported.
+BASELINE_SCOPE_CONTROLS = (_host_process, _selinux, _apparmor_profile, _seccomp_unconfined)
+BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount, _host_ports)
+
+
+def _scopes(pod: dict[str, Any]) -> list[Scope]:
+    scopes: list[Scope] = [("securityContext", _dict(pod.get("securityContext")))]
+    scopes += [(f"{where}.securityContext", _dict(c.get("securityContext")))
+               for where, c in _containers(pod)]
+    return scopes
+
+
 def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str
              ) -> list[Violation]:
     """The baseline controls on one pod spec (and its template's annotations)."""
-    out: list[Violation] = []
-    context = _dict(pod.get("securityContext"))
-    for key in HOST_NAMESPACES:
-        if pod.get(key):
-            out.append(Violation(key, "Host Namespaces", f"{key} is true; must be unset or false"))
-    scopes: list[tuple[str, dict[str, Any]]] = [("securityContext", context)]
-    scopes += [(f"{where}.securityContext", _dict(c.get("securityContext")))
-               for where, c in _containers(pod)]
-    for where, sc in scopes:
-        if _dict(sc.get("windowsOptions")).get("hostProcess"):
-            out.append(Violation(f"{where}.windowsOptions.hostProcess", "HostProcess",
-                                 "HostProcess containers are not allowed"))
-        selinux = _dict(sc.get("seLinuxOptions"))
-        if str(selinux.get("type") or "") not in SELINUX_TYPES:
-            out.append(Violation(f"{where}.seLinuxOptions.type", "SELinux",
-                                 f"type {selinux.get('type')!r} is not allowed; one of "
-                                 f"{', '.join(sorted(t for t in SELINUX_TYPES if t))} or unset"))
-        for field in ("user", "role"):
-            if selinux.get(field):
-                out.append(Violation(f"{where}.seLinuxOptions.{field}", "SELinux",
-                                     f"a custom SELinux {field} is not allowed"))
-        apparmor = _dict(sc.get("appArmorProfile")).get("type")
-        if apparmor is not None and apparmor not in APPARMOR_TYPES:
-            out.append(Violation(f"{where}.appArmorProfile.type", "AppArmor",
-                                 f"{apparmor!r} is not allowed; RuntimeDefault, Localhost or "
-                                 "unset"))
-        seccomp = _dict(sc.get("seccompProfile")).get("type")
-        if seccomp in SECCOMP_FORBIDDEN:
-            out.append(Violation(f"{where}.seccompProfile.type", "Seccomp",
-                                 f"{seccomp} is not allowed; RuntimeDefault or Localhost"))
+    out = list(_host_namespaces(pod))
+    for where, sc in _scopes(pod):
+        for scope_control in BASELINE_SCOPE_CONTROLS:
+            out += scope_control(where, sc)
     for where, container in _containers(pod):
-        sc = _dict(container.get("securityContext"))
-        if sc.get("privileged"):
-            out.append(Violation(f"{where}.securityContext.privileged", "Privileged Containers",
-                                 "privileged containers are not allowed"))
-        added = _dict(sc.get("capabilities")).get("add") or []
-        extra = sorted(str(c) for c in added if c not in BASELINE_CAPABILITIES)
-        if extra:
-            out.append(Violation(f"{where}.securityContext.capabilities.add", "Capabilities",
-                                 f"adds {', '.join(extra)}; only the default set may be added"))
-        proc = sc.get("procMount")
-        if proc is not None and proc not in PROC_MOUNT_TYPES:
-            out.append(Violation(f"{where}.securityContext.procMount", "/proc Mount Type",
-                                 f"procMount {proc!r} is not allowed; Default or unset"))
-        ports = container.get("ports")
-        for index, port in enumerate(ports if isinstance(ports, list) else []):
-            if _dict(port).get("hostPort"):
-                out.append(Violation(f"{where}.ports[{index}].hostPort", "Host Ports",
-                                     "host ports are not allowed"))
-    volumes = pod.get("volumes")
-    for index, volume in enumerate(volumes if isinstance(volumes, list) else []):
-        if "hostPath" in _dict(volume):
-            out.append(Violation(f"volumes[{index}].hostPath", "HostPath Volumes",
-                                 "hostPath volumes are not allowed"))
-    safe = safe_sysctls(kube_version)
-    sysctls = context.get("sysctls")
-    for index, sysctl in enumerate(sysctls if isinstance(sysctls, list) else []):
-        name = _dict(sysctl).get("name")
-        if name not in safe:
-            out.append(Violation(f"securityContext.sysctls[{index}].name", "Sysctls",
-                                 f"sysctl {name!r} is not in the safe set"))
-    for key, value in annotations.items():
-        if str(key).startswith(APPARMOR_ANNOTATION) and not (
-                value == APPARMOR_ANNOTATION_VALUES[0]
-                or str(value).startswith(APPARMOR_ANNOTATION_VALUES[1])):
-            out.append(Violation(f"metadata.annotations[{key!r}]", "AppArmor",
-                                 f"{value!r} is not allowed; runtime/default or localhost/*"))
+        for container_control in BASELINE_CONTAINER_CONTROLS:
+            out += container_control(where, container)
+    out += _host_path_volumes(pod)
+    out += _sysctls(pod, kube_version)
+    out += _apparmor_annotations(annotations)
     return out
+
+
+def _volume_types(pod: dict[str, Any]) -> Found:
+    for index, volume in enumerate(_list(pod.get("volumes"))):
+        kinds = sorted(k for k in _dict(volume) if k != "name" and k not in
+                       RESTRICTED_VOLUME_TYPES)
+        if kinds:
+            yield Violation(f"volumes[{index}]", "Volume Types",
+                            f"{kinds[0]} volumes are not allowed; "
+                            f"one of {', '.join(sorted(RESTRICTED_VOLUME_TYPES))}")
+
+
+def _pod_seccomp(context: dict[str, Any]) -> Found:
+    seccomp = _dict(context.get("seccompProfile")).get("type")
+    if seccomp is not None and seccomp not in RESTRICTED_SECCOMP:
+        yield Violation("securityContext.seccompProfile.type", "Seccomp",
+                        f"{seccomp!r} is not allowed; RuntimeDefault or Localhost")
+
+
+def _pod_non_root(context: dict[str, Any]) -> Found:
+    if context.get("runAsUser") == 0:
+        yield Violation("securityContext.runAsUser", "Running as Non-root user",
+                        "runAsUser is 0 (root)")
+    if context.get("runAsNonRoot") is False:
+        yield Violation("securityContext.runAsNonRoot", "Running as Non-root",
+                        "runAsNonRoot is false; must be true")
+
+
+# Restricted's container controls judge a container with its pod's securityContext (`context`),
+# which may set runAsNonRoot and the seccomp profile for every container.
+
+
+def _privilege_escalation(where: str, container: dict[str, Any], context: dict[str, Any]
+                          ) -> Found:
+    if _dict(container.get("securityContext")).get("allowPrivilegeEscalation") is not False:
+        yield Violation(f"{where}.securityContext.allowPrivilegeEscalation",
+                        "Privilege Escalation",
+                        f"container {container.get('name')!r} does not set "
+                        "allowPrivilegeEscalation: false")
+
+
+def _container_non_root(where: str, container: dict[str, Any], context: dict[str, Any]
+                        ) -> Found:
+    sc = _dict(container.get("securityContext"))
+    non_root = sc.get("runAsNonRoot")
+    if non_root is False or (non_root is None and context.get("runAsNonRoot") is not True):
+        yield Violation(f"{where}.securityContext.runAsNonRoot", "Running as Non-root",
+                        f"container {container.get('name')!r} may run as root: runAsNonRoot "
+                        "must be true on the pod or the container")
+    if sc.get("runAsUser") == 0:
+        yield Violation(f"{where}.securityContext.runAsUser",
+                        "Running as Non-root user", "runAsUser is 0 (root)")
+
+
+def _container_seccomp(where: str, container: dict[str, Any], context: dict[str, Any]
+                       ) -> Found:
+    seccomp = _dict(_dict(container.get("securityContext")).get("seccompProfile")).get("type")
+    pod_seccomp = _dict(context.get("seccompProfile")).get("type")
+    if (seccomp is None and pod_seccomp is None) or (
+            seccomp is not None and seccomp not in RESTRICTED_SECCOMP):
+        yield Violation(f"{where}.securityContext.seccompProfile.type", "Seccomp",
+                        f"container {container.get('name')!r} has no RuntimeDefault or "
+                        "Localhost seccomp profile (set on the pod or the container)")
+
+
+def _restricted_capabilities(where: str, container: dict[str, Any], context: dict[str, Any]
+                             ) -> Found:
+    caps = _dict(_dict(container.get("securityContext")).get("capabilities"))
+    if "ALL" not in (caps.get("drop") or []):
+        yield Violation(f"{where}.securityContext.capabilities.drop", "Capabilities",
+                        f"container {container.get('name')!r} does not drop ALL capabilities")
+    extra = sorted(str(c) for c in caps.get("add") or [] if c not in RESTRICTED_CAPABILITIES)
+    if extra:
+        yield Violation(f"{where}.securityContext.capabilities.add", "Capabilities",
+                        f"adds {', '.join(extra)}; only NET_BIND_SERVICE may be added")
+
+
+RESTRICTED_CONTAINER_CONTROLS = (_privilege_escalation, _container_non_root,
+                                 _container_seccomp, _restricted_capabilities)
 
 
 def restricted(pod: dict[str, Any]) -> list[Violation]:
     """The controls restricted adds to baseline, on one pod spec."""
-    out: list[Violation] = []
     context = _dict(pod.get("securityContext"))
-    volumes = pod.get("volumes")
-    for index, volume in enumerate(volumes if isinstance(volumes, list) else []):
-        kinds = sorted(k for k in _dict(volume) if k != "name" and k not in
-                       RESTRICTED_VOLUME_TYPES)
-        if kinds:
-            out.append(Violation(f"volumes[{index}]", "Volume Types",
-                                 f"{kinds[0]} volumes are not allowed; "
-                                 f"one of {', '.join(sorted(RESTRICTED_VOLUME_TYPES))}"))
-    pod_non_root = context.get("runAsNonRoot") is True
-    pod_seccomp = _dict(context.get("seccompProfile")).get("type")
-    if pod_seccomp is not None and pod_seccomp not in RESTRICTED_SECCOMP:
-        out.append(Violation("securityContext.seccompProfile.type", "Seccomp",
-                             f"{pod_seccomp!r} is not allowed; RuntimeDefault or Localhost"))
-    if context.get("runAsUser") == 0:
-        out.append(Violation("securityContext.runAsUser", "Running as Non-root user",
-                             "runAsUser is 0 (root)"))
-    if context.get("runAsNonRoot") is False:
-        out.append(Violation("securityContext.runAsNonRoot", "Running as Non-root",
-                             "runAsNonRoot is false; must be true"))
+    out = list(_volume_types(pod))
+    out += _pod_seccomp(context)
+    out += _pod_non_root(context)
     for where, container in _containers(pod):
-        sc = _dict(container.get("securityContext"))
-        name = container.get("name")
-        if sc.get("allowPrivilegeEscalation") is not False:
-            out.append(Violation(f"{where}.securityContext.allowPrivilegeEscalation",
-                                 "Privilege Escalation",
-                                 f"container {name!r} does not set allowPrivilegeEscalation: "
-                                 "false"))
-        non_root = sc.get("runAsNonRoot")
-        if non_root is False or (non_root is None and not pod_non_root):
-            out.append(Violation(f"{where}.securityContext.runAsNonRoot", "Running as Non-root",
-                                 f"container {name!r} may run as root: runAsNonRoot must be "
-                                 "true on the pod or the container"))
-        if sc.get("runAsUser") == 0:
-            out.append(Violation(f"{where}.securityContext.runAsUser",
-                                 "Running as Non-root user", "runAsUser is 0 (root)"))
-        seccomp = _dict(sc.get("seccompProfile")).get("type")
-        if (seccomp is None and pod_seccomp is None) or (
-                seccomp is not None and seccomp not in RESTRICTED_SECCOMP):
-            out.append(Violation(f"{where}.securityContext.seccompProfile.type", "Seccomp",
-                                 f"container {name!r} has no RuntimeDefault or Localhost seccomp "
-                                 "profile (set on the pod or the container)"))
-        caps = _dict(sc.get("capabilities"))
-        if "ALL" not in (caps.get("drop") or []):
-            out.append(Violation(f"{where}.securityContext.capabilities.drop", "Capabilities",
-                                 f"container {name!r} does not drop ALL capabilities"))
-        extra = sorted(str(c) for c in caps.get("add") or [] if c not in
-                       RESTRICTED_CAPABILITIES)
-        if extra:
-            out.append(Violation(f"{where}.securityContext.capabilities.add", "Capabilities",
-                                 f"adds {', '.join(extra)}; only NET_BIND_SERVICE may be added"))
+        for control in RESTRICTED_CONTAINER_CONTROLS:
+            out += control(where, container, context)
     return out
 
 

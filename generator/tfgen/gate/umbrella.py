@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..render.generated import dump_yaml
 from ..repo.keys import path_digest
 from .helmvalues import load_yaml_file
-from .manifests import split_at_separators
+from .manifests import DOCUMENT_SEPARATOR, split_at_separators
 
 UMBRELLA = "tfgen-batch"
 # Templates that read these would render differently per release; such a chart is rendered one
@@ -30,9 +30,9 @@ UMBRELLA = "tfgen-batch"
 _RELEASE_BOUND = re.compile(r"\.Release\.(Name|Namespace)\b|\.Chart\.Name\b")
 _TEMPLATE_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.DOTALL)
 _ALIAS_IN_ERROR = re.compile(r"(?:charts/|^|\s)e(\d{5})(?:/|:)", re.MULTILINE)
-# helm's separator above each template's output (a `---` line in a template's own output is
-# not one: no `# Source:` follows it)
-_DOC_SPLIT = re.compile(r"^---[ \t]*\n(?=# Source: )", re.MULTILINE)
+# helm's separator above each template's output: a document separator that a `# Source:` line
+# follows (a `---` line in a template's own output is not one: no `# Source:` follows it)
+_DOC_SPLIT = re.compile(DOCUMENT_SEPARATOR.pattern + r"(?=# Source: )", DOCUMENT_SEPARATOR.flags)
 
 
 def alias(index: int) -> str:

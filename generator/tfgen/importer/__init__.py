@@ -19,8 +19,8 @@ from pathlib import Path
 from ..errors import OptionsError, ProblemsFound
 from ..problems import Problem
 from ..repo import layout
-from ..validate.config import load_config
-from .manifests import ManifestError, read_manifests
+from ..validate.config import RepoConfig, load_config
+from .manifests import Manifest, ManifestError, read_manifests
 from .mapping import Imported, build_spec, leftovers
 from .versions import read_job
 from .write import problems_of, spec_text, target, write_new
@@ -49,18 +49,16 @@ def git_email(cwd: Path | None = None) -> str | None:
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 
-def import_manifests(
-    paths: Sequence[Path | str], *, name: str | None = None, owner: str | None = None,
-    write: bool = False, cwd: Path | None = None,
-) -> ImportResult:
-    """Read `paths`, make one spec per TFJob, validate every one and, with `write`, write them
-    to experiments/ (all or none). ManifestError for input that cannot be imported,
-    ProblemsFound when a spec would be invalid, OptionsError for options that do not fit."""
+def _repository_for(write: bool, cwd: Path | None) -> RepoConfig:
     config = load_config(cwd=cwd)
     if write and config.path is None:
         raise OptionsError(f"{(cwd or Path.cwd()).resolve()}: not inside a tfgen repository "
                            f"(no {layout.CONFIG_NAME} here or above); run --write in one")
-    manifests = read_manifests(paths)
+    return config
+
+
+def _jobs(manifests: list[Manifest]) -> list[Manifest]:
+    """The input's TFJobs; ManifestError for none, or for two of one name in one namespace."""
     jobs = [m for m in manifests if m.kind == "TFJob"]
     if not jobs:
         raise ManifestError("no TFJob in the input; tfgen import makes one spec per TFJob")
@@ -71,29 +69,38 @@ def import_manifests(
             raise ManifestError(f"{job.where}: a second TFJob named {job.name!r} (the first is "
                                 f"at {seen[key]}); keep one of them")
         seen[key] = job.where
-    if name is not None and len(jobs) > 1:
-        raise OptionsError(f"--name names one spec, and the input has {len(jobs)} TFJobs; "
-                           "import them one at a time or without --name")
+    return jobs
+
+
+def _owner(owner: str | None, cwd: Path | None) -> str:
     owner = owner or git_email(cwd)
     if not owner:
         raise OptionsError("--owner is needed: every spec names who answers for it "
                            "(metadata.owner, e.g. someone@example.com), and Git has no "
                            "user.email here to use instead")
+    return owner
+
+
+def _spec_names(jobs: list[Manifest], name: str | None) -> list[str]:
     names = [name or job.name for job in jobs]
     if len(set(names)) < len(names):
         raise ManifestError("TFJobs of the same name in different namespaces would be one "
                             "experiment; import them one at a time with --name")
-    imported: list[Imported] = [
-        build_spec(read_job(job), manifests, spec_name, owner)
-        for job, spec_name in zip(jobs, names, strict=True)
-    ]
-    if write:  # said first: a spec that exists would also fail validation as a duplicate
-        for item in imported:
-            path = target(config, item.name)
-            if os.path.lexists(path):
-                raise ManifestError(f"{layout.shown(path, config.root)}: exists already; tfgen "
-                                    "import never overwrites a spec (choose another --name, or "
-                                    "remove the file)")
+    return names
+
+
+def _refuse_existing(config: RepoConfig, imported: list[Imported]) -> None:
+    for item in imported:
+        path = target(config, item.name)
+        if os.path.lexists(path):
+            raise ManifestError(f"{layout.shown(path, config.root)}: exists already; tfgen "
+                                "import never overwrites a spec (choose another --name, or "
+                                "remove the file)")
+
+
+def _validated(config: RepoConfig, manifests: list[Manifest], imported: list[Imported]
+               ) -> ImportResult:
+    """The specs' texts, what they leave out and the notes; ProblemsFound if any is invalid."""
     used = [m for item in imported for m in item.used]
     result = ImportResult(specs={}, left_out=leftovers(manifests, used))
     problems: list[Problem] = []
@@ -105,6 +112,30 @@ def import_manifests(
     if problems:
         raise ProblemsFound(problems, "the imported spec would not be valid (the problems "
                             "name its fields); nothing written: fix those in the input")
+    return result
+
+
+def import_manifests(
+    paths: Sequence[Path | str], *, name: str | None = None, owner: str | None = None,
+    write: bool = False, cwd: Path | None = None,
+) -> ImportResult:
+    """Read `paths`, make one spec per TFJob, validate every one and, with `write`, write them
+    to experiments/ (all or none). ManifestError for input that cannot be imported,
+    ProblemsFound when a spec would be invalid, OptionsError for options that do not fit."""
+    config = _repository_for(write, cwd)
+    manifests = read_manifests(paths)
+    jobs = _jobs(manifests)
+    if name is not None and len(jobs) > 1:
+        raise OptionsError(f"--name names one spec, and the input has {len(jobs)} TFJobs; "
+                           "import them one at a time or without --name")
+    owner = _owner(owner, cwd)
+    imported: list[Imported] = [
+        build_spec(read_job(job), manifests, spec_name, owner)
+        for job, spec_name in zip(jobs, _spec_names(jobs, name), strict=True)
+    ]
+    if write:  # said first: a spec that exists would also fail validation as a duplicate
+        _refuse_existing(config, imported)
+    result = _validated(config, manifests, imported)
     if write:
         for spec_name, text in result.specs.items():
             path = target(config, spec_name)

@@ -147,40 +147,76 @@ def _find_volume(claim: Manifest, manifests: list[Manifest]) -> Manifest:
         "to import the NAS, or leave the claim's manifest out to import it as an existing claim")
 
 
-def _nas(volume: Manifest, notes: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _DriverSource:
+    """A PV source of a NAS driver: the key under the PV's spec, the driver it names, the
+    storage.nas.driver it becomes, and where below it the NAS fields are."""
+
+    key: str
+    driver: str
+    name: str
+    fields_at: str
+    fields: tuple[str, ...]
+
+    def matches(self, spec: dict[str, Any]) -> bool:
+        source = spec.get(self.key)
+        return isinstance(source, dict) and source.get("driver") == self.driver
+
+    def read(self, volume: Manifest) -> dict[str, Any]:
+        volume.take("spec", self.key, "driver")
+        nas: dict[str, Any] = {"driver": self.name}
+        for key in self.fields:
+            value = volume.take("spec", self.key, self.fields_at, key)
+            if value is not None:
+                nas[key] = str(value)
+        return nas
+
+
+DRIVER_SOURCES = (
+    _DriverSource("csi", CSI_DRIVER, "csi", "volumeAttributes",
+                  ("server", "path", "vers", "options")),
+    _DriverSource("flexVolume", FLEX_DRIVER, "flexvolume", "options",
+                  ("server", "path", "vers", "mode", "options")),
+)
+
+
+def _nfs(volume: Manifest, notes: list[str]) -> dict[str, Any]:
+    nas = {"driver": "nfs", "server": volume.take("spec", "nfs", "server"),
+           "path": volume.take("spec", "nfs", "path")}
+    for option in volume.sequence("spec", "mountOptions"):
+        key, _, value = str(option).partition("=")
+        if key in ("vers", "nfsvers"):
+            nas["vers"] = value
+    if "vers" not in nas:
+        notes.append(f"{volume.ref}: no NFS version in its mountOptions; the chart adds "
+                     "nfsvers=3 (set storage.nas.vers to change it)")
+    return nas
+
+
+def _nas_source(volume: Manifest, notes: list[str]) -> dict[str, Any]:
+    """storage.nas as the PV's source says it: a NAS driver's, or NFS."""
     spec = volume.mapping("spec")
-    nas: dict[str, Any]
-    if isinstance(spec.get("csi"), dict) and spec["csi"].get("driver") == CSI_DRIVER:
-        volume.take("spec", "csi", "driver")
-        attributes = ("spec", "csi", "volumeAttributes")
-        nas = {"driver": "csi"}
-        for key in ("server", "path", "vers", "options"):
-            value = volume.take(*attributes, key)
-            if value is not None:
-                nas[key] = str(value)
-    elif isinstance(spec.get("flexVolume"), dict) and spec["flexVolume"].get(
-            "driver") == FLEX_DRIVER:
-        volume.take("spec", "flexVolume", "driver")
-        nas = {"driver": "flexvolume"}
-        for key in ("server", "path", "vers", "mode", "options"):
-            value = volume.take("spec", "flexVolume", "options", key)
-            if value is not None:
-                nas[key] = str(value)
-    elif isinstance(spec.get("nfs"), dict):
-        nas = {"driver": "nfs", "server": volume.take("spec", "nfs", "server"),
-               "path": volume.take("spec", "nfs", "path")}
-        for option in volume.sequence("spec", "mountOptions"):
-            key, _, value = str(option).partition("=")
-            if key in ("vers", "nfsvers"):
-                nas["vers"] = value
-        if "vers" not in nas:
-            notes.append(f"{volume.ref}: no NFS version in its mountOptions; the chart adds "
-                         "nfsvers=3 (set storage.nas.vers to change it)")
-    else:
-        raise ManifestError(
-            f"{volume.where}: {volume.ref}: its source is none of those tfgen creates (CSI "
-            f"{CSI_DRIVER}, FlexVolume {FLEX_DRIVER}, NFS); leave the PV and claim out of the "
-            "input to import the claim as an existing claim")
+    for source in DRIVER_SOURCES:
+        if source.matches(spec):
+            return source.read(volume)
+    if isinstance(spec.get("nfs"), dict):
+        return _nfs(volume, notes)
+    raise ManifestError(
+        f"{volume.where}: {volume.ref}: its source is none of those tfgen creates (CSI "
+        f"{CSI_DRIVER}, FlexVolume {FLEX_DRIVER}, NFS); leave the PV and claim out of the "
+        "input to import the claim as an existing claim")
+
+
+# PV fields that say what the chart writes on its PV anyway: taken when they hold these values.
+CHART_PV_FIELDS: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("accessModes", (ACCESS_MODES,)),
+    ("persistentVolumeReclaimPolicy", (RECLAIM_POLICY,)),
+    ("volumeMode", ("Filesystem", None)),
+)
+
+
+def _nas(volume: Manifest, notes: list[str]) -> dict[str, Any]:
+    nas = _nas_source(volume, notes)
     if "vers" not in nas:
         nas["vers"] = "3"  # the driver's default, written so tfgen.yaml defaults cannot change it
     # the chart writes mountOptions for csi and nfs; a FlexVolume's stay listed as left out
@@ -192,12 +228,9 @@ def _nas(volume: Manifest, notes: list[str]) -> dict[str, Any]:
     storage_class = volume.take("spec", "storageClassName")
     if storage_class:
         nas["storageClassName"] = storage_class
-    if volume.get("spec", "accessModes") == ACCESS_MODES:
-        volume.take("spec", "accessModes")
-    if volume.get("spec", "persistentVolumeReclaimPolicy") == RECLAIM_POLICY:
-        volume.take("spec", "persistentVolumeReclaimPolicy")
-    if volume.get("spec", "volumeMode") in ("Filesystem", None):
-        volume.take("spec", "volumeMode")
+    for key, written in CHART_PV_FIELDS:
+        if volume.get("spec", key) in written:
+            volume.take("spec", key)
     return nas
 
 

@@ -7,8 +7,8 @@ YAML nodes give (`edit`), so comments and layout survive.
 """
 
 from .listing import COLUMNS, Row, list_experiments, table
-from .new import Created, Roles, new_experiment
+from .new import Created, NewOptions, Roles, new_experiment
 from .retire import REMOVAL_DOC, Retired, delete_command, retire_experiment
 
-__all__ = ["COLUMNS", "REMOVAL_DOC", "Created", "Retired", "Roles", "Row", "delete_command",
-           "list_experiments", "new_experiment", "retire_experiment", "table"]
+__all__ = ["COLUMNS", "REMOVAL_DOC", "Created", "NewOptions", "Retired", "Roles", "Row",
+           "delete_command", "list_experiments", "new_experiment", "retire_experiment", "table"]

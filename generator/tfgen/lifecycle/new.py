@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,22 @@ class Roles:
     workers: int = 2
     ps: int = 1
     gpus: int = 0
+
+
+@dataclass(frozen=True)
+class NewOptions:
+    """What `tfgen new` (and `tfgen rerun`) are asked for besides the name. Without `source`
+    the spec is built from `image`, `command` and `roles`; with it, `source`'s spec is copied
+    and `owner`, `namespace` and `image` replace what it says; `rerun` marks the copy as a
+    rerun of `source`."""
+
+    source: str | None = None
+    owner: str | None = None
+    namespace: str | None = None
+    image: str | None = None
+    command: str | None = None
+    roles: Roles | None = None
+    rerun: bool = False
 
 
 @dataclass
@@ -68,18 +84,18 @@ def _repository(cwd: Path | None) -> RepoConfig:
     return config
 
 
-def _fresh_spec(name: str, config: RepoConfig, owner: str, namespace: str | None,
-                image: str | None, command: str | None, roles: Roles) -> dict[str, Any]:
+def _fresh_spec(name: str, config: RepoConfig, options: NewOptions) -> dict[str, Any]:
     defaults = config.defaults
-    image = image or lookup(defaults, "spec", "image")
+    image = options.image or lookup(defaults, "spec", "image")
     if not image:
         raise OptionsError("--image is needed: tfgen.yaml's defaults set no spec.image")
+    roles = options.roles or Roles()
     mount = "/training"
     log_dir = f"{mount}/{name}/logs"
     each: dict[str, Any] = {"gpus": roles.gpus} if roles.gpus else {}
     spec: dict[str, Any] = {"image": image}
-    if command:
-        spec["command"] = shlex.split(command)
+    if options.command:
+        spec["command"] = shlex.split(options.command)
     spec["args"] = [f"--log_dir={log_dir}"]
     spec["roles"] = {"master": {"replicas": 1, **each}}
     if roles.workers:
@@ -88,19 +104,15 @@ def _fresh_spec(name: str, config: RepoConfig, owner: str, namespace: str | None
         spec["roles"]["ps"] = {"replicas": roles.ps}
     spec["storage"] = {"nas": {"path": mount}, "mountPath": mount}
     spec["tensorboard"] = {"logDir": log_dir}
-    metadata = {"name": name,
-                "namespace": namespace or lookup(defaults, "metadata", "namespace") or "default",
-                "owner": owner}
+    namespace = options.namespace or lookup(defaults, "metadata", "namespace") or "default"
+    metadata = {"name": name, "namespace": namespace, "owner": options.owner}
     return {"apiVersion": "tfgen.io/v1", "kind": "Experiment", "metadata": metadata,
             "spec": spec}
 
 
-def copied_text(text: str, shown: str, old: str, new: str, *, owner: str | None,
-                namespace: str | None, image: str | None, rerun: bool) -> str:
-    """The text of spec `old` as spec `new`: renamed where it names the old run, active, and
-    (for a rerun) annotated with where it came from."""
-    root = compose(text, shown)
-    edit = TextEdit(text)
+def _rename(edit: TextEdit, root: Any, old: str, new: str) -> None:
+    """Rename the run where the text names it: its name, and strings under spec (but those
+    of KEPT_KEYS) that contain the old name as a whole name."""
     rename = renamer(old, new)
     for scalar in scalars(root):
         if scalar.path == ("metadata", "name"):
@@ -109,23 +121,43 @@ def copied_text(text: str, shown: str, old: str, new: str, *, owner: str | None,
             renamed = rename(scalar.value)
             if renamed != scalar.value:
                 edit.replace(scalar, renamed)
+
+
+def _set_options(edit: TextEdit, metadata: Any, spec: Any, options: NewOptions,
+                 shown: str) -> None:
+    """Make the copy active, and set what the options replace."""
+    if lookup_node_value(spec, "lifecycle") == chart.RETIRED:
+        edit.set_in_mapping(spec, "lifecycle", chart.ACTIVE, shown)
+    for key, value in (("owner", options.owner), ("namespace", options.namespace)):
+        if value:
+            edit.set_in_mapping(metadata, key, value, shown)
+    if options.image:
+        edit.set_in_mapping(spec, "image", options.image, shown)
+
+
+def _mark_rerun(edit: TextEdit, metadata: Any, shown: str, old: str) -> str:
+    """The edited text with the annotation saying it reruns `old`."""
+    annotations = find(metadata, ("annotations",))
+    if annotations is None:
+        edit.set_in_mapping(metadata, "annotations", "{}", shown, raw=True)
+        return _annotate(edit.apply(), shown, old)
+    edit.set_in_mapping(annotations, naming.RERUN_ANNOTATION, old, shown)
+    return edit.apply()
+
+
+def copied_text(text: str, shown: str, old: str, new: str, options: NewOptions) -> str:
+    """The text of spec `old` as spec `new`: renamed where it names the old run, active, and
+    (for a rerun) annotated with where it came from."""
+    root = compose(text, shown)
+    edit = TextEdit(text)
+    _rename(edit, root, old, new)
     metadata, spec = find(root, ("metadata",)), find(root, ("spec",))
     if metadata is None or spec is None:
         raise OptionsError(f"{shown}: no metadata or spec to copy; fix it first "
                            f"(`tfgen validate {shown}`)")
-    if lookup_node_value(spec, "lifecycle") == chart.RETIRED:
-        edit.set_in_mapping(spec, "lifecycle", chart.ACTIVE, shown)
-    for key, value in (("owner", owner), ("namespace", namespace)):
-        if value:
-            edit.set_in_mapping(metadata, key, value, shown)
-    if image:
-        edit.set_in_mapping(spec, "image", image, shown)
-    if rerun:
-        annotations = find(metadata, ("annotations",))
-        if annotations is None:
-            edit.set_in_mapping(metadata, "annotations", "{}", shown, raw=True)
-            return _annotate(edit.apply(), shown, old)
-        edit.set_in_mapping(annotations, naming.RERUN_ANNOTATION, old, shown)
+    _set_options(edit, metadata, spec, options, shown)
+    if options.rerun:
+        return _mark_rerun(edit, metadata, shown, old)
     return edit.apply()
 
 
@@ -143,13 +175,29 @@ def lookup_node_value(mapping: Any, key: str) -> str | None:
     return str(node.value) if node is not None and isinstance(node.value, str) else None
 
 
-def new_experiment(
-    name: str, *, source: str | None = None, owner: str | None = None,
-    namespace: str | None = None, image: str | None = None, command: str | None = None,
-    roles: Roles | None = None, rerun: bool = False, cwd: Path | None = None,
-) -> Created:
-    """Write experiments/<name>.yaml (from `source` when given); ProblemsFound when the new
-    spec would not be valid, OptionsError for a bad name, an existing file or a missing
+def _fresh_text(name: str, config: RepoConfig, options: NewOptions) -> str:
+    if not options.owner:
+        raise OptionsError("--owner is needed: every spec names who answers for it "
+                           "(metadata.owner), and Git has no user.email here to use")
+    return MODELINE + dump_yaml(_fresh_spec(name, config, options))
+
+
+def _copied_text(name: str, config: RepoConfig, options: NewOptions, source: str,
+                 cwd: Path | None) -> str:
+    if options.roles is not None or options.command:
+        raise OptionsError("--workers, --ps, --gpus and --command build a new spec; with "
+                           "--from, edit the copy instead")
+    old_path = layout.experiment_path(source, cwd)
+    old_shown = layout.shown(old_path, config.root)
+    old = old_path.name.rpartition(".")[0]
+    raw = read_input(old_path, old_shown, config.root)
+    return copied_text(raw.decode("utf-8"), old_shown, old, name, options)
+
+
+def new_experiment(name: str, options: NewOptions | None = None, *,
+                   cwd: Path | None = None) -> Created:
+    """Write experiments/<name>.yaml (from `options.source` when given); ProblemsFound when
+    the new spec would not be valid, OptionsError for a bad name, an existing file or a missing
     option. Nothing is written unless the spec is valid."""
     check_name(name)
     config = _repository(cwd)
@@ -158,23 +206,12 @@ def new_experiment(
     if os.path.lexists(path):
         raise OptionsError(f"{shown}: exists already; tfgen never overwrites a spec (choose "
                            "another name)")
-    owner = owner or git_email(cwd)
-    if source is None:
-        if not owner:
-            raise OptionsError("--owner is needed: every spec names who answers for it "
-                               "(metadata.owner), and Git has no user.email here to use")
-        data = _fresh_spec(name, config, owner, namespace, image, command, roles or Roles())
-        text = MODELINE + dump_yaml(data)
+    options = options or NewOptions()
+    options = replace(options, owner=options.owner or git_email(cwd))
+    if options.source is None:
+        text = _fresh_text(name, config, options)
     else:
-        if roles is not None or command:
-            raise OptionsError("--workers, --ps, --gpus and --command build a new spec; with "
-                               "--from, edit the copy instead")
-        old_path = layout.experiment_path(source, cwd)
-        old_shown = layout.shown(old_path, config.root)
-        old = old_path.name.rpartition(".")[0]
-        raw = read_input(old_path, old_shown, config.root)
-        text = copied_text(raw.decode("utf-8"), old_shown, old, name, owner=owner,
-                           namespace=namespace, image=image, rerun=rerun)
+        text = _copied_text(name, config, options, options.source, cwd)
     problems = problems_of(config, name, text)
     if problems:
         raise ProblemsFound(problems, f"{shown} would not be valid (the problems name its "

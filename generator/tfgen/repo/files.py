@@ -109,15 +109,9 @@ def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) 
     return real
 
 
-def read_input(
-    path: Path | str, shown: str, root: Path | str | None = None, limit: int = MAX_BYTES,
-    looked: os.stat_result | None = None,
-) -> bytes:
-    """The bytes of one input file, or `Refused`: see the module docstring. `shown` is how
-    messages name the file; `root` the repository it must not leave through a symlink.
-    `looked`: the file's own status as a walk down from `root` through no symlink found it
-    (the snapshot's, which has just listed its folder): the way down is not looked at again,
-    and what is opened must still be what was looked at."""
+def _looked_at(path: Path | str, shown: str, root: Path | str | None,
+               looked: os.stat_result | None) -> tuple[str, os.stat_result]:
+    """(the path to open, the status of what it is) for `read_input`."""
     real = os.path.abspath(path)
     if looked is None and root is not None:
         looked = look_below(real, os.path.abspath(root))
@@ -127,6 +121,40 @@ def read_input(
             looked = os.stat(real)
         except OSError as exc:
             raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
+    return real, looked
+
+
+def _read_opened(fd: int, shown: str, looked: os.stat_result, limit: int) -> bytes:
+    """What the open file `fd` holds, up to one byte more than `limit`, once it is known to be
+    the file that was looked at."""
+    opened = os.fstat(fd)
+    # Swapped between the look and the open (a race, or an attack): judge again next run.
+    # The change time too: a file made in another's place may reuse its inode number.
+    if (opened.st_dev, opened.st_ino, opened.st_ctime_ns) != (
+            looked.st_dev, looked.st_ino, looked.st_ctime_ns) or _kind(
+            opened.st_mode) is not None:
+        raise Refused(shown, "changed while tfgen was reading it", "run tfgen again")
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, limit + 1 - size)
+        chunks.append(chunk)
+        size += len(chunk)
+        if not chunk or size == looked.st_size:
+            break  # all of it (the size it had when looked at), without one more read
+    return b"".join(chunks)
+
+
+def read_input(
+    path: Path | str, shown: str, root: Path | str | None = None, limit: int = MAX_BYTES,
+    looked: os.stat_result | None = None,
+) -> bytes:
+    """The bytes of one input file, or `Refused`: see the module docstring. `shown` is how
+    messages name the file; `root` the repository it must not leave through a symlink.
+    `looked`: the file's own status as a walk down from `root` through no symlink found it
+    (the snapshot's, which has just listed its folder): the way down is not looked at again,
+    and what is opened must still be what was looked at."""
+    real, looked = _looked_at(path, shown, root, looked)
     kind = _kind(looked.st_mode)
     if kind is not None:
         raise Refused(shown, f"is {kind}, not a regular file",
@@ -140,25 +168,11 @@ def read_input(
     except OSError as exc:
         raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
     try:
-        opened = os.fstat(fd)
-        # Swapped between the look and the open (a race, or an attack): judge again next run.
-        # The change time too: a file made in another's place may reuse its inode number.
-        if (opened.st_dev, opened.st_ino, opened.st_ctime_ns) != (
-                looked.st_dev, looked.st_ino, looked.st_ctime_ns) or _kind(
-                opened.st_mode) is not None:
-            raise Refused(shown, "changed while tfgen was reading it", "run tfgen again")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            chunks.append(chunk)
-            size += len(chunk)
-            if not chunk or size == looked.st_size:
-                break  # all of it (the size it had when looked at), without one more read
+        data = _read_opened(fd, shown, looked, limit)
     except OSError as exc:
         raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    if size > limit:  # it grew after the look
-        raise Refused(shown, too_large(size, limit) + " or more", SIZE_HINT)
-    return b"".join(chunks)
+    if len(data) > limit:  # it grew after the look
+        raise Refused(shown, too_large(len(data), limit) + " or more", SIZE_HINT)
+    return data

@@ -9,8 +9,8 @@ load YAML strictly (`loader`, `nodes`, `document`), check it against the schema 
 from .config import RepoConfig, builtin_defaults_note, load_config, on_builtin_defaults
 from .experiments import (
     Experiment,
+    SpecVerdict,
     ValidationResult,
-    Verdict,
     Verdicts,
     repository_specs,
     validate_paths,
@@ -21,7 +21,7 @@ __all__ = [
     "Experiment",
     "RepoConfig",
     "ValidationResult",
-    "Verdict",
+    "SpecVerdict",
     "Verdicts",
     "builtin_defaults_note",
     "load_config",

@@ -78,7 +78,7 @@ def lookup(data: Any, *keys: str) -> Any:
     return data
 
 
-def is_retired(data: Any) -> bool:
+def spec_is_retired(data: Any) -> bool:
     """Whether an experiment document is retired (spec.lifecycle): it keeps its volume and
     claim and runs nothing, so it holds no GPUs and writes no logs."""
     return lookup(data, "spec", "lifecycle") == chart.RETIRED

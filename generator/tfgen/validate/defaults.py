@@ -108,24 +108,26 @@ def _defaults(name: str) -> _Defaults | None:
 
 def _fill(instance: Any, plan: _Defaults) -> None:
     if isinstance(instance, dict):
-        for name, default, inner in plan.properties:
-            if name not in instance:
-                if default is _NO_DEFAULT:
-                    continue
-                # Only containers need a copy; each spec must own its lists and mappings.
-                instance[name] = (
-                    copy_data(default) if isinstance(default, (dict, list)) else default
-                )
-            if inner is not None:
-                _fill(instance[name], inner)
-        extra = plan.additional
-        if extra is not None:
-            for name, value in instance.items():
-                if name not in plan.names:
-                    _fill(value, extra)
+        _fill_mapping(instance, plan)
     elif isinstance(instance, list) and plan.items is not None:
         for item in instance:
             _fill(item, plan.items)
+
+
+def _fill_mapping(instance: dict[str, Any], plan: _Defaults) -> None:
+    for name, default, inner in plan.properties:
+        if name not in instance:
+            if default is _NO_DEFAULT:
+                continue
+            # Only containers need a copy; each spec must own its lists and mappings.
+            instance[name] = copy_data(default) if isinstance(default, (dict, list)) else default
+        if inner is not None:
+            _fill(instance[name], inner)
+    extra = plan.additional
+    if extra is not None:
+        for name, value in instance.items():
+            if name not in plan.names:
+                _fill(value, extra)
 
 
 def apply_defaults(

@@ -27,7 +27,7 @@ from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
 from .loader import LoadError, load_bytes, read_file
-from .rules import Checked, file_problems, repo_problems
+from .rules import Checked, repo_problems, semantic_problems
 from .schema import schema_problems
 
 
@@ -75,7 +75,7 @@ class Experiment:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class SpecVerdict:
     """One file's outcome as a cache keeps it: its problems, what the rules across files read
     of it (`checked.across_files`; None when the file could not be loaded), and its complete
     data, given by `load_data` when asked for."""
@@ -90,9 +90,9 @@ class Verdicts(Protocol):
     gives the verdicts of many files (path, shown) at once, and knows their content without
     reading them (the gate's snapshot hashed it): an unchanged spec is not even read."""
 
-    def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]: ...
+    def recall(self, files: Sequence[tuple[Path, str]]) -> list[SpecVerdict | None]: ...
 
-    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> Verdict:
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: SpecVerdict) -> SpecVerdict:
         """Keep `verdict`; returns it as `recall` would give it back."""
         ...
 
@@ -157,14 +157,15 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
-    problems += (file_problems(checked, config.namespaces) + team.file_problems(checked, config)
-                 + sweep.file_problems(checked, config.max_runs))
+    problems += (semantic_problems(checked, config.namespaces)
+                 + team.namespace_policy_problems(checked, config)
+                 + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
 
 
 def _check(
-    path: Path, shown: str, config: RepoConfig, known: Verdict | None,
+    path: Path, shown: str, config: RepoConfig, known: SpecVerdict | None,
     verdicts: Verdicts | None,
 ) -> tuple[Checked | None, list[Problem]]:
     """One file: its verdict when `known` (recalled: its content was judged before), else
@@ -181,12 +182,12 @@ def _check(
     data = item.data if item else None
     # From here on the file is held as a recalled one: what the rules across files read, the
     # rest in the cache, so a run does not hold ten thousand complete specs at once.
-    kept = verdicts.remember(path, shown, raw, Verdict(
+    kept = verdicts.remember(path, shown, raw, SpecVerdict(
         tuple(problems), across_files(data) if data else None, _given(data)))
     return _recalled(path, shown, config, kept), problems
 
 
-def _recalled(path: Path, shown: str, config: RepoConfig, known: Verdict) -> Checked | None:
+def _recalled(path: Path, shown: str, config: RepoConfig, known: SpecVerdict) -> Checked | None:
     """A file as its remembered verdict gives it: what the rules across files read, with its
     bytes read (for a problem's line) and its complete data loaded when asked for."""
     if known.facts is None:

@@ -174,60 +174,91 @@ def _load_plain(text: str) -> dict[str, Any] | None:
         loader.dispose()
 
 
-def _build_plain(next_event: Any) -> dict[str, Any]:
-    if type(next_event()) is not StreamStartEvent or type(next_event()) is not DocumentStartEvent:
+def _expect(next_event: Any, *kinds: type) -> None:
+    for kind in kinds:
+        if type(next_event()) is not kind:
+            raise _NotPlain
+
+
+def _untagged(event: Any) -> None:
+    if event.anchor is not None or event.tag is not None:
         raise _NotPlain
-    event = next_event()
-    if type(event) is not MappingStartEvent or event.anchor is not None or event.tag is not None:
-        raise _NotPlain
-    root: dict[str, Any] = {}
-    # One frame per open collection: (container, pending key or None, is it a mapping).
-    stack: list[tuple[Any, str | None, bool]] = []
-    current: Any = root
-    key: str | None = None
-    in_mapping = True
-    events = 1
-    while True:
-        event = next_event()
+
+
+class _PlainBuilder:
+    """The data built so far from a plain document's events: the collection being filled, its
+    pending key, and the collections open around it."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        # One frame per open collection: (container, is it a mapping).
+        self.stack: list[tuple[Any, bool]] = []
+        self.current: Any = root
+        self.key: str | None = None
+        self.in_mapping = True
+
+    def feed(self, event: Any) -> bool:
+        """Take one event; True once it closes the root mapping."""
         kind = type(event)
-        events += 1
         if kind is ScalarEvent:
-            if event.anchor is not None or event.tag is not None:
-                raise _NotPlain
-            if in_mapping and key is None:
-                key = event.value  # as `_Walker.mapping`: a key is its text
-                if key in current or key == "<<":
-                    raise _NotPlain  # a duplicate key (the careful load says where), a merge
-            else:
-                value = _plain_scalar(event.value) if event.implicit[0] else event.value
-                if in_mapping:
-                    current[key] = value
-                    key = None
-                else:
-                    current.append(value)
+            _untagged(event)
+            self._scalar(event)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
-            if event.anchor is not None or event.tag is not None:
-                raise _NotPlain
-            if in_mapping and key is None:
-                raise _NotPlain  # a mapping or list used as a key
-            new: Any = {} if kind is MappingStartEvent else []
-            if in_mapping:
-                current[key] = new
-            else:
-                current.append(new)
-            stack.append((current, key, in_mapping))
-            if len(stack) >= MAX_DEPTH:
-                raise _NotPlain
-            current, key, in_mapping = new, None, kind is MappingStartEvent
+            _untagged(event)
+            self._open(kind is MappingStartEvent)
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            if not stack:
-                break
-            current, _, in_mapping = stack.pop()
-            key = None
+            return self._close()
         else:
             raise _NotPlain  # an alias
+        return False
+
+    def _add(self, value: Any) -> None:
+        if self.in_mapping:
+            self.current[self.key] = value
+            self.key = None
+        else:
+            self.current.append(value)
+
+    def _scalar(self, event: ScalarEvent) -> None:
+        if self.in_mapping and self.key is None:
+            key = event.value  # as `_Walker.mapping`: a key is its text
+            if key in self.current or key == "<<":
+                raise _NotPlain  # a duplicate key (the careful load says where), a merge
+            self.key = key
+        else:
+            self._add(_plain_scalar(event.value) if event.implicit[0] else event.value)
+
+    def _open(self, mapping: bool) -> None:
+        if self.in_mapping and self.key is None:
+            raise _NotPlain  # a mapping or list used as a key
+        new: Any = {} if mapping else []
+        self._add(new)
+        self.stack.append((self.current, self.in_mapping))
+        if len(self.stack) >= MAX_DEPTH:
+            raise _NotPlain
+        self.current, self.in_mapping = new, mapping
+
+    def _close(self) -> bool:
+        if not self.stack:
+            return True
+        self.current, self.in_mapping = self.stack.pop()
+        self.key = None
+        return False
+
+
+def _build_plain(next_event: Any) -> dict[str, Any]:
+    _expect(next_event, StreamStartEvent, DocumentStartEvent)
+    event = next_event()
+    if type(event) is not MappingStartEvent:
+        raise _NotPlain
+    _untagged(event)
+    root: dict[str, Any] = {}
+    builder = _PlainBuilder(root)
+    events = 1
+    while True:
+        events += 1
+        if builder.feed(next_event()):
+            break
         if events > MAX_NODES:
             raise _NotPlain
-    if type(next_event()) is not DocumentEndEvent or type(next_event()) is not StreamEndEvent:
-        raise _NotPlain  # more than one document
+    _expect(next_event, DocumentEndEvent, StreamEndEvent)  # else more than one document
     return root

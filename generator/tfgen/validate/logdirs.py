@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..problems import Problem
-from .checked import Checked, Collector, is_retired, lookup
+from .checked import Checked, Collector, lookup, spec_is_retired
 
 LOG_DIR = ("spec", "tensorboard", "logDir")
 
@@ -48,7 +48,7 @@ def collision_problems(experiments: Sequence[Checked]) -> list[Problem]:
     """Each active experiment whose log directory another active one shares, on its logDir."""
     by_place: dict[tuple[str, str], list[Checked]] = {}
     for item in experiments:
-        place = None if is_retired(item.data) else location(item.data)
+        place = None if spec_is_retired(item.data) else location(item.data)
         if place is not None:
             by_place.setdefault(place, []).append(item)
     problems: list[Problem] = []

@@ -20,7 +20,7 @@ from ..problems import Problem
 from ..repo.cache import Cache
 from ..repo.inputs import Inputs
 from ..repo.keys import CacheKeys, content_hash
-from .experiments import Verdict
+from .experiments import SpecVerdict
 
 SLICE = 500  # verdicts fetched and decoded together
 # A verdict is kept in two parts: its problems and what the rules across files read (recalled
@@ -35,12 +35,12 @@ class RememberedVerdicts:
     def __init__(self, cache: Cache, keys: CacheKeys, inputs: Inputs) -> None:
         self.cache, self.keys, self.inputs = cache, keys, inputs
 
-    def recall(self, files: Sequence[tuple[Path, str]]) -> list[Verdict | None]:
+    def recall(self, files: Sequence[tuple[Path, str]]) -> list[SpecVerdict | None]:
         keys = []
         for path, shown in files:
             content = self.inputs.hash_of(path)
             keys.append(content and self.keys.spec(self.inputs.config, shown, content))
-        verdicts: list[Verdict | None] = []
+        verdicts: list[SpecVerdict | None] = []
         for start in range(0, len(keys), SLICE):  # a slice's texts at a time, not all of them
             part = keys[start:start + SLICE]
             stored = self.cache.get_many(FACTS, [key for key in part if key])
@@ -48,25 +48,25 @@ class RememberedVerdicts:
                          if key else None for key in part]
         return verdicts
 
-    def remember(self, path: Path, shown: str, raw: bytes, verdict: Verdict) -> Verdict:
+    def remember(self, path: Path, shown: str, raw: bytes, verdict: SpecVerdict) -> SpecVerdict:
         key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
         self.cache.put_json(FACTS, key, {
             "problems": [asdict(p) for p in verdict.problems], "facts": verdict.facts})
         if verdict.facts is None or not self.cache.enabled:
             return verdict  # a cache that keeps nothing cannot give the data back
         self.cache.put_json(DATA, key, verdict.load_data())
-        return Verdict(verdict.problems, verdict.facts, functools.partial(self._data, key))
+        return SpecVerdict(verdict.problems, verdict.facts, functools.partial(self._data, key))
 
     def _data(self, key: str) -> dict[str, Any] | None:
         data = self.cache.get_json(DATA, key)
         return data if isinstance(data, dict) else None
 
 
-def _verdict(text: str | None, load: Callable[[], dict[str, Any] | None]) -> Verdict | None:
+def _verdict(text: str | None, load: Callable[[], dict[str, Any] | None]) -> SpecVerdict | None:
     if text is None:
         return None
     try:
         stored = json.loads(text)
     except ValueError:
         return None
-    return Verdict(tuple(Problem(**p) for p in stored["problems"]), stored["facts"], load)
+    return SpecVerdict(tuple(Problem(**p) for p in stored["problems"]), stored["facts"], load)

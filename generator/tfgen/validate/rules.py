@@ -231,7 +231,7 @@ def _check_tensorboard(spec: dict[str, Any], out: Collector) -> None:
         )
 
 
-def file_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> list[Problem]:
+def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> list[Problem]:
     """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any)."""
     out = Collector(checked.locator)
     data = checked.data

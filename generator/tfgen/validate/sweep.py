@@ -227,7 +227,7 @@ def _one_line() -> re.Pattern[str]:
     return python_pattern(resources.schema(EXPERIMENT_SCHEMA)["$defs"]["line"]["pattern"])
 
 
-def file_problems(checked: Checked, max_runs: int) -> list[Problem]:
+def sweep_problems(checked: Checked, max_runs: int) -> list[Problem]:
     """Every problem of one spec's sweep and placeholders; `max_runs` is tfgen.yaml's
     `sweep.maxRuns`."""
     data, spec = checked.data, checked.data.get("spec")

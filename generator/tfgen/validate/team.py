@@ -14,7 +14,7 @@ from typing import Any
 
 from ..problems import Problem
 from . import sweep
-from .checked import Checked, Collector, is_retired, lookup
+from .checked import Checked, Collector, lookup, spec_is_retired
 from .config import RepoConfig
 from .document import PointerParts
 from .messages import shown
@@ -62,7 +62,7 @@ def gpus(spec: dict[str, Any]) -> int:
 
 def active(spec: dict[str, Any]) -> bool:
     """A suspended or retired experiment has no pods, so it holds no GPUs."""
-    return not lookup(spec, "runPolicy", "suspend") and not is_retired({"spec": spec})
+    return not lookup(spec, "runPolicy", "suspend") and not spec_is_retired({"spec": spec})
 
 
 class _Policy:
@@ -84,7 +84,7 @@ class _Policy:
                      "one of: " + (", ".join(allowed) or "none besides the default"), key=False)
 
 
-def file_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
+def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     """The namespace's policy on one experiment."""
     namespace, spec = lookup(checked.data, "metadata", "namespace"), checked.data.get("spec")
     if not isinstance(namespace, str) or not isinstance(spec, dict):
