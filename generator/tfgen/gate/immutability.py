@@ -93,34 +93,37 @@ def immutability_problems(
     runs_kept = all((o.kind, o.name) in names_now for o in old_by_kind.get(chart.TFJOB[1], []))
     for obj in now:
         olds = old_by_kind.get(obj.kind) or []
-        if not olds:
-            continue
         old = next((o for o in olds if o.name == obj.name), None)
-        if old is None and obj.kind == chart.TFJOB[1] and runs_kept:
-            continue
-        if obj.kind in (chart.TFJOB[1], chart.VOLUME, chart.CLAIM) and old is None:
+        if old is not None:
+            out += _changes(old, obj, path)
+        elif olds and obj.kind in _RENAMED_KINDS and not (obj.kind == chart.TFJOB[1]
+                                                          and runs_kept):
             out.append(obj.problem(path, "$.metadata.name",
-                                f"{obj.kind} was {olds[0].name!r} at the base revision and is "
-                                f"{obj.name!r} now", NEW_RUN_HINT))
-            continue
-        if old is None:
-            continue
-        if obj.namespace != old.namespace and obj.kind != chart.VOLUME:
-            out.append(obj.problem(path, "$.metadata.namespace",
-                                f"namespace changed from {old.namespace!r} to {obj.namespace!r}",
-                                NEW_RUN_HINT))
-            continue
-        old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
-        if obj.kind in _STORAGE_IMMUTABLE:
-            mutable, message = _STORAGE_IMMUTABLE[obj.kind]
-            for key in _changed_keys(old_spec, new_spec, mutable):
-                for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
-                                                   new_spec.get(key, _ABSENT), f"$.spec.{key}"):
-                    out.append(obj.problem(path, where, message.format(change=change),
-                                        NEW_RUN_HINT))
-        elif (obj.api_version, obj.kind) == chart.TFJOB:
-            out += _tfjob_changes(old_spec, new_spec, obj, path)
+                                   f"{obj.kind} was {olds[0].name!r} at the base revision and "
+                                   f"is {obj.name!r} now", NEW_RUN_HINT))
     return out
+
+
+# The kinds of a run whose new name, while the old one is gone, is a renamed run.
+_RENAMED_KINDS = (chart.TFJOB[1], chart.VOLUME, chart.CLAIM)
+
+
+def _changes(old: RenderedObject, obj: RenderedObject, path: str) -> list[Problem]:
+    """What changed in one object, kept under its name, that a live run cannot take."""
+    if obj.namespace != old.namespace and obj.kind != chart.VOLUME:
+        return [obj.problem(path, "$.metadata.namespace",
+                            f"namespace changed from {old.namespace!r} to {obj.namespace!r}",
+                            NEW_RUN_HINT)]
+    old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
+    if (obj.api_version, obj.kind) == chart.TFJOB:
+        return _tfjob_changes(old_spec, new_spec, obj, path)
+    if obj.kind not in _STORAGE_IMMUTABLE:
+        return []
+    mutable, message = _STORAGE_IMMUTABLE[obj.kind]
+    return [obj.problem(path, where, message.format(change=change), NEW_RUN_HINT)
+            for key in _changed_keys(old_spec, new_spec, mutable)
+            for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
+                                               new_spec.get(key, _ABSENT), f"$.spec.{key}")]
 
 
 def _tfjob_changes(
