@@ -16,7 +16,7 @@ from typing import Any
 from ..repo import naming
 from ..repo.chart import CLAIM, VOLUME
 from .manifests import Manifest, ManifestError, Path_, pointer
-from .pods import Pod, roles_of, shared_fields
+from .pods import PodTemplate, roles_of, shared_fields
 from .versions import Job, Replica
 
 CSI_DRIVER = "nasplugin.csi.alibabacloud.com"
@@ -103,7 +103,7 @@ def leftovers(manifests: list[Manifest], used: list[Manifest]) -> list[str]:
 # --- storage and TensorBoard ----------------------------------------------------------------
 
 
-def _claim_mount(pod: Pod) -> tuple[str, str] | None:
+def _claim_mount(pod: PodTemplate) -> tuple[str, str] | None:
     """(claim, mount path) of the claim the pod mounts, marking both used."""
     volumes = pod.job.sequence(*pod.spec, "volumes")
     mounts = pod.clist("volumeMounts")
@@ -276,8 +276,8 @@ def _tensorboard(
         log_dir = _logdir(tokens)
         if log_dir is None:
             continue
-        pod = Pod(deployment, Replica("tensorboard", "TensorBoard", ("spec", "template"), None,
-                                      None), spec, (*spec, "containers", index))
+        replica = Replica("tensorboard", "TensorBoard", ("spec", "template"), None, None)
+        pod = PodTemplate(deployment, replica, spec, (*spec, "containers", index))
         found = _claim_mount(pod)
         if found is None or found[0] != claim:
             continue
@@ -304,7 +304,7 @@ def _tensorboard(
 
 
 def _storage(
-    job: Job, pods: list[Pod], manifests: list[Manifest], used: list[Manifest],
+    job: Job, pods: list[PodTemplate], manifests: list[Manifest], used: list[Manifest],
     notes: list[str],
 ) -> tuple[dict[str, Any], str]:
     mounts = {pod.replica.written: _claim_mount(pod) for pod in pods}

@@ -15,7 +15,7 @@ from ..repo.chart import TFJOB_CONTAINER
 from .manifests import Manifest, ManifestError, Path_, pointer
 from .versions import DEFAULT_PORT, Job, Replica
 
-# Pod-level fields the spec sets once for every role (spec field <- pod or container path).
+# PodTemplate-level fields the spec sets once for every role (spec field <- pod or container path).
 SHARED_POD_FIELDS = {
     "imagePullSecrets": ("imagePullSecrets",),
     "serviceAccountName": ("serviceAccountName",),
@@ -28,7 +28,7 @@ SHARED_CONTAINER_FIELDS = ("imagePullPolicy", "workingDir")
 
 
 @dataclass
-class Pod:
+class PodTemplate:
     """One replica group's pod template: the job, the paths of its pod spec and container."""
 
     job: Manifest
@@ -55,7 +55,7 @@ class Pod:
         return self.job.mapping(*self.container, *parts) if self.container else {}
 
 
-def _pod(job: Manifest, replica: Replica) -> Pod:
+def _pod(job: Manifest, replica: Replica) -> PodTemplate:
     spec = (*replica.template, "spec")
     containers = job.get(*spec, "containers")
     where = f"{job.where}: {job.ref} {pointer(spec)}.containers"
@@ -73,10 +73,10 @@ def _pod(job: Manifest, replica: Replica) -> Pod:
     job.take(*container, "name")
     if job.get(*container, "ports") == [{"name": "tfjob-port", "containerPort": DEFAULT_PORT}]:
         job.take(*container, "ports")
-    return Pod(job, replica, spec, container)
+    return PodTemplate(job, replica, spec, container)
 
 
-def _env(pod: Pod, notes: list[str]) -> list[dict[str, Any]]:
+def _env(pod: PodTemplate, notes: list[str]) -> list[dict[str, Any]]:
     out = []
     for index, entry in enumerate(pod.clist("env")):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry.get(
@@ -103,7 +103,7 @@ def _env(pod: Pod, notes: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _resources(pod: Pod, role: dict[str, Any], notes: list[str]) -> None:
+def _resources(pod: PodTemplate, role: dict[str, Any], notes: list[str]) -> None:
     pod.cmap("resources")
     requests = pod.cmap("resources", "requests")
     limits = pod.cmap("resources", "limits")
@@ -131,7 +131,7 @@ def _resources(pod: Pod, role: dict[str, Any], notes: list[str]) -> None:
             pod.ctake("resources", "requests", key)
 
 
-def _role(pod: Pod, notes: list[str]) -> dict[str, Any]:
+def _role(pod: PodTemplate, notes: list[str]) -> dict[str, Any]:
     replica = pod.replica
     role: dict[str, Any] = {}
     if replica.replicas is not None:
@@ -154,7 +154,7 @@ def _role(pod: Pod, notes: list[str]) -> dict[str, Any]:
     return role
 
 
-def _shared(pods: list[Pod], spec: dict[str, Any], key: str, read: Any) -> None:
+def _shared(pods: list[PodTemplate], spec: dict[str, Any], key: str, read: Any) -> None:
     """A field the spec sets for every role: taken when all pods agree (or say nothing)."""
     values = [read(pod, False) for pod in pods]
     given = [v for v in values if v not in (None, "", [], {})]
@@ -175,7 +175,7 @@ def _shared(pods: list[Pod], spec: dict[str, Any], key: str, read: Any) -> None:
                 f"the spec sets {key} once for every role, and the groups differ ({shown})")
 
 
-def _security(pod: Pod, take: bool) -> Any:
+def _security(pod: PodTemplate, take: bool) -> Any:
     context = pod.get("securityContext")
     if not isinstance(context, dict):
         return context
@@ -186,7 +186,7 @@ def _security(pod: Pod, take: bool) -> Any:
     return known
 
 
-def _pull_secrets(pod: Pod, take: bool) -> Any:
+def _pull_secrets(pod: PodTemplate, take: bool) -> Any:
     secrets = pod.get("imagePullSecrets")
     if not isinstance(secrets, list):
         return secrets
@@ -217,14 +217,14 @@ def _lift(roles: dict[str, dict[str, Any]], spec: dict[str, Any], key: str) -> N
             role.pop(key, None)
 
 
-def roles_of(job: Job, notes: list[str]) -> tuple[list[Pod], dict[str, dict[str, Any]]]:
+def roles_of(job: Job, notes: list[str]) -> tuple[list[PodTemplate], dict[str, dict[str, Any]]]:
     """(each replica group's pod, the role it becomes by role name); `notes` gets what
     changes meaning."""
     pods = [_pod(job.manifest, replica) for replica in job.replicas]
     return pods, {pod.replica.role: _role(pod, notes) for pod in pods}
 
 
-def shared_fields(pods: list[Pod], roles: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def shared_fields(pods: list[PodTemplate], roles: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The spec's own fields: what every role sets alike, lifted out of the roles."""
     spec: dict[str, Any] = {}
     for key in ("image", "command", "args", "env"):
