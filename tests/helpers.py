@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tfgen.gate.helm import RenderJob
+from tfgen.gate.helm import template as helm_template
 from tfgen.validate import Experiment
 from tfgen.validate.defaults import apply_defaults
 
@@ -128,3 +131,10 @@ def hostile_summary(records: list[HostileRecord], slow: float = 2.0) -> list[str
     lines.append(f"  over {slow:g} s: {len(over)}"
                  + "".join(f"\n    {r.case} {r.seconds:.2f} s" for r in over))
     return lines
+
+
+def template(chart: Path, release: str, namespace: str, values: Sequence[Path] = (), *,
+             kube_version: str | None = None, helm: str | None = None) -> str:
+    """`helm template` of one release of `chart` with these value files (`gate.helm`)."""
+    job = RenderJob(release, namespace, chart, tuple(values), kube_version=kube_version)
+    return helm_template(job, helm=helm)

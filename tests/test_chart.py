@@ -23,9 +23,10 @@ import jsonschema
 import kubernetes_validate.utils as kv
 import pytest
 import yaml
+from helpers import template
 from referencing import Registry, Resource
 from tfgen.errors import HelmError
-from tfgen.gate.helm import find_helm, template
+from tfgen.gate.helm import find_helm
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"

@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from helpers import FIXTURES, copy_repo_parts
+from helpers import FIXTURES, copy_repo_parts, template
 from tfgen.cli import main
-from tfgen.gate.helm import template
 from tfgen.importer.manifests import MAX_NODES, read_manifests
 from tfgen.importer.write import MODELINE
 from tfgen.repo import layout, naming

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfgen.gate.helm import find_helm, template
+from tfgen.gate.helm import find_helm
 from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.validate.config import RepoConfig, load_config

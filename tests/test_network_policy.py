@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from tfgen.gate.helm import find_helm, template
+from helpers import template
+from tfgen.gate.helm import find_helm
 from tfgen.repo import chart
 
 ROOT = Path(__file__).resolve().parents[1]

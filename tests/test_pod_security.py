@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import copy_repo_parts
+from helpers import copy_repo_parts, template
 from tfgen.cli import main
 from tfgen.gate import podsecurity
-from tfgen.gate.helm import find_helm, template
+from tfgen.gate.helm import find_helm
 from tfgen.repo.resources import CONFIG_SCHEMA, schema
 
 ROOT = Path(__file__).resolve().parents[1]
