@@ -93,6 +93,26 @@ def test_lint_strict(scenario: str, helm_name: str) -> None:
     assert not re.search(r"\[(WARNING|ERROR)\]", output), output
 
 
+@pytest.mark.parametrize("helm_name", HELMS)
+def test_bare_lint_strict(helm_name: str) -> None:
+    """`helm lint --strict <chart>` with nothing else, as chart repositories and linters run it:
+    the chart's own defaults pass the schema and give valid object names."""
+    result = subprocess.run([find_helm(HELMS[helm_name]), "lint", "--strict", str(CHART)],
+                            capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert not re.search(r"\[(WARNING|ERROR)\]", output), output
+
+
+def test_defaults_alone_do_not_render() -> None:
+    """The lint-only fallbacks of fullname and namespace never reach a real render: the chart's
+    defaults leave name, namespace and owner unset, and validateValues refuses them."""
+    with pytest.raises(HelmError) as excinfo:
+        template(CHART, "x", "default", [], kube_version=KUBE_VERSION, helm=find_helm(4))
+    for key in ("experiment.name", "experiment.namespace", "experiment.owner"):
+        assert f"{key}: must be set" in excinfo.value.message
+
+
 def test_every_ci_scenario_says_what_it_tests() -> None:
     assert len(SCENARIOS) >= 7
     for scenario in SCENARIOS:

@@ -20,18 +20,22 @@ tfjob-experiment
 The experiment name, the base of every object name (TFJob, claim, TensorBoard), cut at 63
 characters, the DNS label limit. The values schema already limits it to 51 so that the names the
 operator derives (<name>-worker-NN) fit as well; the cut is a second line of defence.
+An empty name falls back to the chart's name for `helm lint` alone: lint only logs
+validateValues' fail and goes on rendering, and the chart's defaults leave the name unset; every
+real render of an empty name stops at validateValues.
 Usage: {{ include "tfjob-experiment.fullname" . }}
 */}}
 {{- define "tfjob-experiment.fullname" -}}
-{{- .Values.experiment.name | trunc 63 | trimSuffix "-" }}
+{{- .Values.experiment.name | default (include "tfjob-experiment.name" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/*
 The namespace of every namespaced object; the PersistentVolume is cluster-scoped and has none.
+An empty namespace falls back to "default" for `helm lint` alone, as fullname does.
 Usage: namespace: {{ include "tfjob-experiment.namespace" . }}
 */}}
 {{- define "tfjob-experiment.namespace" -}}
-{{- .Values.experiment.namespace }}
+{{- .Values.experiment.namespace | default "default" }}
 {{- end }}
 
 {{/*
@@ -151,7 +155,7 @@ subdomain (253 characters), and a cut could make two experiments share a volume.
 Usage: {{ include "tfjob-experiment.volumeName" . }}
 */}}
 {{- define "tfjob-experiment.volumeName" -}}
-{{- printf "%s-%s-data" .Values.experiment.namespace (include "tfjob-experiment.fullname" .) }}
+{{- printf "%s-%s-data" (include "tfjob-experiment.namespace" .) (include "tfjob-experiment.fullname" .) }}
 {{- end }}
 
 {{/*
@@ -161,7 +165,7 @@ Usage: {{ include "tfjob-experiment.volumeSelectorLabels" . }}
 */}}
 {{- define "tfjob-experiment.volumeSelectorLabels" -}}
 tfgen.io/experiment: {{ include "tfjob-experiment.fullname" . | quote }}
-tfgen.io/experiment-namespace: {{ .Values.experiment.namespace | quote }}
+tfgen.io/experiment-namespace: {{ include "tfjob-experiment.namespace" . | quote }}
 {{- end }}
 
 {{/*
@@ -277,6 +281,9 @@ Usage: {{ include "tfjob-experiment.validateValues" . }}
 {{- end }}
 {{- if not $v.experiment.namespace }}
 {{- $errors = append $errors "experiment.namespace: must be set (the namespace the TFJob, claim and TensorBoard live in)" }}
+{{- end }}
+{{- if not $v.experiment.owner }}
+{{- $errors = append $errors "experiment.owner: must be set (who runs the experiment, e.g. an e-mail address; written to the tfgen.io/owner annotation)" }}
 {{- end }}
 {{- $roles := dict }}
 {{- range $key, $role := ($v.roles | default dict) }}
