@@ -432,7 +432,7 @@ def test_enough_bad_values_cases() -> None:
 
 
 def test_no_release_or_chart_name_in_templates() -> None:
-    """Names come from .Values.experiment only (see _helpers.tpl for why)."""
+    """Names come from .Values.experiment only (see _names.tpl for why)."""
     templates = sorted((CHART / "templates").iterdir())
     assert len(templates) >= 9  # the nine files the chart has today
     for path in templates:
