@@ -114,10 +114,18 @@ def test_defaults_alone_do_not_render() -> None:
 
 
 def test_every_ci_scenario_says_what_it_tests() -> None:
+    """Each scenario opens with the schema modeline (editors check it as people type, like the
+    specs), then a '# Test ...' line."""
     assert len(SCENARIOS) >= 7
     for scenario in SCENARIOS:
-        first = (CI_DIR / f"{scenario}-values.yaml").read_text().splitlines()[0]
-        assert first.startswith("# Test "), f"{scenario}: first line must be a '# Test ...' comment"
+        modeline, first = (CI_DIR / f"{scenario}-values.yaml").read_text().splitlines()[:2]
+        assert modeline == "# yaml-language-server: $schema=../values.schema.json", scenario
+        assert first.startswith("# Test "), f"{scenario}: line 2 must be a '# Test ...' comment"
+
+
+def test_values_yaml_names_its_schema() -> None:
+    first = (CHART / "values.yaml").read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=values.schema.json"
 
 
 # --- rendering: both helms, golden files --------------------------------------------------------
