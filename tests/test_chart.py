@@ -104,6 +104,33 @@ def test_bare_lint_strict(helm_name: str) -> None:
     assert not re.search(r"\[(WARNING|ERROR)\]", output), output
 
 
+TARGET_MINORS = sorted({kv.major_minor(v) for v in kv.all_versions()}, key=lambda m: int(m[2:]))
+
+
+@pytest.mark.parametrize("helm_name", HELMS)
+def test_kube_version_accepts_every_target(helm_name: str) -> None:
+    """Chart.yaml's kubeVersion admits every Kubernetes version tfgen validates against, also
+    as clusters report them (vendor pre-release suffix), and nothing older. The oldest and the
+    newest stand for the range (a render costs a helm process)."""
+    assert TARGET_MINORS[0] == "1.25" and len(TARGET_MINORS) >= 13
+    helm = find_helm(HELMS[helm_name])
+    for minor in (TARGET_MINORS[0], TARGET_MINORS[-1]):
+        for reported in (f"{minor}.0", f"v{minor}.4-eks-a737599"):
+            template(CHART, "distributed-mnist", "default", [CI_DIR / "walkthrough-values.yaml"],
+                     kube_version=reported, helm=helm)
+    with pytest.raises(HelmError, match="kubeVersion"):
+        template(CHART, "distributed-mnist", "default", [CI_DIR / "walkthrough-values.yaml"],
+                 kube_version="1.24.17", helm=helm)
+
+
+def test_chart_metadata_names_the_project() -> None:
+    meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert {"home", "sources", "maintainers", "keywords", "kubeVersion"} <= set(meta)
+    repo_url = yaml.safe_load((ROOT / "tfgen.yaml").read_text())["argocd"]["repoURL"]
+    assert meta["sources"] == [repo_url.removesuffix(".git")]
+    assert meta["home"].startswith(meta["sources"][0])
+
+
 def test_defaults_alone_do_not_render() -> None:
     """The lint-only fallbacks of fullname and namespace never reach a real render: the chart's
     defaults leave name, namespace and owner unset, and validateValues refuses them."""
