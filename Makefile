@@ -1,19 +1,21 @@
 # One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
-# adds the test and lint stack; `make demo` runs the main jobs on this repository; `make test`
-# runs the test suite (what .ci/run calls); `make example` trains the README's run-local example.
+# adds the test and lint stack and helm-docs; `make demo` runs the main jobs on this repository;
+# `make test` runs the test suite (what .ci/run calls); `make docs` regenerates the chart
+# README's values table; `make example` trains the README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 HELM   := .tools/helm/v4/helm
+HELM_DOCS := .tools/helm-docs/helm-docs
 # The README's local run, end to end (downloads TensorFlow once, about 600 MB).
 EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
 	--command "python examples/mnist/main.py" --keep-args --timeout 600
 
-.PHONY: setup dev demo example test lint clean
+.PHONY: setup dev demo example test lint docs clean
 
 setup: $(VENV)/.installed $(HELM)
 
-dev: setup $(VENV)/.dev-installed
+dev: setup $(VENV)/.dev-installed $(HELM_DOCS)
 
 $(VENV)/.installed: pyproject.toml
 	@echo "setup: creating $(VENV) and installing tfgen (a few MB) ..." >&2
@@ -29,6 +31,9 @@ $(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml
 
 $(HELM): scripts/install_helm.py
 	$(PYTHON) scripts/install_helm.py .tools/helm
+
+$(HELM_DOCS): scripts/install_helm_docs.py
+	$(PYTHON) scripts/install_helm_docs.py .tools/helm-docs
 
 demo: setup
 	$(BIN)/tfgen render
@@ -46,6 +51,11 @@ test: dev
 lint: dev
 	$(BIN)/ruff check generator tests scripts bench
 	$(BIN)/mypy
+
+# The chart README's values table, from values.yaml's `# --` comments (tests/test_chart.py runs
+# the same command and fails when the committed README differs).
+docs: $(HELM_DOCS)
+	$(HELM_DOCS) --chart-search-root charts --sort-values-order file
 
 clean:
 	rm -rf $(VENV) .tools

@@ -97,7 +97,7 @@ SHARED = {
 # Values tfgen writes as "" for "not set": the chart accepts "" besides the spec's grammar
 # (its validateValues helper then says what is missing, or the chart uses its default).
 EMPTY_IS_UNSET = {
-    "experiment.name", "experiment.namespace", "image", "roles.worker.image",
+    "experiment.name", "experiment.namespace", "experiment.owner", "image", "roles.worker.image",
     "storage.existingClaim", "storage.nas.server", "storage.nas.mode",
 }
 

@@ -94,11 +94,66 @@ def test_lint_strict(scenario: str, helm_name: str) -> None:
     assert not re.search(r"\[(WARNING|ERROR)\]", output), output
 
 
+@pytest.mark.parametrize("helm_name", HELMS)
+def test_bare_lint_strict(helm_name: str) -> None:
+    """`helm lint --strict <chart>` with nothing else, as chart repositories and linters run it:
+    the chart's own defaults pass the schema and give valid object names."""
+    result = subprocess.run([find_helm(HELMS[helm_name]), "lint", "--strict", str(CHART)],
+                            capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert not re.search(r"\[(WARNING|ERROR)\]", output), output
+
+
+TARGET_MINORS = sorted({kv.major_minor(v) for v in kv.all_versions()}, key=lambda m: int(m[2:]))
+
+
+@pytest.mark.parametrize("helm_name", HELMS)
+def test_kube_version_accepts_every_target(helm_name: str) -> None:
+    """Chart.yaml's kubeVersion admits every Kubernetes version tfgen validates against, also
+    as clusters report them (vendor pre-release suffix), and nothing older. The oldest and the
+    newest stand for the range (a render costs a helm process)."""
+    assert TARGET_MINORS[0] == "1.25" and len(TARGET_MINORS) >= 13
+    helm = find_helm(HELMS[helm_name])
+    for minor in (TARGET_MINORS[0], TARGET_MINORS[-1]):
+        for reported in (f"{minor}.0", f"v{minor}.4-eks-a737599"):
+            template(CHART, "distributed-mnist", "default", [CI_DIR / "walkthrough-values.yaml"],
+                     kube_version=reported, helm=helm)
+    with pytest.raises(HelmError, match="kubeVersion"):
+        template(CHART, "distributed-mnist", "default", [CI_DIR / "walkthrough-values.yaml"],
+                 kube_version="1.24.17", helm=helm)
+
+
+def test_chart_metadata_names_the_project() -> None:
+    meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert {"home", "sources", "maintainers", "keywords", "kubeVersion"} <= set(meta)
+    repo_url = yaml.safe_load((ROOT / "tfgen.yaml").read_text())["argocd"]["repoURL"]
+    assert meta["sources"] == [repo_url.removesuffix(".git")]
+    assert meta["home"].startswith(meta["sources"][0])
+
+
+def test_defaults_alone_do_not_render() -> None:
+    """The lint-only fallbacks of fullname and namespace never reach a real render: the chart's
+    defaults leave name, namespace and owner unset, and validateValues refuses them."""
+    with pytest.raises(HelmError) as excinfo:
+        template(CHART, "x", "default", [], kube_version=KUBE_VERSION, helm=find_helm(4))
+    for key in ("experiment.name", "experiment.namespace", "experiment.owner"):
+        assert f"{key}: must be set" in excinfo.value.message
+
+
 def test_every_ci_scenario_says_what_it_tests() -> None:
+    """Each scenario opens with the schema modeline (editors check it as people type, like the
+    specs), then a '# Test ...' line."""
     assert len(SCENARIOS) >= 7
     for scenario in SCENARIOS:
-        first = (CI_DIR / f"{scenario}-values.yaml").read_text().splitlines()[0]
-        assert first.startswith("# Test "), f"{scenario}: first line must be a '# Test ...' comment"
+        modeline, first = (CI_DIR / f"{scenario}-values.yaml").read_text().splitlines()[:2]
+        assert modeline == "# yaml-language-server: $schema=../values.schema.json", scenario
+        assert first.startswith("# Test "), f"{scenario}: line 2 must be a '# Test ...' comment"
+
+
+def test_values_yaml_names_its_schema() -> None:
+    first = (CHART / "values.yaml").read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=values.schema.json"
 
 
 # --- rendering: both helms, golden files --------------------------------------------------------
@@ -413,7 +468,7 @@ def test_enough_bad_values_cases() -> None:
 
 
 def test_no_release_or_chart_name_in_templates() -> None:
-    """Names come from .Values.experiment only (see _helpers.tpl for why)."""
+    """Names come from .Values.experiment only (see _names.tpl for why)."""
     templates = sorted((CHART / "templates").iterdir())
     assert len(templates) >= 9  # the nine files the chart has today
     for path in templates:
@@ -494,52 +549,31 @@ def test_tfjob_schema_is_closed_and_documented() -> None:
     assert closed_object_problems(json.loads(TFJOB_SCHEMA.read_text())) == []
 
 
-def values_table() -> dict[str, str]:
-    """README table rows from the `# --` comments of values.yaml (helm-docs style): key -> row."""
-    lines = (CHART / "values.yaml").read_text().splitlines()
-    values = yaml.safe_load("\n".join(lines))
-    rows: dict[str, str] = {}
-    stack: list[str] = []
-    comment: list[str] | None = None
-    for line in lines:
-        text = line.strip()
-        if text.startswith("# --"):
-            comment = [text[4:].strip()]
-            continue
-        if comment is not None and text.startswith("#"):
-            comment.append(text[1:].strip())
-            continue
-        match = re.match(r"^( *)([A-Za-z]\w*):", line)
-        if not match:
-            continue
-        del stack[len(match.group(1)) // 2:]
-        stack.append(match.group(2))
-        if comment is not None:
-            node = values
-            for key in stack:
-                node = node[key]
-            description = re.sub(r"^\(\w+\)\s*", "", " ".join(comment)).replace("|", r"\|")
-            default = json.dumps(node, separators=(", ", ": "))
-            rows[".".join(stack)] = f"| `{'.'.join(stack)}` | `{default}` | {description} |"
-            comment = None
-    return rows
+HELM_DOCS = ROOT / ".tools" / "helm-docs" / "helm-docs"
 
 
-def test_every_value_is_documented_in_values_and_readme() -> None:
-    rows = values_table()
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-
-    def leaves(node: Any, prefix: str) -> list[str]:
-        if isinstance(node, dict) and node and prefix != "tensorboard.resources":
-            return [leaf for key, child in node.items()
-                    for leaf in leaves(child, f"{prefix}.{key}" if prefix else key)]
-        return [prefix]
-
-    undocumented = set(leaves(values, "")) - set(rows)
-    assert not undocumented, f"values without a '# --' comment: {sorted(undocumented)}"
-    readme = (CHART / "README.md").read_text()
-    stale = [row for row in rows.values() if row not in readme]
-    assert not stale, "README values table differs from values.yaml:\n" + "\n".join(stale)
+def test_readme_values_table_is_what_helm_docs_writes(tmp_path: Path) -> None:
+    """README.md is helm-docs' output from README.md.gotmpl and the `# --` comments of
+    values.yaml, run as `make docs` runs it, into a copy: the committed one must be identical,
+    and every value the table lists must have a description."""
+    assert HELM_DOCS.is_file(), f"{HELM_DOCS.relative_to(ROOT)} is missing: run `make dev`"
+    charts = tmp_path / "charts"
+    shutil.copytree(CHART, charts / CHART.name)
+    result = subprocess.run([str(HELM_DOCS), "--chart-search-root", str(charts),
+                             "--sort-values-order", "file", "--log-level", "warning"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
+    committed = (CHART / "README.md").read_text()
+    generated = (charts / CHART.name / "README.md").read_text()
+    diff = "".join(difflib.unified_diff(
+        committed.splitlines(keepends=True), generated.splitlines(keepends=True),
+        "README.md (committed)", "README.md (helm-docs)"))
+    assert not diff, "charts/tfjob-experiment/README.md is stale: run `make docs`\n" + diff
+    rows = [line for line in generated.splitlines() if re.match(r"^\| [a-zA-Z]", line)
+            and "| Type |" not in line]
+    assert len(rows) > 40
+    undocumented = [row.split(" | ")[0][2:] for row in rows if re.search(r"\|\s*\|$", row)]
+    assert not undocumented, f"values without a '# --' comment: {undocumented}"
 
 
 def test_longest_names_fit(tmp_path: Path) -> None:

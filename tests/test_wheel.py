@@ -59,6 +59,22 @@ def test_the_wheel_is_what_runs(tfgen: Path) -> None:
     assert all(not Path(line).is_symlink() and Path(line).is_dir() for line in lines)
 
 
+def test_the_wheel_holds_the_whole_chart(tfgen: Path) -> None:
+    """Every file of the chart ships (templates/_*.tpl, README.md.gotmpl, ci/, dot files): the
+    package-data globs must not leave a new file behind."""
+    where = run(tfgen.parent / "python", "-c",
+                "import tfgen.repo.resources as r; print(r.chart_dir())")
+    assert where.returncode == 0, where.stderr
+    shipped = Path(where.stdout.strip())
+    chart = REPO_ROOT / "charts" / "tfjob-experiment"
+
+    def files(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+    assert files(shipped) == files(chart)
+    assert {"README.md.gotmpl", "templates/_names.tpl", "templates/_validate.tpl"} <= files(chart)
+
+
 @pytest.mark.parametrize("command", [["validate"], ["render", "--check"], ["check"]])
 def test_commands_work_in_a_copy_of_the_repository(
     tfgen: Path, tmp_path: Path, command: list[str]

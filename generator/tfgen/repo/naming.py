@@ -4,8 +4,9 @@ derives from an experiment's name.
 The experiment name is the base of every object name (convention over configuration): the
 TFJob, the Argo CD Application and Helm release, the claim, the TensorBoard, and the pods the
 operator creates. Its length budget follows from the longest name derived from it, so the two
-are defined here together. The Helm chart derives the same names in its `_helpers.tpl` and the
-schemas state the same rule; tests render the chart and read the schemas to prove they agree.
+are defined here together. The Helm chart derives the same names in its `templates/_*.tpl`
+helpers and the schemas state the same rule; tests render the chart and read the schemas to
+prove they agree.
 """
 
 from __future__ import annotations
