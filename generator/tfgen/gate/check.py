@@ -208,6 +208,7 @@ class Gate:
     def check(self, scope: Scope, progress: Progress | None = None) -> Pass:
         """Every stage, over the experiments of `scope`."""
         problems: list[Problem] = []
+        cached = self.renderer.stats.cached  # a run's second pass counts its own reuse
         resolution = self.resolve(scope)
         apps = self.in_scope(resolution.applications)
         stage = self.judging(apps)
@@ -239,7 +240,7 @@ class Gate:
             checked=len(apps) + len(kept),
             objects=sum(len(item.keys) for item in rendered) + sum(e.objects for e in kept),
             helm_processes=self.renderer.stats.helm_processes,
-            cache_hits=stage.reused + self.renderer.stats.cached + len(kept),
+            cache_hits=stage.reused + self.renderer.stats.cached - cached + len(kept),
             reads={**(scope.before.reads if scope.before else {}),
                    **self.reads(resolution.applications)})
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
