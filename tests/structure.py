@@ -6,6 +6,7 @@ docs test, which holds docs/design.md and generator/README.md to it, read one li
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "tfgen"
@@ -19,3 +20,15 @@ def module_files() -> list[Path]:
     """Every Python file of the package, in path order."""
     return sorted(PACKAGE.rglob("*.py"))
 
+
+def subpackages() -> list[str]:
+    """The package's subpackages (folders with an `__init__.py`), relative to it."""
+    return sorted(str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.glob("*/__init__.py"))
+
+
+def has_code(path: Path) -> bool:
+    """Whether a module defines a function or a class (an `__init__.py` that only names what
+    its package exports does not)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for node in tree.body)

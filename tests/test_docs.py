@@ -1,5 +1,6 @@
 """Every CLI command has help text and is documented in README.md; iterating `main.commands`
-means commands added later are covered without touching this test."""
+means commands added later are covered without touching this test. The package's map stays
+true too: generator/README.md's module table names exactly the package's modules."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from structure import PACKAGE, has_code, module_files, subpackages
 from tfgen.cli import main
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 COMMANDS = sorted(main.commands)
 
 
@@ -75,4 +78,44 @@ def test_shell_completion_as_documented():
 
 def test_readme_keeps_setup_and_test_commands():
     assert "make setup" in README and "make test" in README
-    assert "make test" in (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+# --- the map of the package --------------------------------------------------------------------
+
+ROW = re.compile(r"\| (\*\*`(?P<stage>[\w./]+)`\*\*|`(?P<name>[\w./]+)`) \| \S.*\|")
+
+
+def module_table() -> list[str]:
+    """The first column of generator/README.md's `| module | its one job |` table, each cell
+    one name in backticks (bold for a stage), each row with its job written."""
+    lines = (ROOT / "generator" / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| module | its one job |")
+    assert lines[start + 1] == "| --- | --- |"
+    names = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        row = ROW.fullmatch(line)
+        assert row, f"generator/README.md: a row that is not | `name` | its job |: {line}"
+        names.append(row["stage"] or row["name"])
+    return names
+
+
+def package_modules() -> list[str]:
+    """What the table must name: every subpackage (`gate/`, its `__init__.py` the stage's
+    exports) and every module, an `__init__.py` only when it holds code of its own."""
+    files = [str(path.relative_to(PACKAGE)) for path in module_files()
+             if path.name != "__init__.py" or (path.parent != PACKAGE and has_code(path))]
+    return sorted([f"{name}/" for name in subpackages()] + files)
+
+
+def test_the_module_table_names_every_module_once() -> None:
+    listed = module_table()
+    assert listed and package_modules()
+    assert len(listed) == len(set(listed)), "named twice: " + ", ".join(
+        sorted({name for name in listed if listed.count(name) > 1}))
+    assert sorted(listed) == package_modules(), (
+        f"missing from generator/README.md: {sorted(set(package_modules()) - set(listed))}; "
+        f"no such module: {sorted(set(listed) - set(package_modules()))}")
+
