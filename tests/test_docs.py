@@ -1,6 +1,7 @@
 """Every CLI command has help text and is documented in README.md; iterating `main.commands`
-means commands added later are covered without touching this test. The package's map stays
-true too: generator/README.md's module table names exactly the package's modules."""
+means commands added later are covered without touching this test. The maps stay true too:
+generator/README.md's module table names exactly the package's modules, tests/README.md's map
+exactly the test files."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_readme_keeps_setup_and_test_commands():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
-# --- the map of the package --------------------------------------------------------------------
+# --- the maps of the package and of the tests --------------------------------------------------
 
 ROW = re.compile(r"\| (\*\*`(?P<stage>[\w./]+)`\*\*|`(?P<name>[\w./]+)`) \| \S.*\|")
 
@@ -118,4 +119,28 @@ def test_the_module_table_names_every_module_once() -> None:
     assert sorted(listed) == package_modules(), (
         f"missing from generator/README.md: {sorted(set(package_modules()) - set(listed))}; "
         f"no such module: {sorted(set(listed) - set(package_modules()))}")
+
+
+def mapped_test_files() -> list[str]:
+    """The test files tests/README.md describes: those named, in backticks, before the colon
+    of a list item (an item runs on over its indented lines)."""
+    text = (ROOT / "tests" / "README.md").read_text(encoding="utf-8")
+    items = re.findall(r"^- (.*(?:\n  .*)*)", text, re.M)
+    named = []
+    for item in items:
+        subject, colon, _ = item.partition(": ")
+        assert colon, f"tests/README.md: an item without `<files>: <what they test>`: {item}"
+        named += re.findall(r"`(test_\w+\.py)`", subject)
+    return named
+
+
+def test_the_test_map_names_every_test_file_once() -> None:
+    named = mapped_test_files()
+    present = sorted(path.name for path in (ROOT / "tests").glob("test_*.py"))
+    assert named and present
+    assert len(named) == len(set(named)), "described twice: " + ", ".join(
+        sorted({name for name in named if named.count(name) > 1}))
+    assert sorted(named) == present, (
+        f"missing from tests/README.md: {sorted(set(present) - set(named))}; "
+        f"no such file: {sorted(set(named) - set(present))}")
 
