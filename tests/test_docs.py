@@ -1,7 +1,8 @@
 """Every CLI command has help text and is documented in README.md; iterating `main.commands`
 means commands added later are covered without touching this test. The maps stay true too:
 generator/README.md's module table names exactly the package's modules, tests/README.md's map
-exactly the test files."""
+exactly the test files, and the import order written in docs/design.md and generator/README.md
+is `structure.LAYERS`, the one the architecture test enforces."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from structure import PACKAGE, has_code, module_files, subpackages
+from structure import LAYERS, PACKAGE, has_code, module_files, subpackages
 from tfgen.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,3 +145,13 @@ def test_the_test_map_names_every_test_file_once() -> None:
         f"missing from tests/README.md: {sorted(set(present) - set(named))}; "
         f"no such file: {sorted(set(named) - set(present))}")
 
+
+ORDER = re.compile(r"`(\w+(?: > \w+)+)`")
+
+
+@pytest.mark.parametrize("doc", ["docs/design.md", "generator/README.md"])
+def test_the_written_import_order_is_the_enforced_one(doc: str) -> None:
+    orders = ORDER.findall((ROOT / doc).read_text(encoding="utf-8"))
+    assert len(orders) == 1, f"{doc}: one `a > b > ...` import order, not {orders}"
+    [order] = orders
+    assert tuple(order.split(" > ")) == LAYERS, f"{doc}: `{order}`"
