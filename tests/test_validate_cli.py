@@ -89,7 +89,7 @@ def test_bundled_examples_are_valid(runner, monkeypatch):
 
 def test_examples_start_with_schema_modeline():
     paths = sorted((REPO / "experiments").glob("*.yaml"))
-    assert len(paths) >= 3
+    assert paths
     for path in paths:
         first = path.read_text(encoding="utf-8").splitlines()[0]
         assert first == "# yaml-language-server: $schema=../schemas/experiment.schema.json"
