@@ -1,6 +1,7 @@
 # One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
 # adds the test and lint stack; `make demo` runs the main jobs on this repository; `make test`
-# runs the test suite (what .ci/run calls); `make example` trains the README's run-local example.
+# runs the test suite (what .ci/run calls), `make test-fast` all but the slow tests (the inner
+# loop); `make example` trains the README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ HELM   := .tools/helm/v4/helm
 EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
 	--command "python examples/mnist/main.py" --keep-args --timeout 600
 
-.PHONY: setup dev demo example test lint clean
+.PHONY: setup dev demo example test test-fast lint clean
 
 setup: $(VENV)/.installed $(HELM)
 
@@ -42,6 +43,11 @@ example: setup
 
 test: dev
 	$(BIN)/python -m pytest
+
+# Everything but the tests marked slow (the hostile corpus, the wheel, the ledger's property
+# test): under a minute, for the inner loop. CI runs them all (`make test`).
+test-fast: dev
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: dev
 	$(BIN)/ruff check generator tests scripts bench

@@ -79,7 +79,7 @@ def test_shell_completion_as_documented():
 
 
 def test_readme_keeps_setup_and_test_commands():
-    assert "make setup" in README and "make test" in README
+    assert "make setup" in README and "make test" in README and "make test-fast" in README
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
