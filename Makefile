@@ -45,7 +45,7 @@ test: dev
 	$(BIN)/python -m pytest
 
 # Everything but the tests marked slow (the hostile corpus, the wheel, the ledger's property
-# test): under a minute, for the inner loop. CI runs them all (`make test`).
+# test): about a third of the full run's time, for the inner loop. CI runs them all (`make test`).
 test-fast: dev
 	$(BIN)/python -m pytest -m "not slow"
 
