@@ -1,7 +1,8 @@
 # One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
 # adds the test and lint stack and helm-docs; `make demo` runs the main jobs on this repository;
-# `make test` runs the test suite (what .ci/run calls); `make docs` regenerates the chart
-# README's values table; `make example` trains the README's run-local example.
+# `make test` runs the test suite (what .ci/run calls), `make test-fast` all but the slow tests
+# (the inner loop); `make docs` regenerates the chart README's values table; `make example`
+# trains the README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
@@ -11,7 +12,7 @@ HELM_DOCS := .tools/helm-docs/helm-docs
 EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
 	--command "python examples/mnist/main.py" --keep-args --timeout 600
 
-.PHONY: setup dev demo example test lint docs clean
+.PHONY: setup dev demo example test test-fast lint docs clean
 
 setup: $(VENV)/.installed $(HELM)
 
@@ -47,6 +48,11 @@ example: setup
 
 test: dev
 	$(BIN)/python -m pytest
+
+# Everything but the tests marked slow (the hostile corpus, the wheel, the ledger's property
+# test): about a third of the full run's time, for the inner loop. CI runs them all (`make test`).
+test-fast: dev
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: dev
 	$(BIN)/ruff check generator tests scripts bench

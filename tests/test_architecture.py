@@ -10,11 +10,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "tfgen"
-# Each stage may import the ones after it in this list, never one before it (`__main__`, for
-# `python -m tfgen`, only starts the cli).
-LAYERS = ("__main__", "cli", "scaffold", "lifecycle", "importer", "run", "gate", "render",
-          "validate", "repo", "problems", "errors", "words")
+from structure import LAYERS, PACKAGE, module_files
 
 
 @cache
@@ -22,7 +18,7 @@ def imports() -> dict[str, set[str]]:
     """tfgen module -> the tfgen modules it imports (`from pkg import module` counts the
     module; `from pkg import name`, the package)."""
     modules: dict[str, Path] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in module_files():
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     graph: dict[str, set[str]] = {}
@@ -83,7 +79,7 @@ def test_stages_import_only_the_stages_after_them() -> None:
 
 
 def test_only_cli_imports_click() -> None:
-    users = {path.parent.name for path in PACKAGE.rglob("*.py")
+    users = {path.parent.name for path in module_files()
              if "import click" in path.read_text(encoding="utf-8")}
     assert users == {"cli"}
 

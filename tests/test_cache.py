@@ -50,7 +50,7 @@ def check(root: Path, **options: object) -> CheckResult:
 def warm(root: Path) -> None:
     first = check(root)
     specs = len(list((root / "experiments").glob("*.yaml")))
-    assert first.ok and first.checked == specs >= 3, first.problems
+    assert first.ok and first.checked == specs > 0, first.problems
     again = check(root)
     assert again.from_cache, "the cache answers a second identical run"
 

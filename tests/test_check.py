@@ -2,7 +2,7 @@
 fail with exit 1 and a message naming the cause; batched rendering equals Argo CD's rendering.
 
 Each scenario copies the real chart, schemas, argo/, specs and tfgen.yaml into tmp_path,
-breaks one thing and runs the real helm through the CLI. Scenarios render three experiments in
+breaks one thing and runs the real helm through the CLI. Scenarios render the bundled experiments in
 one helm process each, so the module stays fast.
 """
 
@@ -23,8 +23,11 @@ from tfgen.gate.batch import BatchRenderer, RenderJob, jobs_for
 from tfgen.gate.diff import run_diff
 from tfgen.gate.helm import find_helm
 from tfgen.render.generated import dump_yaml
+from tfgen.words import counted
 
 MNIST = "experiments/distributed-mnist.yaml"
+# The experiments this repository ships (copies of it hold the same): what a full check counts.
+BUNDLED = sorted((REPO_ROOT / "experiments").glob("*.yaml"))
 
 
 def render_repo(root: Path) -> None:
@@ -60,7 +63,8 @@ def test_real_repository_is_clean(runner: CliRunner) -> None:
     result = runner.invoke(main, ["check", "--root", str(REPO_ROOT), "--no-cache"],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert result.stderr.startswith("4 experiments checked: all clear (")
+    assert BUNDLED
+    assert result.stderr.startswith(f"{counted(len(BUNDLED), 'experiment')} checked: all clear (")
 
 
 def test_pv_name_collision_across_namespaces(runner: CliRunner, repo: Path) -> None:
@@ -169,8 +173,8 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     # --changed renders only the touched experiment and still finds it
     changed = check(runner, repo, "--base", "HEAD", "--changed")
     assert changed.exit_code == 1 and "the volume source changed" in changed.output
-    assert changed.stderr.startswith("1 of 4 experiments checked (the others are untouched "
-                                     "since the base): 1 problem (")
+    assert changed.stderr.startswith(f"1 of {counted(len(BUNDLED), 'experiment')} checked (the "
+                                     "others are untouched since the base): 1 problem (")
 
 
 def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
@@ -256,13 +260,15 @@ def test_batched_rendering_equals_per_experiment_rendering(major: int, tmp_path:
     apps = resolve_applications(REPO_ROOT).applications
     jobs = jobs_for(apps, "1.30")
     chart = REPO_ROOT / "charts/tfjob-experiment"
-    for values in sorted((chart / "ci").glob("*.yaml")):
+    scenarios = sorted((chart / "ci").glob("*.yaml"))
+    for values in scenarios:
         data = yaml.safe_load(values.read_text()) or {}
         namespace = (data.get("experiment") or {}).get("namespace") or "default"
         written = tmp_path / values.name
         written.write_text(dump_yaml(data))
         jobs.append(RenderJob(values.stem, namespace, chart, (written,), "1.30"))
-    assert apps and len(jobs) >= len(apps) + 7  # the bundled experiments and the ci/ scenarios
+    assert apps and scenarios
+    assert len(jobs) == len(apps) + len(scenarios)  # one per experiment, one per ci/ scenario
     renderer = BatchRenderer(helm=find_helm(major), workers=1)
     batched = renderer.render(jobs)
     assert renderer.stats.helm_processes == 2  # the chart's defaults as helm reads them; all
@@ -358,7 +364,7 @@ def test_an_app_yaml_argo_cd_reads_otherwise_is_not_resolved(
     assert out.exit_code == 1
     assert ("argo/experiments/cpu-linear/app.yaml: is not in the form tfgen writes, so Argo CD "
             "may read it otherwise than tfgen") in out.output
-    assert "3 experiments checked" in out.output
+    assert f"{counted(len(BUNDLED) - 1, 'experiment')} checked" in out.output  # all but it
 
 
 def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo: Path) -> None:

@@ -1,5 +1,8 @@
 """Every CLI command has help text and is documented in README.md; iterating `main.commands`
-means commands added later are covered without touching this test."""
+means commands added later are covered without touching this test. The maps stay true too:
+generator/README.md's module table names exactly the package's modules, tests/README.md's map
+exactly the test files, and the import order written in docs/design.md and generator/README.md
+is `structure.LAYERS`, the one the architecture test enforces."""
 
 from __future__ import annotations
 
@@ -10,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from structure import LAYERS, PACKAGE, has_code, module_files, subpackages
 from tfgen.cli import main
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 COMMANDS = sorted(main.commands)
 
 
@@ -74,5 +79,79 @@ def test_shell_completion_as_documented():
 
 
 def test_readme_keeps_setup_and_test_commands():
-    assert "make setup" in README and "make test" in README
-    assert "make test" in (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert "make setup" in README and "make test" in README and "make test-fast" in README
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+# --- the maps of the package and of the tests --------------------------------------------------
+
+ROW = re.compile(r"\| (\*\*`(?P<stage>[\w./]+)`\*\*|`(?P<name>[\w./]+)`) \| \S.*\|")
+
+
+def module_table() -> list[str]:
+    """The first column of generator/README.md's `| module | its one job |` table, each cell
+    one name in backticks (bold for a stage), each row with its job written."""
+    lines = (ROOT / "generator" / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| module | its one job |")
+    assert lines[start + 1] == "| --- | --- |"
+    names = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        row = ROW.fullmatch(line)
+        assert row, f"generator/README.md: a row that is not | `name` | its job |: {line}"
+        names.append(row["stage"] or row["name"])
+    return names
+
+
+def package_modules() -> list[str]:
+    """What the table must name: every subpackage (`gate/`, its `__init__.py` the stage's
+    exports) and every module, an `__init__.py` only when it holds code of its own."""
+    files = [str(path.relative_to(PACKAGE)) for path in module_files()
+             if path.name != "__init__.py" or (path.parent != PACKAGE and has_code(path))]
+    return sorted([f"{name}/" for name in subpackages()] + files)
+
+
+def test_the_module_table_names_every_module_once() -> None:
+    listed = module_table()
+    assert listed and package_modules()
+    assert len(listed) == len(set(listed)), "named twice: " + ", ".join(
+        sorted({name for name in listed if listed.count(name) > 1}))
+    assert sorted(listed) == package_modules(), (
+        f"missing from generator/README.md: {sorted(set(package_modules()) - set(listed))}; "
+        f"no such module: {sorted(set(listed) - set(package_modules()))}")
+
+
+def mapped_test_files() -> list[str]:
+    """The test files tests/README.md describes: those named, in backticks, before the colon
+    of a list item (an item runs on over its indented lines)."""
+    text = (ROOT / "tests" / "README.md").read_text(encoding="utf-8")
+    items = re.findall(r"^- (.*(?:\n  .*)*)", text, re.M)
+    named = []
+    for item in items:
+        subject, colon, _ = item.partition(": ")
+        assert colon, f"tests/README.md: an item without `<files>: <what they test>`: {item}"
+        named += re.findall(r"`(test_\w+\.py)`", subject)
+    return named
+
+
+def test_the_test_map_names_every_test_file_once() -> None:
+    named = mapped_test_files()
+    present = sorted(path.name for path in (ROOT / "tests").glob("test_*.py"))
+    assert named and present
+    assert len(named) == len(set(named)), "described twice: " + ", ".join(
+        sorted({name for name in named if named.count(name) > 1}))
+    assert sorted(named) == present, (
+        f"missing from tests/README.md: {sorted(set(present) - set(named))}; "
+        f"no such file: {sorted(set(named) - set(present))}")
+
+
+ORDER = re.compile(r"`(\w+(?: > \w+)+)`")
+
+
+@pytest.mark.parametrize("doc", ["docs/design.md", "generator/README.md"])
+def test_the_written_import_order_is_the_enforced_one(doc: str) -> None:
+    orders = ORDER.findall((ROOT / doc).read_text(encoding="utf-8"))
+    assert len(orders) == 1, f"{doc}: one `a > b > ...` import order, not {orders}"
+    [order] = orders
+    assert tuple(order.split(" > ")) == LAYERS, f"{doc}: `{order}`"

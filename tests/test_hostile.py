@@ -493,6 +493,7 @@ def _paths() -> Iterator[Any]:
         yield pytest.param(path, id=case_id(path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_file", list(_paths()))
 def test_case(case_file: Path, hostile_outcomes: dict[Path, Any]) -> None:
     outcome = hostile_outcomes[case_file]

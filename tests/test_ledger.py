@@ -166,6 +166,7 @@ def verdict(result: CheckResult) -> tuple[object, ...]:
             result.objects)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(owners=st.booleans(), edits=st.lists(
     st.tuples(st.sampled_from(EDITS), st.sampled_from(NAMES), st.sampled_from(NAMES)),

@@ -40,6 +40,12 @@ def rendered() -> dict[str, str]:
                         kube_version="1.30.0", helm=find_helm(4)) for s in SCENARIOS}
 
 
+def test_the_scenarios_are_the_charts_ci_files() -> None:
+    """The parametrized tests below run once per scenario: none may vanish unseen, and the
+    ones named below are among them."""
+    assert SCENARIOS and {"walkthrough", "chief-evaluator-csi"} <= set(SCENARIOS)
+
+
 def test_levels_are_named_once() -> None:
     """The config schema's enum is the module's list of levels."""
     entry = schema(CONFIG_SCHEMA)["properties"]["policy"]["additionalProperties"]
@@ -92,9 +98,10 @@ def test_a_high_trainer_uid_is_shared_with_tensorboard(tmp_path: Path) -> None:
 
 
 def test_training_containers_are_locked_down(rendered: dict[str, str]) -> None:
-    for name, tpl in pods_of(rendered["walkthrough"]):
-        if name == "tensorboard":
-            continue
+    training = [(name, tpl) for name, tpl in pods_of(rendered["walkthrough"])
+                if name != "tensorboard"]
+    assert sorted(name for name, _ in training) == ["Master", "PS", "Worker"]
+    for _, tpl in training:
         assert tpl["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         [container] = tpl["spec"]["containers"]
         assert container["securityContext"] == {
