@@ -13,7 +13,7 @@ from tfgen.validate.defaults import apply_defaults
 from tfgen.validate.document import pointer_text
 from tfgen.validate.loader import load_bytes
 from tfgen.validate.messages import PATTERN_WORDS
-from tfgen.validate.schema import inlined_schema
+from tfgen.validate.schema import _folded, inlined_schema
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 NAMES = ["experiment.schema.json", "repo-config.schema.json"]
@@ -124,3 +124,15 @@ def test_positions_for_keys_values_and_items():
     assert pointer_text(("metadata", "labels", "app.kubernetes.io/name")) == (
         '$.metadata.labels["app.kubernetes.io/name"]'
     )
+
+
+def test_an_all_of_one_schema_cannot_say_is_kept():
+    closed = {"properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    widened = {"allOf": [{"properties": {"b": {}}}, closed]}
+    assert _folded(widened) == widened  # folded, "b" would be allowed
+    clash = {"allOf": [{"properties": {"a": {"type": "integer"}}}, closed]}
+    assert _folded(clash) == clash
+    narrowed = {"description": "d", "allOf": [{"properties": {"a": {"maxLength": 3}}}, closed]}
+    assert _folded(narrowed) == {
+        "description": "d", "properties": {"a": {"type": "string", "maxLength": 3}},
+        "additionalProperties": False}
