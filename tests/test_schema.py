@@ -13,7 +13,7 @@ from tfgen.validate.defaults import apply_defaults
 from tfgen.validate.document import pointer_text
 from tfgen.validate.loader import load_bytes
 from tfgen.validate.messages import PATTERN_WORDS
-from tfgen.validate.schema import inlined_schema
+from tfgen.validate.schema import _folded, inlined_schema
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 NAMES = ["experiment.schema.json", "repo-config.schema.json"]
@@ -41,22 +41,35 @@ def test_schema_is_valid_2020_12(name):
     assert schema["$id"] and schema["title"]
 
 
+def _raw_and_inlined(name: str) -> list[dict[str, Any]]:
+    return [json.loads((SCHEMAS / name).read_text()), inlined_schema(name)]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_every_property_has_description_and_examples(name):
-    schema = json.loads((SCHEMAS / name).read_text())
+    """In the file every property is described; as editors and messages see it (a role with
+    its own replicas folded in: the shared role leaves their examples to each role) each also
+    has examples."""
+    raw, inlined = _raw_and_inlined(name)
     missing, checked = [], 0
-    for where, node in _walk(schema):
+    for where, node in _walk(raw):
+        for prop, sub in node.get("properties", {}).items():
+            checked += 1
+            if not sub.get("description"):
+                missing.append(f"{where}.{prop}")
+    for where, node in _walk(inlined):
         for prop, sub in node.get("properties", {}).items():
             checked += 1
             if not sub.get("description") or "examples" not in sub:
-                missing.append(f"{where}.{prop}")
+                missing.append(f"inlined {where}.{prop}")
     assert checked
     assert missing == []
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_closed_object_says_so(name):
-    schema = json.loads((SCHEMAS / name).read_text())
+@pytest.mark.parametrize("inlined", [False, True], ids=["file", "inlined"])
+def test_every_closed_object_says_so(name, inlined):
+    schema = _raw_and_inlined(name)[inlined]
     assert [node for _, node in _walk(schema) if "properties" in node]
     open_objects = [
         where
@@ -124,3 +137,71 @@ def test_positions_for_keys_values_and_items():
     assert pointer_text(("metadata", "labels", "app.kubernetes.io/name")) == (
         '$.metadata.labels["app.kubernetes.io/name"]'
     )
+
+
+ROLE_DEFINITIONS = {"roleSingle": ("master", "chief"), "roleMany": ("worker", "ps"),
+                    "roleEvaluator": ("evaluator",)}
+
+
+def test_roles_share_one_definition():
+    """Every role's keys are defined once, in $defs/role; each role's definition adds its
+    replicas only, ahead of the shared definition (editors show the first description they
+    find), and tfgen reads each role as that one closed object with its own replicas."""
+    raw = json.loads((SCHEMAS / "experiment.schema.json").read_text())
+    shared = raw["$defs"]["role"]
+    roles = raw["properties"]["spec"]["properties"]["roles"]["properties"]
+    assert {n for names in ROLE_DEFINITIONS.values() for n in names} == set(roles)
+    inlined_roles = inlined_schema()["properties"]["spec"]["properties"]["roles"]["properties"]
+    for definition, names in ROLE_DEFINITIONS.items():
+        own, base = raw["$defs"][definition]["allOf"]
+        assert base == {"$ref": "#/$defs/role"}
+        assert list(own) == ["properties"] and list(own["properties"]) == ["replicas"]
+        replicas = own["properties"]["replicas"]
+        assert replicas["description"] and replicas["examples"]
+        for name in names:
+            assert roles[name]["$ref"] == f"#/$defs/{definition}"
+            role = inlined_roles[name]
+            assert role["description"] == roles[name]["description"]
+            assert role["additionalProperties"] is False
+            assert list(role["properties"]) == list(shared["properties"])
+            assert role["properties"]["replicas"] == {
+                **shared["properties"]["replicas"], **replicas}
+    keys = [k for node in raw["$defs"].values() if isinstance(node, dict)
+            for k in node.get("properties", {}) if k in shared["properties"]]
+    assert sorted(keys) == sorted(shared["properties"])  # no other definition repeats them
+
+
+@pytest.mark.parametrize("role", ["master", "chief", "worker", "ps", "evaluator"])
+def test_the_inlined_roles_accept_what_the_schema_accepts(role):
+    """tfgen's Python validator reads the inlined schema, jsonschema_rs the file: for role
+    bodies at the bounds and beyond, and with unknown keys, both say the same."""
+    import jsonschema_rs
+
+    file_validator = jsonschema_rs.Draft202012Validator(
+        json.loads((SCHEMAS / "experiment.schema.json").read_text()))
+    python_validator = Draft202012Validator(inlined_schema())
+    base = {"apiVersion": "tfgen.io/v1", "kind": "Experiment",
+            "metadata": {"name": "a", "owner": "@team"},
+            "spec": {"image": "tf", "storage": {"existingClaim": "data", "mountPath": "/data"}}}
+    verdicts = set()
+    for replicas in (None, 0, 1, 2, 1000, 1001, "1"):
+        for extra in ({}, {"gpuz": 1}, {"gpus": 17}, {"restartPolicy": "never"}):
+            body = {**extra, **({} if replicas is None else {"replicas": replicas})}
+            spec = json.loads(json.dumps(base))
+            spec["spec"]["roles"] = {"worker": {"replicas": 1}, role: body}
+            verdict = file_validator.is_valid(spec)
+            assert verdict == python_validator.is_valid(spec), (role, body)
+            verdicts.add(verdict)
+    assert verdicts == {True, False}
+
+
+def test_an_all_of_one_schema_cannot_say_is_kept():
+    closed = {"properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    widened = {"allOf": [{"properties": {"b": {}}}, closed]}
+    assert _folded(widened) == widened  # folded, "b" would be allowed
+    clash = {"allOf": [{"properties": {"a": {"type": "integer"}}}, closed]}
+    assert _folded(clash) == clash
+    narrowed = {"description": "d", "allOf": [{"properties": {"a": {"maxLength": 3}}}, closed]}
+    assert _folded(narrowed) == {
+        "description": "d", "properties": {"a": {"type": "string", "maxLength": 3}},
+        "additionalProperties": False}

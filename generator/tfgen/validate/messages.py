@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..problems import Problem
@@ -247,122 +247,159 @@ class Translator:
         ]
 
     def error(self, err: ValidationError) -> None:
-        """Add the problem(s) one schema error stands for."""
-        if "propertyNames" in err.absolute_schema_path or err.validator in _STRUCTURE:
-            self._structure_error(err)
-        else:
-            self._value_error(err)
-
-    def _structure_error(self, err: ValidationError) -> None:
-        """Keys and items: unknown, missing, alternatives, duplicates."""
-        parts: PointerParts = tuple(err.absolute_path)
-        kind = err.validator
-        value: Any = err.validator_value
-        schema = _annotated(err, self.schema)
-        instance: Any = err.instance
+        """Add the problem(s) one schema error stands for: a key its mapping's rule for keys
+        refuses, else in the words `_IN_WORDS` has for the keyword, else jsonschema's own."""
         if "propertyNames" in err.absolute_schema_path:
-            words = PATTERN_WORDS.get(str(value), f"must match {value}")
-            self.add(
-                (*parts, str(instance)), f"key {shown(str(instance))} is not valid: it {words}",
-                key=True,
-            )
-        elif kind == "additionalProperties" and isinstance(instance, dict):
-            allowed = list(schema.get("properties", {}))
-            for name in instance:
-                if name in allowed or name in RULE_OWNED_KEYS:
-                    continue
-                hint = _did_you_mean(name, allowed) if allowed else "this mapping takes no keys"
-                self.add((*parts, name), f'unknown key "{name}"', hint, key=True)
-        elif kind == "required" and isinstance(instance, dict):
-            props = schema.get("properties", {})
-            for name in value:
-                if name not in instance:
-                    sub = props.get(name, {})
-                    hint = _first_sentence(str(sub.get("description", "")))
-                    self.add(
-                        parts, f'missing required key "{name}"', hint, key=True, kind="missing"
-                    )
-        elif kind == "minProperties":
-            keys = ", ".join(schema.get("properties", {}))
-            self.add(
-                parts,
-                "must not be empty",
-                f"add at least one of: {keys}",
-                key=True,
-                kind="missing",
-            )
-        elif kind == "minItems":
-            self.add(parts, f"needs at least {counted(value, 'item')}", key=True)
-        elif kind == "uniqueItems":
-            self.add(parts, "has duplicate items; each may appear only once", key=True)
-        elif kind in ("oneOf", "anyOf") and isinstance(instance, dict) and _only_required(value):
-            options = [branch["required"][0] for branch in value]
-            present = [c for c in options if c in instance]
-            if not present:
-                self.add(
-                    parts,
-                    "needs one of " + ", ".join(f'"{c}"' for c in options),
-                    key=True,
-                    kind="missing",
-                )
-            else:
-                both = " and ".join(f'"{c}"' for c in present)
-                self.add(parts, f"has {both}; use exactly one of them", key=True)
-        elif kind in ("oneOf", "anyOf") and err.context:
+            self._bad_key(err)
+        else:
+            _IN_WORDS.get(str(err.validator), Translator._as_is)(self, err)
+
+    def _as_is(self, err: ValidationError) -> None:
+        self.add(tuple(err.absolute_path), err.message)
+
+    def _described(self, err: ValidationError) -> str:
+        """The first sentence of the description next to the failed keyword, as a hint."""
+        return _first_sentence(str(_annotated(err, self.schema).get("description", "")))
+
+    # Keys and items: unknown, missing, alternatives, duplicates.
+
+    def _bad_key(self, err: ValidationError) -> None:
+        value: Any = err.validator_value
+        words = PATTERN_WORDS.get(str(value), f"must match {value}")
+        name = str(err.instance)
+        self.add(
+            (*err.absolute_path, name), f"key {shown(name)} is not valid: it {words}", key=True
+        )
+
+    def _unknown_keys(self, err: ValidationError) -> None:
+        if not isinstance(err.instance, dict):
+            self._as_is(err)
+            return
+        parts: PointerParts = tuple(err.absolute_path)
+        allowed = list(_annotated(err, self.schema).get("properties", {}))
+        for name in err.instance:
+            if name in allowed or name in RULE_OWNED_KEYS:
+                continue
+            hint = _did_you_mean(name, allowed) if allowed else "this mapping takes no keys"
+            self.add((*parts, name), f'unknown key "{name}"', hint, key=True)
+
+    def _missing_keys(self, err: ValidationError) -> None:
+        if not isinstance(err.instance, dict):
+            self._as_is(err)
+            return
+        parts: PointerParts = tuple(err.absolute_path)
+        props = _annotated(err, self.schema).get("properties", {})
+        required: Any = err.validator_value
+        for name in required:
+            if name not in err.instance:
+                hint = _first_sentence(str(props.get(name, {}).get("description", "")))
+                self.add(parts, f'missing required key "{name}"', hint, key=True, kind="missing")
+
+    def _empty_mapping(self, err: ValidationError) -> None:
+        keys = ", ".join(_annotated(err, self.schema).get("properties", {}))
+        self.add(
+            tuple(err.absolute_path),
+            "must not be empty",
+            f"add at least one of: {keys}",
+            key=True,
+            kind="missing",
+        )
+
+    def _too_few_items(self, err: ValidationError) -> None:
+        least: Any = err.validator_value
+        self.add(tuple(err.absolute_path), f"needs at least {counted(least, 'item')}", key=True)
+
+    def _duplicate_items(self, err: ValidationError) -> None:
+        self.add(
+            tuple(err.absolute_path), "has duplicate items; each may appear only once", key=True
+        )
+
+    def _alternatives(self, err: ValidationError) -> None:
+        """oneOf/anyOf: keys that exclude one another, else the branch that fits best."""
+        branches: Any = err.validator_value
+        if isinstance(err.instance, dict) and _only_required(branches):
+            options = [branch["required"][0] for branch in branches]
+            self._one_key_of(tuple(err.absolute_path), options, err.instance)
+        elif err.context:
             from jsonschema.exceptions import best_match
 
             self.error(best_match(err.context))
         else:
-            self.add(parts, err.message)
+            self._as_is(err)
 
-    def _value_error(self, err: ValidationError) -> None:
-        """A value of the wrong type, outside its choices, pattern or bounds."""
-        parts: PointerParts = tuple(err.absolute_path)
-        kind = err.validator
+    def _one_key_of(
+        self, parts: PointerParts, options: list[str], instance: dict[str, Any]
+    ) -> None:
+        present = [c for c in options if c in instance]
+        if not present:
+            self.add(
+                parts,
+                "needs one of " + ", ".join(f'"{c}"' for c in options),
+                key=True,
+                kind="missing",
+            )
+        else:
+            both = " and ".join(f'"{c}"' for c in present)
+            self.add(parts, f"has {both}; use exactly one of them", key=True)
+
+    # One value: of the wrong type, outside its choices, pattern or bounds.
+
+    def _not_const(self, err: ValidationError) -> None:
+        value: Any = err.validator_value
+        want = f'"{value}"' if isinstance(value, str) else _yaml_scalar(value)
+        self.add(
+            tuple(err.absolute_path),
+            f"must be {want}, not {_describe(err.instance)}",
+            self._described(err),
+            kind="value",
+        )
+
+    def _not_a_choice(self, err: ValidationError) -> None:
         value: Any = err.validator_value
         instance: Any = err.instance
-        described = _first_sentence(str(_annotated(err, self.schema).get("description", "")))
-        if kind == "const":
-            want = f'"{value}"' if isinstance(value, str) else _yaml_scalar(value)
-            self.add(parts, f"must be {want}, not {_describe(instance)}", described, kind="value")
-        elif kind == "enum":
-            choices = ", ".join(_yaml_scalar(v) or '""' for v in value)
-            hint = ""
-            if isinstance(instance, str):
-                hint = _did_you_mean(instance, [str(v) for v in value if v])
-                if hint.startswith("allowed"):
-                    hint = ""
+        choices = ", ".join(_yaml_scalar(v) or '""' for v in value)
+        self.add(
+            tuple(err.absolute_path),
+            f"must be one of {choices}; got {_describe(instance)}",
+            _choice_hint(instance, value),
+            kind="value",
+        )
+
+    def _wrong_type(self, err: ValidationError) -> None:
+        self.type_error(tuple(err.absolute_path), err.validator_value, err.instance)
+
+    def _no_match(self, err: ValidationError) -> None:
+        parts: PointerParts = tuple(err.absolute_path)
+        value: Any = err.validator_value
+        words = PATTERN_WORDS.get(str(value), f"must match the pattern {value}")
+        if value == ONE_LINE:
+            self.multi_line.add(pointer_text(parts))
+        instance: Any = err.instance
+        self.add(parts, f"{shown(instance)} is not valid: it {words}", kind="value")
+
+    def _too_long(self, err: ValidationError) -> None:
+        parts: PointerParts = tuple(err.absolute_path)
+        instance: Any = err.instance
+        if parts == ("metadata", "name"):
             self.add(
-                parts, f"must be one of {choices}; got {_describe(instance)}", hint, kind="value"
+                parts,
+                f'"{instance}" is {len(instance)} characters long; a name {naming.NAME_RULE}',
+                "choose a shorter name",
             )
-        elif kind == "type":
-            self.type_error(parts, value, instance)
-        elif kind == "pattern":
-            words = PATTERN_WORDS.get(str(value), f"must match the pattern {value}")
-            if value == ONE_LINE:
-                self.multi_line.add(pointer_text(parts))
-            self.add(parts, f"{shown(instance)} is not valid: it {words}", kind="value")
-        elif kind == "maxLength":
-            if parts == ("metadata", "name"):
-                self.add(
-                    parts,
-                    f'"{instance}" is {len(instance)} characters long; a name {naming.NAME_RULE}',
-                    "choose a shorter name",
-                )
-            else:
-                self.add(parts, f"is {len(instance)} characters long; at most {value} allowed")
-        elif kind == "minLength":
-            self.add(parts, "must not be empty", described)
-        elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            words = {
-                "minimum": "at least",
-                "maximum": "at most",
-                "exclusiveMinimum": "more than",
-                "exclusiveMaximum": "less than",
-            }[kind]
-            self.add(parts, f"must be {words} {value}, not {_yaml_scalar(instance)}", described)
         else:
-            self.add(parts, err.message)
+            allowed = err.validator_value
+            self.add(parts, f"is {len(instance)} characters long; at most {allowed} allowed")
+
+    def _empty_text(self, err: ValidationError) -> None:
+        self.add(tuple(err.absolute_path), "must not be empty", self._described(err))
+
+    def _out_of_bounds(self, err: ValidationError) -> None:
+        words = _BOUND_WORDS[str(err.validator)]
+        self.add(
+            tuple(err.absolute_path),
+            f"must be {words} {err.validator_value}, not {_yaml_scalar(err.instance)}",
+            self._described(err),
+        )
 
     def type_error(self, parts: PointerParts, expected: Any, instance: Any) -> None:
         kinds = [expected] if isinstance(expected, str) else list(expected)
@@ -377,11 +414,40 @@ class Translator:
         self.add(parts, f"must be {want}, not {_describe(instance)}", hint, kind="type")
 
 
-# Keywords about a mapping's keys or a list's items (the rest are about one value).
-_STRUCTURE = frozenset(
-    {"additionalProperties", "required", "minProperties", "minItems", "uniqueItems", "oneOf",
-     "anyOf"}
-)
+def _choice_hint(instance: Any, choices: list[Any]) -> str:
+    """A did-you-mean for text close to one of an enum's choices, else nothing (the message
+    lists them all already)."""
+    if not isinstance(instance, str):
+        return ""
+    hint = _did_you_mean(instance, [str(v) for v in choices if v])
+    return "" if hint.startswith("allowed") else hint
+
+
+_BOUND_WORDS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "more than",
+    "exclusiveMaximum": "less than",
+}
+
+# The schema keywords whose errors tfgen says in its own words, and the Translator method that
+# says each; any other keyword's error keeps jsonschema's message.
+_IN_WORDS: dict[str, Callable[[Translator, ValidationError], None]] = {
+    "additionalProperties": Translator._unknown_keys,
+    "required": Translator._missing_keys,
+    "minProperties": Translator._empty_mapping,
+    "minItems": Translator._too_few_items,
+    "uniqueItems": Translator._duplicate_items,
+    "oneOf": Translator._alternatives,
+    "anyOf": Translator._alternatives,
+    "const": Translator._not_const,
+    "enum": Translator._not_a_choice,
+    "type": Translator._wrong_type,
+    "pattern": Translator._no_match,
+    "maxLength": Translator._too_long,
+    "minLength": Translator._empty_text,
+    **dict.fromkeys(_BOUND_WORDS, Translator._out_of_bounds),
+}
 
 
 def _only_required(branches: Any) -> bool:

@@ -30,14 +30,16 @@ if TYPE_CHECKING:  # the Python validator is imported only when a document has e
 @cache
 def inlined_schema(name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
     """schemas/<name> with every local `$ref` replaced by its target (the schemas are not
-    recursive). Validating against it skips reference lookups, the largest cost per file.
+    recursive) and every `allOf` of object definitions folded into one (`_folded`).
+    Validating against it skips reference lookups, the largest cost per file, and its errors
+    point at one subschema per object, the one holding the object's properties.
     The schema itself is checked against its meta-schema when `fast_validator` compiles it."""
     schema = resources.schema(name)
 
     def inline(node: Any) -> Any:
         if isinstance(node, dict):
             node = _resolve(node, schema)
-            return {k: inline(v) for k, v in node.items() if k != "$defs"}
+            return _folded({k: inline(v) for k, v in node.items() if k not in _SOURCE_ONLY})
         if isinstance(node, list):
             return [inline(v) for v in node]
         return node
@@ -45,6 +47,10 @@ def inlined_schema(name: str = EXPERIMENT_SCHEMA) -> dict[str, Any]:
     result: dict[str, Any] = inline(schema)
     return result
 
+
+# What only people editing a schema file read: its definitions (inlined where referenced) and
+# its comments.
+_SOURCE_ONLY = frozenset({"$defs", "$comment"})
 
 ANNOTATIONS = frozenset(
     {"description", "examples", "default", "title", "$comment", "$id", "$schema"}
@@ -158,6 +164,62 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     if shadowed:
         merged["allOf"] = [*merged.get("allOf", []), shadowed]
     return merged
+
+
+def _folded(node: dict[str, Any]) -> dict[str, Any]:
+    """`node` with its `allOf` merged into it, when one schema says the same.
+
+    A role is the shared `role` definition refined by its own replicas
+    (`allOf: [{properties: {replicas: ...}}, {$ref: role}]`); folded, it is one closed object
+    again, so an unknown key is reported with the role's keys for a did-you-mean, and a bound
+    next to its role's description. Each branch is laid over the ones after it, so the first
+    branch's annotations win (editors show the first description too), and the node's own
+    over all. An `allOf` that one schema cannot say (two different values for a keyword, an
+    `additionalProperties` that the other branches' properties would widen) is kept as it is.
+    """
+    branches = node.get("allOf")
+    if not isinstance(branches, list) or not _objects(*branches):
+        return node
+    own = {k: v for k, v in node.items() if k != "allOf"}
+    merged: dict[str, Any] | None = {}
+    for branch in (*reversed(branches), own):
+        merged = _conjoin(branch, merged) if merged is not None else None
+    return merged if merged is not None else node
+
+
+def _conjoin(top: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | None:
+    """One schema that holds when both do, or None: `top`'s annotations win, keys keep `base`'s
+    order, properties defined by both are conjoined in turn."""
+    merged = dict(base)
+    for key, value in top.items():
+        if key not in merged or key in ANNOTATIONS:
+            merged[key] = value
+        elif key == "properties" and isinstance(value, dict):
+            properties = dict(merged[key])
+            for name, sub in value.items():
+                both = sub
+                if name in properties:
+                    same = _objects(sub, properties[name])
+                    both = _conjoin(sub, properties[name]) if same else None
+                if both is None:
+                    return None
+                properties[name] = both
+            merged[key] = properties
+        elif key == "required":
+            merged[key] = list(dict.fromkeys([*merged[key], *value]))
+        elif merged[key] != value:
+            return None
+    names = set(merged.get("properties", {}))
+    for side in (top, base):
+        if "patternProperties" in side or "unevaluatedProperties" in side:
+            return None
+        if "additionalProperties" in side and set(side.get("properties", {})) != names:
+            return None
+    return merged
+
+
+def _objects(*schemas: Any) -> bool:
+    return all(isinstance(schema, dict) for schema in schemas)
 
 
 def schema_problems(
