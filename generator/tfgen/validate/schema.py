@@ -195,27 +195,41 @@ def _conjoin(top: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | None
         if key not in merged or key in ANNOTATIONS:
             merged[key] = value
         elif key == "properties" and isinstance(value, dict):
-            properties = dict(merged[key])
-            for name, sub in value.items():
-                both = sub
-                if name in properties:
-                    same = _objects(sub, properties[name])
-                    both = _conjoin(sub, properties[name]) if same else None
-                if both is None:
-                    return None
-                properties[name] = both
+            properties = _conjoined_properties(value, merged[key])
+            if properties is None:
+                return None
             merged[key] = properties
         elif key == "required":
             merged[key] = list(dict.fromkeys([*merged[key], *value]))
         elif merged[key] != value:
             return None
+    return merged if _closed_alike(merged, top, base) else None
+
+
+def _conjoined_properties(top: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | None:
+    """The properties of two schemas conjoined, or None when one of them cannot be."""
+    properties = dict(base)
+    for name, sub in top.items():
+        both = sub
+        if name in properties:
+            both = _conjoin(sub, properties[name]) if _objects(sub, properties[name]) else None
+        if both is None:
+            return None
+        properties[name] = both
+    return properties
+
+
+def _closed_alike(merged: dict[str, Any], *sides: dict[str, Any]) -> bool:
+    """Whether merging kept what each side lets through: a side that closes its object
+    (`additionalProperties`) named every property the merged one has, and none uses a keyword
+    whose meaning another side's properties would change."""
     names = set(merged.get("properties", {}))
-    for side in (top, base):
+    for side in sides:
         if "patternProperties" in side or "unevaluatedProperties" in side:
-            return None
+            return False
         if "additionalProperties" in side and set(side.get("properties", {})) != names:
-            return None
-    return merged
+            return False
+    return True
 
 
 def _objects(*schemas: Any) -> bool:
