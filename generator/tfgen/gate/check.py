@@ -217,7 +217,7 @@ class Gate:
             # and argo/ while it renders (on two cores this hides most of the Python work).
             rendering = pool.submit(stage.render, progress)
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
-                                   self.config, scope, verdicts=self.memory.verdicts)
+                                   self.config, scope.context(), verdicts=self.memory.verdicts)
             problems += specs.problems + self.drift(specs, scope) + stage.argo_problems()
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())

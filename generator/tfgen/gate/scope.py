@@ -55,11 +55,16 @@ class Scope:
         return [config.root / rel for rel in self.files
                 if rel.startswith(f"{layout.EXPERIMENTS_DIR}/")]
 
+    def context(self) -> Scope | tuple[()]:
+        """What the rules across spec files compare the scope's specs with: nothing more for
+        the whole repository (every spec is in it), else the others (`around`)."""
+        return () if self.whole else self
+
     def around(self, checked: Sequence[Checked]) -> Iterable[Checked]:
         """`validate.Surroundings`: the unchanged experiments' specs, as the rules across files
         read them, unless the changed ones read as the ledger has them (then those rules'
         verdict over all of them is the ledger's: all clear)."""
-        if self.whole or self.before is None or self.config is None:
+        if self.before is None or self.config is None:
             return []
         facts = {str(_name(self.config, item)): item.data for item in checked}
         if self.before.same_facts(self.changed or (), facts):
