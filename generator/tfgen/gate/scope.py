@@ -85,9 +85,12 @@ class Scope:
     def identities(self) -> dict[str, tuple[str, str]]:
         """The unchanged experiments' objects (`objects.identity_digest`), as
         (their Application's name, where it is generated)."""
-        return {digest: (entry.application, layout.generated_paths(name)[1])
-                for name, entry in self.others.items() if entry.application is not None
-                for digest in entry.identities}
+        found: dict[str, tuple[str, str]] = {}
+        for name, entry in self.others.items():
+            if entry.application is not None:  # one owner for all of an experiment's objects
+                owner = (entry.application, layout.generated_paths(name)[1])
+                found.update(dict.fromkeys(entry.identities, owner))
+        return found
 
     def kept(self) -> list[Entry]:
         """The unchanged experiments that have an Application."""
