@@ -29,7 +29,7 @@ from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.validate.config import RepoConfig, load_config
 from tfgen.validate.experiments import check_file
-from tfgen.validate.messages import ONE_LINE
+from tfgen.validate.patterns import ONE_LINE
 from tfgen.validate.schema import inlined_schema, python_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +235,7 @@ def test_one_line_rule_is_one_definition_everywhere() -> None:
     config_schema = json.loads((ROOT / "schemas" / "repo-config.schema.json").read_text())
     values_schema = json.loads((CHART / "values.schema.json").read_text())
     assert config_schema["$defs"]["line"] == line
-    assert line["pattern"] == ONE_LINE  # the pattern messages.py puts in words
+    assert line["pattern"] == ONE_LINE  # the pattern patterns.py puts in words
     assert values_schema["definitions"]["line"]["pattern"] == line["pattern"]
 
 

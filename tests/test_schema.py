@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from tfgen.validate.defaults import apply_defaults
 from tfgen.validate.document import pointer_text
 from tfgen.validate.loader import load_bytes
-from tfgen.validate.messages import PATTERN_WORDS
+from tfgen.validate.patterns import PATTERN_WORDS
 from tfgen.validate.schema import _folded, inlined_schema
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
