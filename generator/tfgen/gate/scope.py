@@ -100,13 +100,10 @@ class Scope:
 WHOLE = Scope()
 
 
-def since(before: Ledger | None, inputs: Inputs, config: RepoConfig,
-          judged: Collection[str]) -> Scope:
-    """The scope since the ledger `before`: the experiments whose files differ from it; the
-    whole repository when there is no ledger, the snapshot refused a file, or a file of no
-    experiment differs (but those the pass judges itself: `judged`)."""
-    if before is None or inputs.refused:
-        return WHOLE
+def since(before: Ledger, inputs: Inputs, config: RepoConfig, judged: Collection[str]) -> Scope:
+    """The scope since the ledger `before` (the gate has found it standing): the experiments
+    whose files differ from it; the whole repository when a file of no experiment differs
+    (but those the pass judges itself: `judged`)."""
     changed = before.changed(inputs.hashes, judged)
     if changed is None:
         return WHOLE
