@@ -79,6 +79,9 @@ class CheckResult:
     helm_processes: int = 0
     cache_hits: int = 0  # experiments whose render or verdict came from .tfgen-cache/
     from_cache: bool = False
+    # Why this run's helm rendered off the fast path, what that costs and how to get it
+    # (`helmprobe.slow_path_note`); a stored result cost nothing more and says nothing.
+    notes: list[str] = field(default_factory=list)
     # What its Applications make helm read that the run's snapshot holds no hash of (by real
     # path: each chart, whose folders may be links or lie elsewhere, and any value file
     # outside the snapshot), by `keys.path_digest`: a stored result stands only while they do.
@@ -113,7 +116,7 @@ class CheckResult:
     def from_json(cls, text: str) -> CheckResult:
         data = json.loads(text)
         data["problems"] = [Problem(**p) for p in data["problems"]]
-        return cls(**{**data, "from_cache": True})
+        return cls(**{**data, "from_cache": True, "notes": []})
 
 
 def run_check(
@@ -173,22 +176,25 @@ class Gate:
         since the last all-clear run (`scope`), else over the whole repository."""
         base_commit = base.resolve(self.root, self.options.base) if self.options.base else ""
         options = asdict(self.options)
-        run_key = self.keys.run(self.renderer.helm_version, options, base_commit,
-                                self.inputs.digest)
-        stored = self.cache.get("check", run_key)
+        helm, remembers = self.renderer.identity.key, self.renderer.remembers
+        run_key = self.keys.run(helm, options, base_commit, self.inputs.digest)
+        stored = self.cache.get("check", run_key) if remembers else None
         if stored is not None and unchanged((known := CheckResult.from_json(stored)).reads):
             return known
         # --base compares with another revision, kubeconform reads every manifest: no ledger
-        ledger_key = (self.keys.ledger(str(self.root.resolve()), self.renderer.helm_version,
-                                       options)
-                      if not base_commit and self.options.validator == "builtin" else None)
+        ledger_key = (self.keys.ledger(str(self.root.resolve()), helm, options)
+                      if remembers and not base_commit and self.options.validator == "builtin"
+                      else None)
         found = self.check(self.scope(ledger_key), progress)
         if not found.scope.whole and not self.holds(found):
             found = self.check(WHOLE, progress)  # says what was found, as a full check does
         if ledger_key and self.holds(found):
             self.keep(ledger_key, found)
         result = found.result
-        self.cache.put("check", run_key, result.to_json())
+        note = self.renderer.slow_path_note(result.applications)
+        result.notes = [note] if note else []
+        if remembers:
+            self.cache.put("check", run_key, result.to_json())
         committed = tracked_problem(self.root)  # then the cache above was neither read nor written
         if committed is not None:
             result.problems = sorted({*result.problems, committed})

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..words import counted
-from .keys import CacheKeys, tool_digest
+from .keys import tool_digest
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout, MAC).
@@ -307,22 +307,3 @@ class Cache:
     def put_json(self, space: str, key: str, value: Any) -> None:
         self.put(space, key, json.dumps(value, separators=(",", ":"), default=str))
 
-
-def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
-    """Output of `<binary> <args>` (e.g. `helm version --short`), remembered per binary file
-    identity (path, size, mtime): asking helm costs tens of milliseconds on every run."""
-    try:
-        stat = os.stat(binary)
-        identity = CacheKeys.tool_identity(binary, stat.st_size, stat.st_mtime_ns, args)
-    except OSError:
-        identity = ""
-    if identity:
-        known = cache.get("tool-version", identity)
-        if known is not None:
-            return known
-    result = subprocess.run([binary, *args], capture_output=True, text=True, check=False)
-    version = result.stdout.strip() or result.stderr.strip()
-    if identity and result.returncode == 0:
-        cache.put("tool-version", identity, version)
-        cache.flush()
-    return version
