@@ -145,6 +145,7 @@ class BatchRenderer:
                 raise EnvironmentProblem(f"helm not found at {self.helm}; {helm_mod.INSTALL_HINT}")
             self._identity = helm_mod.identify(self.helm, self.cache)
             if not self._identity.pinned:
+                self.cache.close()
                 self.cache = Cache(None)
         return self._identity
 

@@ -167,7 +167,7 @@ def identify(helm: str, cache: Cache) -> HelmIdentity:
         status = os.stat(real)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot read {helm}: {exc.strerror}; {INSTALL_HINT}") from exc
-    entry = CacheKeys.helm_file(real, file_ident(status))
+    entry = CacheKeys.program_file(real, file_ident(status))
     known = cache.get_json("helm-file", entry)
     if isinstance(known, dict) and set(known) == {"version", "digest"}:
         return HelmIdentity(helm, str(known["version"]), str(known["digest"]))
@@ -177,6 +177,24 @@ def identify(helm: str, cache: Cache) -> HelmIdentity:
         cache.put_json("helm-file", entry, {"version": found.version, "digest": found.digest})
         cache.flush()
     return found
+
+
+def program_digest(program: str, cache: Cache) -> str:
+    """The content hash of another program the gate runs (kubeconform), remembered by its
+    file's status as helm's identity is."""
+    real = os.path.realpath(program)
+    try:
+        status = os.stat(real)
+    except OSError:
+        return ""  # running it says what is wrong
+    entry = CacheKeys.program_file(real, file_ident(status))
+    known = cache.get("program-file", entry)
+    if known is None:
+        taken = time.time_ns()
+        known, _ = _content(real, b"")
+        if settled(status, taken):
+            cache.put("program-file", entry, known)
+    return known
 
 
 def _look_at(helm: str, real: str) -> HelmIdentity:

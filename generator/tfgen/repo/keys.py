@@ -135,10 +135,10 @@ class CacheKeys:
         return str(hasher.hexdigest())
 
     @staticmethod
-    def helm_file(real_path: str, ident: str) -> str:
-        """The entry of what a helm program file is (`gate.helm.identify`): its real path and
-        its status (`inputs.file_ident`), which any change to the file changes."""
-        return digest("helm-file", real_path, ident)
+    def program_file(real_path: str, ident: str) -> str:
+        """The entry of what a program file is (`gate.helm.identify`, `program_digest`): its
+        real path and its status (`inputs.file_ident`), which any change to the file changes."""
+        return digest("program-file", real_path, ident)
 
     def helm_shortcuts(self, helm: str) -> str:
         """Which of the batch renderer's shortcuts give exactly a helm's own per-experiment
@@ -151,17 +151,19 @@ class CacheKeys:
         content hashes, whatever tfgen reads them for."""
         return digest("stat-table", root)
 
-    def run(self, helm: str, options: Mapping[str, Any], base_commit: str,
+    def run(self, tools: str, options: Mapping[str, Any], base_commit: str,
             inputs: str) -> str:
-        """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen,
-        helm (`HelmIdentity.key`), the options and the base revision."""
-        return digest("check", self.tool, self.cwd, helm,
+        """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen, the
+        programs it ran (helm's `HelmIdentity.key`, kubeconform's content hash), the options
+        and the base revision."""
+        return digest("check", self.tool, self.cwd, tools,
                       json.dumps(options, sort_keys=True), base_commit, inputs)
 
-    def ledger(self, root: str, helm: str, options: Mapping[str, Any]) -> str:
-        """The last all-clear check of the repository at `root` (`gate.ledger`): tfgen, helm
-        and the options; not the input files (the ledger holds their hashes)."""
-        return digest("ledger", self.tool, self.cwd, root, helm,
+    def ledger(self, root: str, tools: str, options: Mapping[str, Any]) -> str:
+        """The last all-clear check of the repository at `root` (`gate.ledger`): tfgen, the
+        programs it ran (as for `run`) and the options; not the input files (the ledger
+        holds their hashes)."""
+        return digest("ledger", self.tool, self.cwd, root, tools,
                       json.dumps(options, sort_keys=True))
 
     @staticmethod
