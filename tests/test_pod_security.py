@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner
 from helpers import copy_repo_parts, template
 from tfgen.cli import main
-from tfgen.gate import podsecurity
+from tfgen.validate import podsecurity
 from tfgen.gate.helm import find_helm
 from tfgen.repo.resources import CONFIG_SCHEMA, schema
 

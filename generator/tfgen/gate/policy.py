@@ -8,7 +8,7 @@ pointing at `Kind/name $.path`:
   template (the operator owns it), no ttlSecondsAfterFinished (Argo CD self-heal would
   recreate the deleted TFJob and train again).
 - Pod security: every pod template meets the Pod Security Standard level its namespace
-  enforces, as tfgen.yaml declares it (the controls are in `podsecurity`).
+  enforces, as tfgen.yaml declares it (the controls are in `validate.podsecurity`).
 - Data safety: the NAS volume survives every GitOps action: PV Retain, PV and PVC both marked
   Prune=false/Delete=false (kept or deleted together), created in earlier sync waves than
   their users, no hooks and no other writer of the volume.
@@ -21,7 +21,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..repo import chart, layout, naming
-from . import podsecurity
+from ..validate import podsecurity
 from .manifests import RenderedObject
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
