@@ -28,6 +28,8 @@ from ..repo import cache, layout, resources
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config import builtin_data
+from ..validate.configrules import config_problems
+from ..validate.defaults import apply_defaults
 from ..validate.loader import load_text
 from ..validate.schema import inlined_schema, schema_problems
 
@@ -121,9 +123,12 @@ def config_text(settings: InitSettings) -> str:
     text = _environment().get_template("tfgen.yaml.j2").render(**values)
     document = load_text(text, layout.CONFIG_NAME)
     problems = schema_problems(document, document.data, CONFIG_SCHEMA)
+    problems = problems or config_problems(document, apply_defaults(document.data,
+                                                                    CONFIG_SCHEMA))
     if problems:
-        lines = [f"{_setting_of(p.pointer) or 'tfgen.yaml'}: {p.message}"
-                 + (f" ({p.hint})" if p.hint else "") for p in problems]
+        # one line per setting and message (--namespace fills two fields of tfgen.yaml)
+        lines = list(dict.fromkeys(f"{_setting_of(p.pointer) or 'tfgen.yaml'}: {p.message}"
+                                   + (f" ({p.hint})" if p.hint else "") for p in problems))
         raise SettingsError("these settings make an invalid tfgen.yaml:\n" + "\n".join(lines),
                             sorted({_setting_of(p.pointer) for p in problems} - {""}))
     return text

@@ -157,7 +157,8 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
-    problems += (semantic_problems(checked, config.namespaces)
+    problems += (semantic_problems(checked, config.namespaces,
+                                     config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
