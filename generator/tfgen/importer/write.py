@@ -20,9 +20,8 @@ from ..render.durable import write_temp
 from ..render.generated import dump_yaml
 from ..repo import layout
 from ..validate.config import RepoConfig
-from ..validate.experiments import check_file
+from ..validate.experiments import across_problems, check_file
 from ..validate.loader import LoadError, read_file
-from ..validate.rules import repo_problems
 from .manifests import ManifestError
 
 MODELINE = "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
@@ -61,7 +60,7 @@ def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
         item, _ = check_file(other, layout.shown(other, config.root), raw, config)
         if item is not None:
             others.append(item)
-    return [p for p in repo_problems([checked, *others]) if p.path == shown]
+    return [p for p in across_problems([checked, *others], config) if p.path == shown]
 
 
 def write_new(path: Path, text: str) -> None:

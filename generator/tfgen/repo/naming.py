@@ -121,6 +121,10 @@ RESERVED_NAMES = {
 RERUN_ANNOTATION = "tfgen.io/rerun-of"
 RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/",
                      "training.kubeflow.org/")
+# Keys the chart writes from a spec field of their own (a second one in the pod template's
+# annotations would be a duplicate key, which helm refuses).
+SIDECAR_ANNOTATION = "sidecar.istio.io/inject"
+RESERVED_KEYS = {SIDECAR_ANNOTATION: "spec.istioSidecar"}
 
 
 def label_key_prefix_problem(key: str) -> str | None:

@@ -77,6 +77,11 @@ def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
         for key in keys:
             if where == "annotations" and key == naming.RERUN_ANNOTATION:
                 continue  # written by `tfgen rerun`; the chart passes it on
+            if key in naming.RESERVED_KEYS:
+                field = naming.RESERVED_KEYS[key]
+                out.add(("metadata", where, key), f"{shown(str(key))} is set by tfgen itself "
+                        f"from {field}", f"remove it and set {field} instead")
+                continue
             prefix = next((p for p in naming.RESERVED_PREFIXES if str(key).startswith(p)), None)
             if prefix:
                 out.add(
