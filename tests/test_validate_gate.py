@@ -2,7 +2,7 @@
 through `tfgen validate` and `tfgen check` (each as a subprocess, under the corpus's limits),
 and every problem check finds in a spec file must be one validate finds too, at the same line
 with the same text. A check that refuses a spec validate accepted, or names another line, fails
-here."""
+here. Cases that change the chart or the helm are the gate's alone (validate reads specs)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,19 @@ from tfgen.repo import layout
 
 Found = set[tuple[str, int, str]]
 
+# What a case may change that is no part of a spec: the chart and the helm that renders it. A
+# chart or a helm changed by hand is the gate's to judge (its backstop); validate reads specs.
+NOT_SPECS = (f"{layout.CHART_PATH}/",)
+TOOLS = ("TFGEN_HELM", "PATH")
+
+
+def about_specs(case: dict[str, Any]) -> bool:
+    """Whether the case changes only specs and repository settings (not the chart or helm)."""
+    touched = [*(case.get("files") or {}), *(case.get("symlinks") or {}),
+               *(case.get("then") or {}), *(case.get("fifos") or [])]
+    return (not any(str(rel).startswith(NOT_SPECS) for rel in touched)
+            and not any(name in TOOLS for name in case.get("env") or {}))
+
 
 def spec_problems(output: str) -> Found:
     """(path, line, message) of every problem in a spec file in `--format json` output."""
@@ -42,6 +55,8 @@ def spec_problems(output: str) -> Found:
 def verdicts(path: Path, session: Session) -> tuple[Found, Found]:
     """(validate's, check's) spec problems in a fresh copy prepared as the case prepares it."""
     case = load_case(path)
+    if not about_specs(case):
+        return set(), set()
     where = session.scratch / ("gate--" + case_id(path).replace("/", "--"))
     where.mkdir(parents=True)
     root, outside = prepare(case, session.base, session.walkthrough, where)
@@ -73,6 +88,13 @@ def test_check_finds_nothing_validate_missed(case_file: Path, gate_verdicts: dic
     missed = sorted(checked - validated)
     assert not missed, "check found in a spec what validate did not (path, line, message):\n" \
         + "\n".join(map(str, missed)) + "\nvalidate found:\n" + "\n".join(map(str, validated))
+
+
+def test_cases_about_the_chart_or_helm_are_the_gates() -> None:
+    assert about_specs({"spec": {"set": {"spec.image": "x"}}})
+    assert not about_specs({"files": {f"{layout.CHART_PATH}/values.yaml": "x"}})
+    assert not about_specs({"env": {"TFGEN_HELM": "/bin/true"}})
+    assert sum(about_specs(load_case(p)) for p in CASE_FILES) > len(CASE_FILES) // 2
 
 
 def test_spec_problems_reads_only_spec_files() -> None:
