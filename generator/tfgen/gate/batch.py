@@ -51,7 +51,7 @@ from typing import Any
 
 from ..errors import EnvironmentProblem, HelmError
 from ..repo import chart as chart_facts
-from ..repo.cache import Cache
+from ..repo.cache import Cache, machine_cache
 from ..repo.keys import CacheKeys, content_hash, tool_digest
 from . import helm as helm_mod
 from . import helmprobe
@@ -135,6 +135,10 @@ class BatchRenderer:
         self.one_by_one: list[str] = []  # charts whose defaults helm reads otherwise
         self._identity: HelmIdentity | None = None
         self._shortcuts: Shortcuts | None = None
+        # what this machine's helm builds are and do: asked once per machine, not per
+        # repository (a cache of its own, beside the machine's key), unless nothing is cached
+        where = self.cache.path
+        self.programs = machine_cache(where.parent.parent) if where is not None else self.cache
 
     @property
     def identity(self) -> HelmIdentity:
@@ -143,7 +147,7 @@ class BatchRenderer:
         if self._identity is None:
             if not Path(self.helm).exists() and not shutil.which(self.helm):
                 raise EnvironmentProblem(f"helm not found at {self.helm}; {helm_mod.INSTALL_HINT}")
-            self._identity = helm_mod.identify(self.helm, self.cache)
+            self._identity = helm_mod.identify(self.helm, self.programs)
             if not self._identity.pinned:
                 self.cache.close()
                 self.cache = Cache(None)
@@ -159,10 +163,12 @@ class BatchRenderer:
         """The shortcuts this helm build takes: remembered, else verified now (`helmprobe`)."""
         if self._shortcuts is None:
             key = self.keys.helm_shortcuts(self.identity.key)
-            known = helmprobe.BY_NAME.get(self.cache.get("helm-shortcuts", key) or "")
+            known = helmprobe.BY_NAME.get(self.programs.get("helm-shortcuts", key) or "")
             if known is None:
                 known = helmprobe.verify(self.with_shortcuts)
-                self.cache.put("helm-shortcuts", key, known.name)
+                if self.identity.pinned:
+                    self.programs.put("helm-shortcuts", key, known.name)
+                    self.programs.flush()
             self._shortcuts = known
         return self._shortcuts
 

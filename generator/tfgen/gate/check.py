@@ -173,6 +173,7 @@ class Gate:
     def close(self) -> None:
         self.cache.close()
         self.renderer.cache.close()
+        self.renderer.programs.close()
 
     def run(self, progress: Progress | None) -> CheckResult:
         """The result of the last identical run, else the stages over the experiments changed

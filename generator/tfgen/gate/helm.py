@@ -139,7 +139,7 @@ class HelmIdentity:
     content hash of its program file when that file holds the build it reports (`pinned`)."""
 
     path: str
-    version: str  # "v4.2.3+g43e8b7f", as `helm version --short` says
+    version: str  # "v4.2.3+g43e8b7f", as `helm version --short` says ("": none said)
     digest: str = ""  # the program file's content hash; "" when it does not pin the build
 
     @property
@@ -207,10 +207,8 @@ def _look_at(helm: str, real: str) -> HelmIdentity:
     except OSError as exc:
         raise EnvironmentProblem(f"cannot run {helm}: {exc.strerror}; {INSTALL_HINT}") from exc
     release, _, commit = answer.stdout.strip().partition(" ")
-    if answer.returncode != 0 or not release:
-        message = (answer.stderr.strip() or answer.stdout.strip()).splitlines()
-        raise EnvironmentProblem(f"{helm} does not answer `helm version` as helm does"
-                                 f"{': ' + message[-1] if message else ''}; {INSTALL_HINT}")
+    if answer.returncode != 0 or not release.startswith("v"):
+        return HelmIdentity(helm, "")  # no helm build it names: its renders say the rest
     version = f"{release}+g{commit[:7]}" if commit else release
     digest, holds = _content(real, commit.encode())
     return HelmIdentity(helm, version, digest if len(commit) == 40 and holds else "")

@@ -188,13 +188,14 @@ def slow_path_note(helm: HelmIdentity, shortcuts: Shortcuts, one_by_one: Sequenc
     """One line when this helm is off the fast path (None when it is on it): why, what it
     costs, how to get the fast path. `one_by_one`: the charts whose values.yaml this helm
     reads otherwise than tfgen (their experiments get a helm process each)."""
-    which = f"helm {helm.version} at {helm.path}"
+    which = (f"helm {helm.version} at {helm.path}" if helm.version else
+             f"the program at {helm.path} (it names no helm release)")
     if not helm.pinned:
-        return (f"{which} is not that helm build but a program that runs one (a wrapper or "
-                "a shim), so tfgen cannot know which helm renders next time and keeps none "
-                f"of its renders: every check renders all {counted(experiments, 'experiment')}"
-                f" as a cold check does. For the fast path, point $TFGEN_HELM at the helm "
-                f"binary itself, or {INSTALL_HINT}")
+        return (f"{which} is not a helm build itself (a wrapper or a shim runs one), so tfgen "
+                "cannot know which helm renders next time and keeps none of its renders: "
+                f"every check renders all {counted(experiments, 'experiment')} as a cold "
+                "check does. For the fast path, point $TFGEN_HELM at the helm binary itself, "
+                f"or {INSTALL_HINT}")
     if shortcuts is not FAST:
         why, cost = OFF_THE_FAST_PATH[shortcuts.name]
         return (f"{which} {why} (seen on a probe chart, once for this build), so {cost} of "

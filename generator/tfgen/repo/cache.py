@@ -168,6 +168,19 @@ def tracked_problem(repository: Path) -> Problem | None:
         hint=f"git rm -r --cached {CACHE_DIRNAME} and commit; it is in .gitignore")
 
 
+MACHINE_DIRNAME = "programs"  # beside the key: what this machine's programs are
+
+
+def machine_cache(repository: Path) -> Cache:
+    """What tfgen remembers of this machine's programs (a helm build's content hash and the
+    shortcuts it takes), signed as a repository's cache is and kept beside the key, so that
+    every repository and test folder on the machine asks once. A key that cannot be had for
+    `repository` (the one being checked: never a key inside it) remembers nothing."""
+    secret = machine_key(repository)
+    folder = key_path().absolute().parent / MACHINE_DIRNAME
+    return Cache(folder if secret is not None else None, secret)
+
+
 class Cache:
     """Key -> text store in one SQLite file; a `Cache(None)` stores nothing (`--no-cache`).
 
