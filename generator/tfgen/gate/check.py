@@ -217,7 +217,8 @@ class Gate:
         build, and kubeconform's when it validates."""
         helm = self.renderer.identity.key
         found = kubeconform.find_kubeconform() if self.options.validator != "builtin" else None
-        return f"{helm} kubeconform {program_digest(found, self.cache)}" if found else helm
+        return (f"{helm} kubeconform {program_digest(found, self.renderer.programs)}" if found
+                else helm)
 
     def scope(self, ledger_key: str | None) -> Scope:
         """The experiments changed since the last all-clear run, when its ledger stands;
