@@ -56,7 +56,7 @@ def test_new_writes_a_valid_spec_with_the_modeline_and_says_what_next(
     data = spec(repo, "fresh-run")
     assert data["metadata"] == {"name": "fresh-run", "namespace": "default",
                                 "owner": "me@example.com"}  # namespace: tfgen.yaml's default
-    assert data["spec"]["roles"] == {"master": {"replicas": 1, "gpus": 1},
+    assert data["spec"]["roles"] == {"chief": {"replicas": 1},  # beside ps: coordinates only
                                      "worker": {"replicas": 3, "gpus": 1},
                                      "ps": {"replicas": 2}}
     assert data["spec"]["tensorboard"]["logDir"] == "/training/fresh-run/logs"

@@ -10,10 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..problems import format_problems
+from ..repo.resources import role_bounds
 from .app import emit_problems, handle_errors, main
 
 if TYPE_CHECKING:
     from ..lifecycle import NewOptions, Roles
+
+# The schema's bounds, so that an option never accepts what validation then refuses.
+MAX_REPLICAS, MAX_GPUS = role_bounds()
 
 _NEXT = ("next: edit {path} (image, command, args, data paths), `tfgen render`, then open a "
          "pull request with the spec and argo/")
@@ -36,18 +40,21 @@ class NewFlags:
     workers: int | None
     ps: int | None
     gpus: int | None
+    chief_gpus: int | None
 
     def roles(self) -> Roles | None:
         """The topology to write: the default one (None) unless a count is given, the counts
         not given then taking Roles' defaults."""
         from ..lifecycle import Roles
 
-        if self.workers is None and self.ps is None and self.gpus is None:
+        counts = (self.workers, self.ps, self.gpus, self.chief_gpus)
+        if all(count is None for count in counts):
             return None
         defaults = Roles()
         return Roles(self.workers if self.workers is not None else defaults.workers,
                      self.ps if self.ps is not None else defaults.ps,
-                     self.gpus if self.gpus is not None else defaults.gpus)
+                     self.gpus if self.gpus is not None else defaults.gpus,
+                     self.chief_gpus)
 
     def options(self) -> NewOptions:
         """What `new_experiment` is asked for."""
@@ -69,17 +76,20 @@ class NewFlags:
               help="Training image (default: tfgen.yaml's spec.image, if it sets one).")
 @click.option("--command", "command", metavar="CMD", help="Training command, e.g. "
               "'python /app/main.py' (without --from).")
-@click.option("--workers", type=click.IntRange(0, 1000), default=None,
+@click.option("--workers", type=click.IntRange(0, MAX_REPLICAS), default=None,
               help="Worker replicas (without --from; default 2).")
-@click.option("--ps", type=click.IntRange(0, 1000), default=None,
+@click.option("--ps", type=click.IntRange(0, MAX_REPLICAS), default=None,
               help="Parameter servers (without --from; default 1).")
-@click.option("--gpus", type=click.IntRange(0, 64), default=None,
-              help="GPUs per master and worker (without --from; default 0).")
+@click.option("--gpus", type=click.IntRange(0, MAX_GPUS), default=None,
+              help="GPUs per worker (without --from; default 0).")
+@click.option("--chief-gpus", type=click.IntRange(0, MAX_GPUS), default=None,
+              help="GPUs of the chief (without --from; default 0 with parameter servers, "
+                   "where it only coordinates, else --gpus).")
 @handle_errors
 def new(name: str, **options: Any) -> None:
     """Start an experiment: write a new, validated experiments/NAME.yaml.
 
-    Without --from: 1 master, --workers workers, --ps parameter servers, on the NAS of
+    Without --from: 1 chief, --workers workers, --ps parameter servers, on the NAS of
     tfgen.yaml's defaults mounted at /training, logs in /training/NAME/logs. With --from: a
     copy of that spec in which the name and every string under spec that names the old run
     (log and checkpoint directories, args, env values) are renamed; data paths without the

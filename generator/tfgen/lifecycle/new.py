@@ -35,11 +35,20 @@ KEPT_KEYS = frozenset({"image", "existingClaim", "server"})
 
 @dataclass(frozen=True)
 class Roles:
-    """The topology `tfgen new` writes without --from."""
+    """The topology `tfgen new` writes without --from: a chief (TensorFlow 2's coordinator;
+    `master` is a task type tf.distribute refuses), workers with `gpus` each, parameter
+    servers. The chief gets `chief_gpus`; by default none beside parameter servers (there it
+    only coordinates), the workers' count without them (there it trains as a worker does)."""
 
     workers: int = 2
     ps: int = 1
     gpus: int = 0
+    chief_gpus: int | None = None
+
+    def chief_gpu_count(self) -> int:
+        if self.chief_gpus is not None:
+            return self.chief_gpus
+        return 0 if self.ps else self.gpus
 
 
 @dataclass(frozen=True)
@@ -92,14 +101,13 @@ def _fresh_spec(name: str, config: RepoConfig, options: NewOptions) -> dict[str,
     roles = options.roles or Roles()
     mount = "/training"
     log_dir = f"{mount}/{name}/logs"
-    each: dict[str, Any] = {"gpus": roles.gpus} if roles.gpus else {}
     spec: dict[str, Any] = {"image": image}
     if options.command:
         spec["command"] = shlex.split(options.command)
     spec["args"] = [f"--log_dir={log_dir}"]
-    spec["roles"] = {"master": {"replicas": 1, **each}}
+    spec["roles"] = {"chief": _role(1, roles.chief_gpu_count())}
     if roles.workers:
-        spec["roles"]["worker"] = {"replicas": roles.workers, **each}
+        spec["roles"]["worker"] = _role(roles.workers, roles.gpus)
     if roles.ps:
         spec["roles"]["ps"] = {"replicas": roles.ps}
     spec["storage"] = {"nas": {"path": mount}, "mountPath": mount}
@@ -108,6 +116,10 @@ def _fresh_spec(name: str, config: RepoConfig, options: NewOptions) -> dict[str,
     metadata = {"name": name, "namespace": namespace, "owner": options.owner}
     return {"apiVersion": "tfgen.io/v1", "kind": "Experiment", "metadata": metadata,
             "spec": spec}
+
+
+def _role(replicas: int, gpus: int) -> dict[str, Any]:
+    return {"replicas": replicas, "gpus": gpus} if gpus else {"replicas": replicas}
 
 
 def _rename(edit: TextEdit, root: Any, old: str, new: str) -> None:
