@@ -249,7 +249,7 @@ def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
     monkeypatch.setenv("TFGEN_HELM", str(repo / "no-such-helm"))
     out = check(runner, repo, "--no-cache")
     assert out.exit_code == 2
-    assert "make setup" in out.output
+    assert "`tfgen install-helm`" in out.output
 
 
 @pytest.mark.parametrize("major", [4, 3])

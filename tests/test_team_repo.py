@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from helpers import REPO_ROOT, copy_repo_parts
 from test_init import FLAGS, git
 from tfgen.cli import main
+from tfgen.repo import naming
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "import"
 
 # What reads as a pointer in a message: a repository path with a suffix, a folder, a make
 # target, a tfgen command in backquotes.
@@ -117,3 +121,130 @@ def test_new_takes_exactly_the_schemas_range(
     at = runner.invoke(main, [*base, option, str(most)], catch_exceptions=False)
     assert at.exit_code in (0, 1), at.output  # 1: a namespace policy may refuse so many
     assert "is not valid" not in at.output and "maximum" not in at.output
+
+
+# --- copying: new --from and rerun always give the copy its own log directory ------------------
+
+BUNDLED = sorted(p.stem for p in (REPO_ROOT / "experiments").glob("*.yaml"))
+
+
+@pytest.fixture
+def bundled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = copy_repo_parts(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.mark.parametrize("source", BUNDLED)
+@pytest.mark.parametrize("how", ["new", "rerun"])
+def test_every_bundled_experiment_copies(
+    bundled: Path, runner: CliRunner, source: str, how: str
+) -> None:
+    args = (["new", "the-copy", "--from", source] if how == "new"
+            else ["rerun", source, "--as", "the-copy"])
+    made = runner.invoke(main, [*args, "--owner", "t@example.com"], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    old = yaml.safe_load((bundled / "experiments" / f"{source}.yaml").read_text())
+    new = yaml.safe_load((bundled / "experiments" / "the-copy.yaml").read_text())
+    old_logs = old["spec"]["tensorboard"].get("logDir")
+    if old_logs:  # its own folder, every arg that used the old one follows
+        new_logs = new["spec"]["tensorboard"]["logDir"]
+        assert new_logs != old_logs and "the-copy" in new_logs
+        assert f"  changed $.spec.tensorboard.logDir: {old_logs} -> {new_logs}" in made.stderr
+        assert not any(arg.endswith(f"={old_logs}") for arg in new["spec"].get("args", []))
+    assert runner.invoke(main, ["validate"], catch_exceptions=False).exit_code == 0
+
+
+def test_an_imported_experiment_copies_and_log_dir_is_the_one_asked_for(
+    team: Path, runner: CliRunner
+) -> None:
+    manifests = team / "old.yaml"
+    manifests.write_text("\n---\n".join(
+        (FIXTURES / part).read_text().replace("namespace: default", "namespace: ml")
+        for part in ("jobs/v1.yaml", "storage/csi.yaml")))
+    imported = runner.invoke(main, ["import", str(manifests), "--owner", "t@example.com",
+                                    "--name", "old-run", "--write"], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+    old = yaml.safe_load((team / "experiments" / "old-run.yaml").read_text())
+    old_logs = old["spec"]["tensorboard"]["logDir"]
+    copied = runner.invoke(main, ["rerun", "old-run", "--as", "new-run", "--owner",
+                                  "t@example.com"], catch_exceptions=False)
+    assert copied.exit_code == 0, copied.output
+    new = yaml.safe_load((team / "experiments" / "new-run.yaml").read_text())
+    assert new["spec"]["tensorboard"]["logDir"] == f"{old_logs}/new-run"
+    asked = runner.invoke(main, ["new", "third-run", "--from", "old-run", "--owner",
+                                 "t@example.com", "--log-dir", "/training/third"],
+                          catch_exceptions=False)
+    assert asked.exit_code == 0, asked.output
+    third = yaml.safe_load((team / "experiments" / "third-run.yaml").read_text())
+    assert third["spec"]["tensorboard"]["logDir"] == "/training/third"
+    assert third["metadata"]["annotations"] == {naming.COPY_ANNOTATION: "old-run"}
+    every = [*third["spec"].get("args", []),
+             *(e.get("value", "") for e in third["spec"].get("env", []))]
+    for role in third["spec"]["roles"].values():
+        every += [*role.get("args", []), *(e.get("value", "") for e in role.get("env", []))]
+    assert not any(old_logs in value for value in every), every
+    assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
+    assert runner.invoke(main, ["check"], catch_exceptions=False).exit_code == 0
+
+
+def test_a_clash_names_the_file_being_added_and_a_folder_it_does_not_have(
+    bundled: Path, runner: CliRunner
+) -> None:
+    copy = bundled / "experiments" / "mine.yaml"
+    copy.write_text((bundled / "experiments" / "distributed-mnist.yaml").read_text()
+                    .replace("name: distributed-mnist", "name: mine"))
+    whole = runner.invoke(main, ["validate"], catch_exceptions=False)
+    for line in whole.stdout.splitlines():  # neither is known to be new: both, each its own
+        assert "/training/tensorflow/logs," not in line.split("e.g. ")[-1], line
+    given = runner.invoke(main, ["validate", "experiments/mine.yaml"], catch_exceptions=False)
+    [line] = given.stdout.splitlines()
+    assert line.startswith("experiments/mine.yaml:")
+    assert "e.g. /training/tensorflow/logs/mine," in line
+
+
+# --- quota: who holds it, and retiring what has finished in one command ------------------------
+
+
+def tfjob(name: str, namespace: str, state: str | None) -> dict:
+    """A TFJob as `kubectl get tfjobs -o yaml` lists it, finished in `state` (None: running)."""
+    conditions = [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]
+    if state:
+        conditions += [{"type": "Running", "status": "False"}, {"type": state, "status": "True"}]
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            "metadata": {"name": name, "namespace": namespace, "uid": "1"},
+            "spec": {}, "status": {"conditions": conditions}}
+
+
+def test_retire_finished_retires_every_finished_run_in_one_command(
+    bundled: Path, runner: CliRunner
+) -> None:
+    sweep_runs = [f"lr-sweep-{s}" for s in ("0p1-64", "0p1-128", "0p01-64", "0p01-128",
+                                             "0p001-64", "0p001-128")]
+    jobs = [tfjob("distributed-mnist", "default", "Succeeded"),
+            tfjob("cpu-linear", "default", "Failed"),
+            tfjob("resnet-chief-eval", "ml-team", None),
+            *(tfjob(run, "default", "Succeeded") for run in sweep_runs[:-1]),  # one still runs
+            tfjob(sweep_runs[-1], "default", None),
+            tfjob("gone-long-ago", "default", "Succeeded")]
+    listing = bundled / "tfjobs.yaml"
+    listing.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": jobs}))
+    before = runner.invoke(main, ["list", "--format", "json"], catch_exceptions=False)
+    held = {row["name"]: row["holds"] for row in json.loads(before.stdout)}
+    assert held["distributed-mnist"] == 3 and held["lr-sweep"] == 12
+    done = runner.invoke(main, ["retire", "--finished", str(listing)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == ["experiments/cpu-linear.yaml",
+                                        "experiments/distributed-mnist.yaml"]
+    assert "retired 2 finished experiments; 2 active experiments not finished" in done.stderr
+    after = runner.invoke(main, ["list", "--format", "json"], catch_exceptions=False)
+    rows = {row["name"]: row for row in json.loads(after.stdout)}
+    assert rows["distributed-mnist"]["state"] == "retired"
+    assert rows["distributed-mnist"]["holds"] == 0 and rows["distributed-mnist"]["gpus"] == 3
+    assert rows["lr-sweep"]["state"] == "active" and rows["lr-sweep"]["holds"] == 12
+    table = runner.invoke(main, ["list"], catch_exceptions=False)
+    assert "HOLDS" in table.stdout.splitlines()[0]
+    assert "namespace ml-team: 5 of 16 GPUs of its quota held" in table.stderr
+    again = runner.invoke(main, ["retire", "--finished", str(listing)], catch_exceptions=False)
+    assert again.exit_code == 0 and again.stdout == ""
+    assert "nothing finished to retire" in again.stderr

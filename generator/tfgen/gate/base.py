@@ -111,3 +111,11 @@ def changed_experiments(repo: Path, ref: str) -> set[str] | None:
         if name:
             scope.add(name)
     return scope
+
+
+def changed_specs(repo: Path, ref: str) -> set[str]:
+    """The spec files a change since `ref` adds or alters, as messages show them: where a
+    problem between two experiments (a shared log folder, a GPU quota) belongs."""
+    specs = {rel for rel in changed_paths(repo, ref)
+             if rel.startswith(layout.EXPERIMENTS_DIR + "/") and layout.experiment_of(rel)}
+    return {layout.shown(repo / rel) for rel in specs}

@@ -153,6 +153,8 @@ class Gate:
 
     def __init__(self, config: RepoConfig, options: CheckOptions) -> None:
         self.config, self.options, self.root = config, options, config.root
+        # The specs the pull request adds or alters: a problem between experiments is theirs.
+        self.focus = base.changed_specs(self.root, options.base) if options.base else None
         self.memory = render.Memory(self.root, use_cache=options.use_cache)
         self.cache, self.keys, self.inputs = (
             self.memory.cache, self.memory.keys, self.memory.inputs)
@@ -217,7 +219,8 @@ class Gate:
             # and argo/ while it renders (on two cores this hides most of the Python work).
             rendering = pool.submit(stage.render, progress)
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
-                                   self.config, scope.context(), verdicts=self.memory.verdicts)
+                                   self.config, scope.context(), verdicts=self.memory.verdicts,
+                                   focus=self.focus)
             problems += specs.problems + self.drift(specs, scope) + stage.argo_problems()
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())
