@@ -228,6 +228,9 @@ class Gate:
                          for p in resolution.problems]
             rendering.result()
         rendered, found = stage.located({e.name: e.shown for e in specs.experiments})
+        # What this pass's own renders took from the cache; the base revision's renders below
+        # go through the same renderer and are not the experiments checked.
+        reused = stage.reused + self.renderer.stats.cached - cached
         problems += found + objects.collisions(rendered, scope.identities())
         if self.options.validator != "builtin":
             problems += objects.kubeconform_problems(rendered, stage.judge.validator)
@@ -243,7 +246,7 @@ class Gate:
             checked=len(apps) + len(kept),
             objects=sum(len(item.keys) for item in rendered) + sum(e.objects for e in kept),
             helm_processes=self.renderer.stats.helm_processes,
-            cache_hits=stage.reused + self.renderer.stats.cached - cached + len(kept),
+            cache_hits=reused + len(kept),
             reads={**(scope.before.reads if scope.before else {}),
                    **self.reads(resolution.applications)})
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
