@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -248,3 +249,44 @@ def test_retire_finished_retires_every_finished_run_in_one_command(
     again = runner.invoke(main, ["retire", "--finished", str(listing)], catch_exceptions=False)
     assert again.exit_code == 0 and again.stdout == ""
     assert "nothing finished to retire" in again.stderr
+
+
+# --- deleting an experiment: its volume stays, and a new one may not take its name --------------
+
+
+def test_retire_delete_and_diff_agree_and_a_retained_volume_is_protected(
+    bundled: Path, runner: CliRunner
+) -> None:
+    mnist = bundled / "experiments" / "distributed-mnist.yaml"
+    text = mnist.read_text()
+    helpers.git_init(bundled)
+    deleted = runner.invoke(main, ["retire", "distributed-mnist", "--delete"],
+                            catch_exceptions=False)
+    assert deleted.exit_code == 0, deleted.output
+    assert "The PV and PVC (and the NAS data) stay" in deleted.stderr
+    diff = runner.invoke(main, ["diff", "--base", "HEAD", "--full"], catch_exceptions=False)
+    assert diff.exit_code == 0, diff.output
+    [row] = [line for line in diff.stdout.splitlines() if line.startswith("distributed-mnist ")]
+    assert "2 kept: PersistentVolume, PersistentVolumeClaim" in row, row
+    assert "PersistentVolume" not in row.split("removed: ")[1].split(";")[0]
+    assert "PersistentVolume/default-distributed-mnist-data kept (leaves Git, stays in the " \
+           "cluster with its data" in diff.stdout
+    helpers.git(bundled, "add", "-A")
+    helpers.git(bundled, "commit", "-qm", "delete distributed-mnist")
+    # months later: a new experiment of the same name, on another NAS path
+    mnist.write_text(text.replace("      path: /training\n", "      path: /elsewhere\n"))
+    assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
+    out = runner.invoke(main, ["check", "--base", "HEAD", "--no-cache"], catch_exceptions=False)
+    assert out.exit_code == 1, out.output
+    [line] = out.stdout.splitlines()
+    assert line.startswith("experiments/distributed-mnist.yaml: PersistentVolume/"
+                           "default-distributed-mnist-data $.spec: a PersistentVolume of this "
+                           "name was left in the cluster when experiment distributed-mnist was "
+                           "deleted"), line
+    assert '"/training" -> "/elsewhere"' in line
+    assert "the retained PV must be removed by an administrator first" in line
+    # the same source again: the retained volume is simply taken back
+    mnist.write_text(text)
+    assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
+    again = runner.invoke(main, ["check", "--base", "HEAD", "--no-cache"], catch_exceptions=False)
+    assert again.exit_code == 0, again.output

@@ -43,7 +43,7 @@ from ..validate import (
     validate_paths,
 )
 from ..words import counted
-from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, wiring
+from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, retained, wiring
 from .applications import Resolution, ResolvedApplication, resolve_applications
 from .batch import BatchRenderer
 from .helm import find_helm
@@ -236,6 +236,9 @@ class Gate:
             problems += objects.kubeconform_problems(rendered, stage.judge.validator)
         if self.options.base:
             problems += immutability.base_problems(
+                self.root, self.options.base, rendered, self.config.kubernetes_version,
+                self.renderer)
+            problems += retained.retained_problems(
                 self.root, self.options.base, rendered, self.config.kubernetes_version,
                 self.renderer)
         kept = scope.kept()

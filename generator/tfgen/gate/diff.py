@@ -28,6 +28,7 @@ from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
 from .helm import find_helm
 from .manifests import documents, parse_manifest
+from .policy import kept_by_argo
 
 
 @dataclass
@@ -38,7 +39,7 @@ class ObjectDiff:
     kind: str
     namespace: str
     name: str
-    status: str  # added | removed | changed
+    status: str  # added | removed | changed | kept (left in the cluster: Prune/Delete=false)
     diff: str
 
     @property
@@ -121,18 +122,27 @@ def gpu_table(config: RepoConfig, before: dict[str, int] | None,
     return rows
 
 
-def _documents(manifest: str) -> dict[tuple[str, str, str], str]:
-    """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`)."""
-    out: dict[tuple[str, str, str], str] = {}
+ObjectId = tuple[str, str, str]  # kind, namespace, name
+
+
+def _documents(manifest: str) -> tuple[dict[ObjectId, str], set[ObjectId]]:
+    """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`),
+    and those Argo CD keeps in the cluster once they leave Git (`policy.kept_by_argo`)."""
+    out: dict[ObjectId, str] = {}
+    kept: set[ObjectId] = set()
     for _, body in documents(manifest):
         for obj in parse_manifest(body):
             out[(obj.kind, obj.namespace, obj.name)] = body
-    return out
+            if kept_by_argo(obj):
+                kept.add((obj.kind, obj.namespace, obj.name))
+    return out, kept
 
 
 def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]:
-    """Per-object unified diffs between two rendered manifests of one experiment."""
-    old, new = _documents(before), _documents(after)
+    """Per-object unified diffs between two rendered manifests of one experiment. An object
+    that leaves the rendering but that Argo CD keeps (the PV and PVC) is `kept`: the cluster
+    keeps it, with its data, whether the spec is retired or deleted."""
+    (old, keeps), (new, _) = _documents(before), _documents(after)
     out = []
     for key in sorted(set(old) | set(new)):
         kind, namespace, name = key
@@ -140,7 +150,8 @@ def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
-        status = "added" if a is None else "removed" if b is None else "changed"
+        status = ("added" if a is None else "changed" if b is not None
+                  else "kept" if key in keeps else "removed")
         text = "".join(difflib.unified_diff(
             (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
             f"a/{label}" if a is not None else "/dev/null",

@@ -25,6 +25,9 @@ MAX_MARKDOWN_CHARS = 60_000
 MAX_OBJECT_LINES = 300
 NOTE_ROOM = 300  # kept free for the note that says what was cut
 STATUSES = ("added", "changed", "removed")  # the order rows and counts are given in
+# How objects fare, in that order: `kept` leaves Git but stays in the cluster (the PV and PVC,
+# Prune=false and Delete=false), as `tfgen retire --delete` says.
+OBJECT_STATUSES = ("added", "changed", "removed", "kept")
 
 
 def _clip(text: str, max_lines: int) -> str:
@@ -43,9 +46,9 @@ def _by_kind(diffs: Sequence[ObjectDiff]) -> str:
 
 
 def objects_cell(diffs: Sequence[ObjectDiff]) -> str:
-    """`7 added: Deployment, 2 NetworkPolicy, ...; 1 changed: TFJob`."""
+    """`7 added: Deployment, 2 NetworkPolicy, ...; 1 changed: TFJob; 2 kept: ...`."""
     parts = []
-    for status in STATUSES:
+    for status in OBJECT_STATUSES:
         of = [d for d in diffs if d.status == status]
         if of:
             parts.append(f"{len(of)} {status}: {_by_kind(of)}")
@@ -63,6 +66,13 @@ def gpus_cell(change: ExperimentChange, arrow: str = "->") -> str:
     if before is not None and after is not None and before != after:
         delta = f" ({after - before:+d})"
     return f"{old} {arrow} {new}{delta}"
+
+
+def _status_words(diff: ObjectDiff) -> str:
+    if diff.status == "kept":
+        return ("kept (leaves Git, stays in the cluster with its data: Prune=false, "
+                "Delete=false)")
+    return diff.status
 
 
 def _rows(result: DiffResult) -> list[tuple[ExperimentChange, list[ObjectDiff]]]:
@@ -86,10 +96,10 @@ def summary(result: DiffResult, *, full: bool) -> str:
     if not result.changes:
         return (f"Nothing changes in the cluster against {result.base}. Next: open the pull "
                 "request")
-    objects = {s: sum(1 for d in result.diffs if d.status == s) for s in STATUSES}
-    # The table's words: "removed" is what the rendering no longer holds, not what the cluster
-    # deletes (volumes and claims are kept: Prune=false).
-    present = [s for s in STATUSES if objects[s]]
+    objects = {s: sum(1 for d in result.diffs if d.status == s) for s in OBJECT_STATUSES}
+    # "removed" is what Argo CD deletes; "kept" what leaves Git but stays in the cluster (the
+    # volume and claim: Prune=false, Delete=false).
+    present = [s for s in OBJECT_STATUSES if objects[s]]
     what = counted(len(result.diffs), "object") + (
         f" {present[0]}" if len(present) == 1
         else ": " + ", ".join(f"{objects[s]} {s}" for s in present))
@@ -109,7 +119,7 @@ def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
     if full:
         for c, diffs in _rows(result):
             for d in diffs:
-                lines += ["", f"=== {c.name}: {d.ref} {d.status}",
+                lines += ["", f"=== {c.name}: {d.ref} {_status_words(d)}",
                           _clip(d.diff, max_object_lines).rstrip("\n")]
     return "\n".join(lines)
 
@@ -154,7 +164,7 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
     closing = "</details>\n"
     shown = 0
     for d in (d for _, diffs in _rows(result) for d in diffs):
-        block = (f"**`{d.experiment}`: {d.ref} {d.status}**\n\n````diff\n"
+        block = (f"**`{d.experiment}`: {d.ref} {_status_words(d)}**\n\n````diff\n"
                  f"{_clip(d.diff, max_object_lines).rstrip()}\n````\n\n")
         if len(out) + len(block) + len(closing) > max_chars - NOTE_ROOM:
             break

@@ -49,6 +49,11 @@ class Immutable:
     why: str = ""
     part: str = ""
 
+    @property
+    def change(self) -> str:
+        """`"old" -> "new"`, both whole."""
+        return _change_text(self.old, self.new)
+
     def problem(self, path: str, name: str) -> Problem:
         return Problem(path=path, pointer=f"{self.ref} {self.pointer}", message=self.message,
                        hint=NEW_RUN_HINT.format(name=name))
