@@ -21,7 +21,7 @@ from ..problems import Problem
 from ..repo import layout
 from ..validate.config import RepoConfig, load_config
 from .manifests import Manifest, ManifestError, read_manifests
-from .mapping import Imported, build_spec, leftovers
+from .mapping import Imported, LeftOut, build_spec, leftovers
 from .versions import read_job
 from .write import problems_of, spec_text, target, write_new
 
@@ -35,7 +35,7 @@ class ImportResult:
 
     specs: dict[str, str]
     written: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
+    left_out: LeftOut = field(default_factory=LeftOut)
     notes: list[str] = field(default_factory=list)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import Node
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import InputError
 from ..gate.kubeyaml import StrictLoader, expanded_size
@@ -133,8 +133,19 @@ def _expansion_refused(document: Node, shown: str, what: str) -> ManifestError:
         "expand exponentially are refused; export the objects again without them)")
 
 
-def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
-    """(data, line) of each document of one file, the whole file within the node budget."""
+def _item_lines(node: Node) -> list[int]:
+    """The line of each item of a List document (`items:`), where each object starts."""
+    if not isinstance(node, MappingNode):
+        return []
+    items = next((v for k, v in node.value if isinstance(k, ScalarNode) and k.value == "items"),
+                 None)
+    return [item.start_mark.line + 1 for item in items.value] if isinstance(
+        items, SequenceNode) else []
+
+
+def _documents(text: str, shown: str) -> Iterator[tuple[Any, int, list[int]]]:
+    """(data, line, the line of each item of a List) of each document of one file, the whole
+    file within the node budget."""
     loader = _Loader(text)
     budget = MAX_NODES
     try:
@@ -149,7 +160,7 @@ def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
             if budget < 0:
                 raise _expansion_refused(node, shown, f"more than {MAX_NODES:,} values after "
                                          "expanding YAML aliases and merge keys")
-            yield loader.construct_document(node), node.start_mark.line + 1
+            yield loader.construct_document(node), node.start_mark.line + 1, _item_lines(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
@@ -162,8 +173,10 @@ def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
         loader.dispose()
 
 
-def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
-    """The Kubernetes objects of one document: itself, or the items of a List."""
+def _objects(data: Any, shown: str, line: int, item_lines: Sequence[int] = ()
+             ) -> Iterator[Manifest]:
+    """The Kubernetes objects of one document: itself, or the items of a List, each at its
+    own line (`item_lines`)."""
     if data is None:
         return  # an empty document (a trailing `---`), as kubectl skips it
     if not isinstance(data, dict) or not data.get("kind") or not data.get("apiVersion"):
@@ -175,8 +188,9 @@ def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
         items = data.get("items")
         if not isinstance(items, list):
             raise ManifestError(f"{shown}:{line}:1: a {kind} without a list of items")
-        for item in items:
-            yield from _objects(item, shown, line)
+        for index, item in enumerate(items):
+            yield from _objects(item, shown, item_lines[index] if index < len(item_lines)
+                                else line)
         return
     metadata = data.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not (
@@ -209,8 +223,8 @@ def read_manifests(paths: Sequence[Path | str]) -> list[Manifest]:
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError:
                 raise ManifestError(f"{shown}: not UTF-8 text") from None
-            for data, line in _documents(text, shown):
-                objects.extend(_objects(data, shown, line))
+            for data, line, item_lines in _documents(text, shown):
+                objects.extend(_objects(data, shown, line, item_lines))
     if not objects:
         raise ManifestError("no Kubernetes objects in the input")
     return objects

@@ -28,12 +28,15 @@ RECLAIM_POLICY = "Retain"
 CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                   "selfLink", "finalizers", "ownerReferences", "deletionTimestamp")
 
+# What the cluster and kubectl write on every object: left out, counted, never listed field by
+# field (an export holds dozens per object and nobody needs them named).
+BOOKKEEPING = "what the cluster and kubectl write on every object"
 # Why a field the spec cannot express is left out, by the last keys of its path.
 REASONS: tuple[tuple[Path_, str], ...] = (
-    (("status",), "the cluster's state, not part of the spec"),
-    *((("metadata", key), "set by the cluster") for key in CLUSTER_FIELDS),
+    (("status",), BOOKKEEPING),
+    *((("metadata", key), BOOKKEEPING) for key in CLUSTER_FIELDS),
     (("metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"),
-     "kubectl's copy of the applied object"),
+     BOOKKEEPING),
     (("metadata", "name"),
      "tfgen derives every object name from the experiment name"),
     (("template", "metadata"), "tfgen sets the pod labels and annotations itself"),
@@ -81,23 +84,39 @@ def _reason(manifest: Manifest, parts: Path_) -> str:
     return "the spec has no field for it"
 
 
-def leftovers(manifests: list[Manifest], used: list[Manifest]) -> list[str]:
-    """`Kind/name path: value (why)` for every input field the specs do not carry."""
-    lines: list[str] = []
+@dataclass
+class LeftOut:
+    """What the specs do not carry: each field a person may want to know of, grouped by the
+    reason (`file:line:col: Kind/name path: value`, at the line where its object starts), and
+    the objects whose cluster bookkeeping (BOOKKEEPING) was left out, only counted."""
+
+    by_reason: dict[str, list[str]] = field(default_factory=dict)
+    bookkeeping: set[str] = field(default_factory=set)  # the objects (Kind/name)
+
+    def add(self, reason: str, line: str) -> None:
+        self.by_reason.setdefault(reason, []).append(line)
+
+
+def leftovers(manifests: list[Manifest], used: list[Manifest]) -> LeftOut:
+    """Every input field the specs do not carry, grouped by why."""
+    out = LeftOut()
     for manifest in manifests:
         if not any(manifest is m for m in used):
             why = ("tfgen creates the TensorBoard's Service itself" if manifest.kind == "Service"
                    else "not part of an imported experiment (a TFJob, the claim its pods "
                         "mount, that claim's PV, a TensorBoard Deployment on the same claim)")
-            lines.append(f"{manifest.where}: {manifest.ref}: not imported ({why})")
+            out.add(why, f"{manifest.where}: {manifest.ref}")
             continue
         for parts, value in manifest.leftovers():
+            reason = _reason(manifest, parts)
+            if reason == BOOKKEEPING:
+                out.bookkeeping.add(manifest.ref)
+                continue
             shown = repr(value) if not isinstance(value, str) else value
             if len(shown) > 80:
                 shown = shown[:77] + "..."
-            lines.append(f"{manifest.where}: {manifest.ref} {pointer(parts)}: {shown} "
-                         f"({_reason(manifest, parts)})")
-    return lines
+            out.add(reason, f"{manifest.where}: {manifest.ref} {pointer(parts)}: {shown}")
+    return out
 
 
 # --- storage and TensorBoard ----------------------------------------------------------------
