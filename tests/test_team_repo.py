@@ -290,3 +290,29 @@ def test_retire_delete_and_diff_agree_and_a_retained_volume_is_protected(
     assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
     again = runner.invoke(main, ["check", "--base", "HEAD", "--no-cache"], catch_exceptions=False)
     assert again.exit_code == 0, again.output
+
+
+def test_diff_of_a_copy_shows_what_it_changes_in_its_source_first(
+    bundled: Path, runner: CliRunner
+) -> None:
+    helpers.git_init(bundled)
+    made = runner.invoke(main, ["rerun", "distributed-mnist", "--as", "mnist-128", "--owner",
+                                "t@example.com"], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    copy = bundled / "experiments" / "mnist-128.yaml"
+    copy.write_text(copy.read_text().replace('value: "128"', 'value: "256"'))
+    assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
+    text = runner.invoke(main, ["diff", "--base", "HEAD", "--full"], catch_exceptions=False)
+    assert text.exit_code == 0, text.output
+    out = text.stdout
+    start = out.index("=== mnist-128 is a copy of distributed-mnist; what it changes in the spec")
+    assert start < out.index("=== mnist-128: TFJob/mnist-128 added")
+    section = out[start:out.index("=== mnist-128: ", start + 1)]
+    changed = [line for line in section.splitlines()
+               if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
+    assert '-      value: "128"' in changed and '+      value: "256"' in changed
+    assert len(changed) < 12, changed  # the copy's few lines, not its 494 added ones
+    markdown = runner.invoke(main, ["diff", "--base", "HEAD", "--format", "markdown", "--full"],
+                             catch_exceptions=False)
+    body = markdown.stdout
+    assert body.index("`mnist-128` is a copy of distributed-mnist") < body.index("<details>")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..errors import InputError
 from ..words import counted
 from . import DIFF_FORMATS
-from .diff import DiffResult, ExperimentChange, NamespaceGpus, ObjectDiff
+from .diff import CopyDiff, DiffResult, ExperimentChange, NamespaceGpus, ObjectDiff
 
 COMMENT_MARKER = "<!-- tfgen-diff -->"
 # GitHub refuses comments over 65,536 characters; leave room for the header and notes.
@@ -108,6 +108,11 @@ def summary(result: DiffResult, *, full: bool) -> str:
     return f"Against {result.base}: {_what_changed(result)} ({what}). Next: {next_step}"
 
 
+def _copy_words(copy: CopyDiff) -> str:
+    return (f"{copy.name} is a copy of {copy.source}; what it changes in the spec"
+            + ("" if copy.diff else ": nothing"))
+
+
 def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
     if not result.changes:
         return ""
@@ -116,6 +121,8 @@ def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
              + "  " + row[3] for row in rows]
+    for copy in result.copies:  # a copy is read against its source, before its objects
+        lines += ["", f"=== {_copy_words(copy)}", _clip(copy.diff, max_object_lines).rstrip("\n")]
     if full:
         for c, diffs in _rows(result):
             for d in diffs:
@@ -157,6 +164,11 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
             return "\n".join(head) + "\n"
         head.append(row)
     out = "\n".join(head) + "\n"
+    for copy in result.copies:
+        block = (f"\n**{_copy_words(copy).replace(copy.name, f'`{copy.name}`', 1)}**\n\n"
+                 f"````diff\n{_clip(copy.diff, max_object_lines).rstrip()}\n````\n")
+        if len(out) + len(block) <= max_chars - NOTE_ROOM:
+            out += block
     if not full:
         return out + f"\nEvery object in full: `tfgen diff --base {result.base} --full`.\n"
     out += (f"\n<details><summary>Every object in full "
