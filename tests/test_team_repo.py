@@ -316,3 +316,63 @@ def test_diff_of_a_copy_shows_what_it_changes_in_its_source_first(
                              catch_exceptions=False)
     body = markdown.stdout
     assert body.index("`mnist-128` is a copy of distributed-mnist") < body.index("<details>")
+
+
+# --- the cluster's node types: a pod no node can hold is refused at its line --------------------
+
+NODE_TYPES = [
+    {"name": "gpu-a100", "gpus": 8, "cpu": "96", "memory": "1Ti",
+     "labels": {"accelerator": "a100"}},
+    {"name": "gpu-v100", "gpus": 4, "cpu": "48", "memory": "368Gi",
+     "labels": {"accelerator": "nvidia-tesla-v100"}},
+    {"name": "cpu", "cpu": "32", "memory": "128Gi"},
+]
+
+
+def set_worker(root: Path, **fields: object) -> int:
+    """distributed-mnist's worker with these fields; the line of its first one."""
+    path = root / "experiments" / "distributed-mnist.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["spec"]["roles"]["worker"].update(fields)
+    text = yaml.safe_dump(data, sort_keys=False)
+    path.write_text(text)
+    lines = text.splitlines()
+    worker = lines.index("    worker:")
+    key = next(iter(fields))
+    return next(i for i, line in enumerate(lines[worker:], worker + 1)
+                if line.strip().startswith(f"{key}:"))
+
+
+def test_a_role_no_node_can_hold_is_refused_at_its_line(
+    bundled: Path, runner: CliRunner
+) -> None:
+    config = bundled / "tfgen.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["cluster"] = {"nodeTypes": NODE_TYPES}
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    at = next(i for i, line in enumerate(config.read_text().splitlines(), 1)
+              if line.strip() == "nodeTypes:")
+    assert runner.invoke(main, ["validate"], catch_exceptions=False).exit_code == 0
+    line = set_worker(bundled, gpus=9, nodeSelector={"accelerator": "a100"})
+    out = runner.invoke(main, ["validate"], catch_exceptions=False)
+    assert out.exit_code == 1
+    [problem] = out.stdout.splitlines()
+    assert problem.startswith(f"experiments/distributed-mnist.yaml:{line}:")
+    assert ("$.spec.roles.worker.gpus: a worker pod asks for 9 GPUs, CPU 4, memory 8Gi; no "
+            "node it may run on can hold it, the largest being gpu-a100 (8 GPUs, CPU 96, memory "
+            f"1Ti, cluster.nodeTypes (tfgen.yaml:{at})): the pods would stay Pending") in problem
+    # without a nodeSelector the worker may go anywhere: 9 GPUs still fit no node
+    set_worker(bundled, gpus=9, nodeSelector={})
+    assert "the largest being gpu-a100" in runner.invoke(main, ["validate"]).stdout
+    set_worker(bundled, gpus=6, nodeSelector={})  # an a100 holds it
+    assert runner.invoke(main, ["validate"], catch_exceptions=False).exit_code == 0
+    set_worker(bundled, gpus=6, nodeSelector={"accelerator": "nvidia-tesla-v100"})  # too many
+    assert "the largest being gpu-v100 (4 GPUs" in runner.invoke(main, ["validate"]).stdout
+    set_worker(bundled, gpus=1, memory="200Gi", nodeSelector={})  # memory: only the GPU nodes
+    assert runner.invoke(main, ["validate"], catch_exceptions=False).exit_code == 0
+    line = set_worker(bundled, nodeSelector={"accelerator": "h100"}, gpus=1, memory="8Gi")
+    out = runner.invoke(main, ["validate"], catch_exceptions=False)
+    [problem] = out.stdout.splitlines()
+    assert problem.startswith(f"experiments/distributed-mnist.yaml:{line}:")
+    assert f"no node type of cluster.nodeTypes (tfgen.yaml:{at}) has the labels " \
+           "accelerator=h100: the worker pods would never be scheduled" in problem

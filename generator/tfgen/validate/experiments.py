@@ -21,7 +21,7 @@ from ..errors import TfgenError
 from ..problems import Problem
 from ..repo import layout
 from ..words import counted
-from . import sweep, team
+from . import capacity, sweep, team
 from .checked import across_files
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
@@ -159,6 +159,7 @@ def check_file(
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
     problems += (semantic_problems(checked, config.namespaces)
                  + team.namespace_policy_problems(checked, config)
+                 + capacity.fit_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
