@@ -425,8 +425,9 @@ def test_what_the_groups_do_not_share_is_listed(runner: CliRunner, tmp_path: Pat
     assert spec["spec"]["roles"]["ps"]["memory"] == "4Gi"
     assert '"' + str(tmp_path) + '/odd\\nname.yaml"' in result.stdout.splitlines()[1]
     errors = result.stderr
-    assert ("Worker.template.spec.serviceAccountName: trainer (the spec sets "
-            "serviceAccountName once for every role, and the groups differ (") in errors
+    assert ("not imported, the spec sets serviceAccountName once for every role, and the "
+            "groups differ (") in errors
+    assert "Worker.template.spec.serviceAccountName: trainer\n" in errors
     assert "env[1].valueFrom.fieldRef.fieldPath: metadata.name" in errors
     assert "variable POD of PS is not imported" in errors
     assert "memory 4Gi becomes the limit too" in errors

@@ -64,9 +64,10 @@ def retained_problems(root: Path, ref: str, rendered: Sequence[AppObjects], kube
         changes = immutability_changes([old_pv], [new_pv])
         if changes:
             was = ", ".join(f"{c.pointer.removeprefix('$.spec.')} {c.change}" for c in changes)
+            commit = revision.rstrip("^")[:12]
             out.append(new_pv.problem(
                 item.path, "$.spec", f"a PersistentVolume of this name was left in the cluster "
-                f"when experiment {item.app.name} was deleted (after {revision.rstrip('^')}): "
+                f"when experiment {item.app.name} was deleted (after commit {commit}): "
                 f"reclaim policy Retain, Delete=false; its source differs ({was}), and a PV's "
                 "source cannot change", "the retained PV must be removed by an administrator "
                 f"first (`kubectl delete pv {new_pv.name}` once its data is safe), or give this "
