@@ -30,16 +30,20 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture
-def started(tmp_path: Path, runner: CliRunner) -> Path:
-    """A repository `tfgen init` started, committed."""
-    repo = tmp_path / "team"
+def start_repository(repo: Path, runner: CliRunner) -> Path:
+    """A repository `tfgen init` started in `repo` with FLAGS, committed."""
     result = runner.invoke(main, ["init", str(repo), *FLAGS], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     git(repo, "init", "-q")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "start")
     return repo
+
+
+@pytest.fixture
+def started(tmp_path: Path, runner: CliRunner) -> Path:
+    """A repository `tfgen init` started, committed."""
+    return start_repository(tmp_path / "team", runner)
 
 
 def test_init_writes_a_repository_and_lists_it(started: Path) -> None:

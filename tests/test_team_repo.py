@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from helpers import REPO_ROOT, copy_repo_parts
-from test_init import FLAGS, git
+from test_init import start_repository
 from tfgen.cli import main
 from tfgen.repo import naming
 
@@ -28,12 +28,8 @@ COMMAND = re.compile(r"`tfgen ([a-z-]+)")
 
 @pytest.fixture
 def team(tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> Path:
-    repo = tmp_path / "team"
-    result = runner.invoke(main, ["init", str(repo), *FLAGS], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    git(repo, "init", "-q")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "start")
+    """A repository `tfgen init` started, as the working directory."""
+    repo = start_repository(tmp_path / "team", runner)
     monkeypatch.chdir(repo)
     return repo
 
