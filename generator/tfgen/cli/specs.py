@@ -198,7 +198,7 @@ def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
     written), 2 usage error.
     """
     from ..importer import import_manifests
-    from ..importer.mapping import BOOKKEEPING
+    from ..importer.leftout import BOOKKEEPING
 
     result = import_manifests(files, name=name, owner=owner, write=write)
     if not write:

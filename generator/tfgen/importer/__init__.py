@@ -20,8 +20,9 @@ from ..errors import OptionsError, ProblemsFound
 from ..problems import Problem
 from ..repo import layout
 from ..validate.config import RepoConfig, load_config
+from .leftout import LeftOut, leftovers
 from .manifests import Manifest, ManifestError, read_manifests
-from .mapping import Imported, LeftOut, build_spec, leftovers
+from .mapping import Imported, build_spec
 from .versions import read_job
 from .write import problems_of, spec_text, target, write_new
 
