@@ -111,7 +111,7 @@ def test_refuses_to_overwrite_a_file(tmp_path: Path, runner: CliRunner) -> None:
     (["--namespace", "ok", "--namespace", "Bad_NS"], '--namespace: "Bad_NS" is not valid'),
     (["--kubernetes-version", "latest"], "--kubernetes-version: "),
     (["--nas-server", "has space"], '--nas-server: "has space" is not valid'),
-    (["--tfgen-source", "tfgen==0.1.0"], "--tfgen-source: --tfgen-source 'tfgen==0.1.0' is not"),
+    (["--tfgen-source", "tfgen==0.1.0"], "--tfgen-source: 'tfgen==0.1.0' is not a pinned source"),
     (["--tfgen-source", "git+https://github.com/acme/tfgen.git"], "without @<commit or tag>"),
     (["--tfgen-source", "http://pypi.acme.example/simple/"], "plain http"),
     (["--tfgen-source", "https://user:secret@pypi.acme.example/simple/"], "is not a pinned"),

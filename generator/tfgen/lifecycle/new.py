@@ -128,8 +128,8 @@ def _fresh_text(name: str, config: RepoConfig, options: NewOptions) -> str:
 def _copied_text(name: str, config: RepoConfig, options: NewOptions, source: str,
                  cwd: Path | None) -> tuple[str, list[Change]]:
     if options.roles is not None or options.command:
-        raise OptionsError("--workers, --ps, --gpus and --command build a new spec; with "
-                           "--from, edit the copy instead")
+        raise OptionsError("--workers, --ps, --gpus, --chief-gpus and --command build a new "
+                           "spec; with --from, edit the copy instead")
     old_path = layout.experiment_path(source, cwd)
     old_shown = layout.shown(old_path, config.root)
     old = old_path.name.rpartition(".")[0]

@@ -66,7 +66,7 @@ def parse_source(text: str) -> TfgenSource:
     if _GIT.fullmatch(text) or (_INDEX.fullmatch(text) and "@" not in text):
         return TfgenSource(text)
     raise OptionsError(
-        f"{FLAG} {text!r} is not a pinned source of tfgen: give the tfgen Git repository at a "
+        f"{text!r} is not a pinned source of tfgen: give the tfgen Git repository at a "
         f"commit or tag ({EXAMPLES[0]}) or your package index ({EXAMPLES[1]}); plain http and "
         "a Git URL without @<commit or tag> are refused (CI must install what you pinned)")
 
