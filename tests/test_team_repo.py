@@ -372,3 +372,16 @@ def test_a_role_no_node_can_hold_is_refused_at_its_line(
     assert problem.startswith(f"experiments/distributed-mnist.yaml:{line}:")
     assert f"no node type of cluster.nodeTypes (tfgen.yaml:{at}) has the labels " \
            "accelerator=h100: the worker pods would never be scheduled" in problem
+
+
+def test_a_copy_of_a_rerun_records_only_its_own_source(bundled: Path, runner: CliRunner) -> None:
+    for args in (["rerun", "distributed-mnist", "--as", "mnist-2"],
+                 ["new", "mnist-3", "--from", "mnist-2"],
+                 ["rerun", "mnist-3", "--as", "mnist-4"]):
+        made = runner.invoke(main, [*args, "--owner", "t@example.com"], catch_exceptions=False)
+        assert made.exit_code == 0, made.output
+    annotations = {name: yaml.safe_load((bundled / "experiments" / f"{name}.yaml").read_text())
+                   ["metadata"]["annotations"] for name in ("mnist-2", "mnist-3", "mnist-4")}
+    assert annotations == {"mnist-2": {naming.RERUN_ANNOTATION: "distributed-mnist"},
+                           "mnist-3": {naming.COPY_ANNOTATION: "mnist-2"},
+                           "mnist-4": {naming.RERUN_ANNOTATION: "mnist-3"}}

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from yaml.nodes import MappingNode, ScalarNode
+
 from ..errors import OptionsError
 from ..repo import chart, naming
 from ..validate.document import pointer_text
@@ -159,9 +161,33 @@ def _annotate(text: str, shown: str, request: CopyRequest, changes: list[Change]
     annotations = find(compose(text, shown), ("metadata", "annotations"))
     assert annotations is not None
     edit = TextEdit(text)
+    stale = _stale_source(annotations, request.annotation)
+    if stale is not None:  # the source's own record of where it came from: now this one's
+        key, value = stale
+        edit.replace(key, request.annotation)
+        edit.replace(value, request.old)
+        changes.append(Change(pointer_text(key.path), f"{key.value}: {value.value}",
+                              f"{request.annotation}: {request.old}"))
+        return edit.apply()
     _set(edit, annotations, ("metadata", "annotations", request.annotation), request.old,
          shown, changes)
     return edit.apply()
+
+
+def _stale_source(annotations: Any, wanted: str) -> tuple[Scalar, Scalar] | None:
+    """The other source annotation (key and value scalars) when the mapping has it and not
+    `wanted`: a copy of a rerun is a copy of the rerun, not a rerun of what it reran."""
+    if not isinstance(annotations, MappingNode) or find(annotations, (wanted,)) is not None:
+        return None
+    for key, value in annotations.value:
+        if (isinstance(key, ScalarNode) and key.value in naming.SOURCE_ANNOTATIONS
+                and isinstance(value, ScalarNode)):
+            path = ("metadata", "annotations")
+            return (Scalar((*path, key.value), key.value, key.start_mark.index,
+                           key.end_mark.index, key.style in (None, "")),
+                    Scalar((*path, key.value), str(value.value), value.start_mark.index,
+                           value.end_mark.index, value.style in (None, "")))
+    return None
 
 
 def copied_text(text: str, shown: str, request: CopyRequest) -> tuple[str, list[Change]]:
