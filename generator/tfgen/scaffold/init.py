@@ -237,11 +237,31 @@ def tfgen_source(settings: InitSettings) -> pinned.TfgenSource:
     return found
 
 
+def _settled(settings: InitSettings) -> tuple[str, pinned.TfgenSource]:
+    """tfgen.yaml's text and the pinned source; one SettingsError naming every setting that
+    either refuses (tfgen.yaml's first, then the source)."""
+    refused: list[SettingsError] = []
+    config, source = "", None
+    try:
+        config = config_text(settings)
+    except SettingsError as exc:
+        refused.append(exc)
+    try:
+        source = tfgen_source(settings)
+    except SettingsError as exc:
+        refused.append(exc)
+    if refused:
+        raise SettingsError("\n".join(exc.message for exc in refused),
+                            [name for exc in refused for name in exc.settings])
+    assert source is not None
+    return config, source
+
+
 def repository_files(settings: InitSettings) -> dict[str, str]:
     """Every file of a new repository except argo/ (rendered afterwards), by relative path."""
-    source = tfgen_source(settings)
+    config, source = _settled(settings)
     files = {
-        layout.CONFIG_NAME: config_text(settings),
+        layout.CONFIG_NAME: config,
         README: readme(source),
         ".gitattributes": gitattributes(),
         ".gitignore": gitignore(),
