@@ -36,7 +36,8 @@ def _refs(node: object) -> list[str]:
 def test_layout_is_standalone_and_as_strict_as_builtin(tmp_path: Path) -> None:
     schemas = tmp_path / "schemas"
     schemas.mkdir()
-    (schemas / "tfjob-v1.schema.json").write_text(json.dumps({
+    (schemas / "kubeflow.org").mkdir()
+    (schemas / "kubeflow.org" / "tfjob_v1.json").write_text(json.dumps({
         "type": "object", "properties": {"apiVersion": {"const": "kubeflow.org/v1"},
                                          "kind": {"const": "TFJob"}}}))
     validator = ManifestValidator("1.30", schemas)
