@@ -24,7 +24,7 @@ import jsonschema
 import kubernetes_validate.utils as kv
 import pytest
 import yaml
-from helpers import template
+from helpers import go_tool, template
 from referencing import Registry, Resource
 from tfgen.errors import HelmError
 from tfgen.gate import policy
@@ -556,17 +556,13 @@ def test_values_schema_is_self_contained_closed_and_documented() -> None:
     assert refs and all(ref.startswith("#/") for ref in refs)
 
 
-HELM_DOCS = ROOT / ".tools" / "helm-docs" / "helm-docs"
-
-
 def test_readme_values_table_is_what_helm_docs_writes(tmp_path: Path) -> None:
     """README.md is helm-docs' output from README.md.gotmpl and the `# --` comments of
     values.yaml, run as `make docs` runs it, into a copy: the committed one must be identical,
     and every value the table lists must have a description."""
-    assert HELM_DOCS.is_file(), f"{HELM_DOCS.relative_to(ROOT)} is missing: run `make dev`"
     charts = tmp_path / "charts"
     shutil.copytree(CHART, charts / CHART.name)
-    result = subprocess.run([str(HELM_DOCS), "--chart-search-root", str(charts),
+    result = subprocess.run([str(go_tool("helm-docs")), "--chart-search-root", str(charts),
                              "--sort-values-order", "file", "--log-level", "warning"],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr

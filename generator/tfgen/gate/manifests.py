@@ -295,7 +295,7 @@ class ManifestValidator:
 
     def problems(self, obj: RenderedObject, path: str) -> list[Problem]:
         """Schema violations of one object as Problems located at `path` (the file to open)."""
-        return [obj.problem(path, pointer, message, _hint(message))
+        return [obj.problem(path, pointer, message, schema_hint(message))
                 for pointer, message in self.errors(obj.doc)]
 
 
@@ -311,7 +311,8 @@ QUANTITY_WORDS = "is not a Kubernetes quantity (such as 2, 500m or 4Gi)"
 
 
 def in_words(message: str) -> str:
-    """A schema error with the quantity pattern said in words (`"x" does not match "<pattern>"`)."""
+    """A schema error with the quantity pattern said in words (the builtin validator's
+    `"x" does not match "<pattern>"`, kubeconform's `'x' does not match pattern '<pattern>'`)."""
     if QUANTITY_PATTERN in message and " does not match " in message:
         return f"{message.split(' does not match ', 1)[0]} {QUANTITY_WORDS}"
     return message
@@ -323,9 +324,11 @@ def _tidy(message: str) -> str:
     return message if len(message) <= 300 else message[:297] + "..."
 
 
-def _hint(message: str) -> str:
-    if "Additional properties are not allowed" in message:
+def schema_hint(message: str) -> str:
+    """What to do about a schema error, in the builtin validator's words or kubeconform's."""
+    lowered = message.lower()
+    if "additional properties" in lowered:
         return "remove the field or fix its spelling; Kubernetes rejects unknown fields"
-    if "is a required property" in message:
+    if "is a required property" in lowered or "missing propert" in lowered:
         return "add the field"
     return ""
