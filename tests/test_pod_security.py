@@ -191,6 +191,24 @@ def test_sysctls_follow_the_kubernetes_version() -> None:
     assert not podsecurity.violations(pod, {}, "baseline", "1.30")
 
 
+# Pods the API server's evaluator (k8s.io/pod-security-admission) judges otherwise than a
+# reading of the Pod Security Standards page alone would: (case, change to GOOD, annotations,
+# level, Kubernetes version, the controls the pod breaks there). tests/test_podsecurity_referee.py
+# runs the evaluator itself.
+AS_THE_EVALUATOR_JUDGES: list[tuple[str, dict[str, Any], dict[str, str], str, str, set[str]]] = [
+    ("empty apparmor annotation", {}, {"container.apparmor.security.beta.kubernetes.io/c": ""},
+     "restricted", "1.30", set()),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "notes", "level", "version", "controls"),
+                         AS_THE_EVALUATOR_JUDGES, ids=[c[0] for c in AS_THE_EVALUATOR_JUDGES])
+def test_as_the_evaluator_judges(case: str, change: dict[str, Any], notes: dict[str, str],
+                                 level: str, version: str, controls: set[str]) -> None:
+    found = podsecurity.violations(breaking(change), notes, level, version)
+    assert {v.control for v in found} == controls, found
+
+
 # --- end to end ---------------------------------------------------------------------------------
 
 

@@ -29,7 +29,8 @@ HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 # AppArmor: profile types, and the values of the legacy per-container annotation.
 APPARMOR_TYPES = frozenset({"RuntimeDefault", "Localhost"})
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
-APPARMOR_ANNOTATION_VALUES = ("runtime/default", "localhost/")  # localhost/<profile>
+# "" (no profile), runtime/default, localhost/<profile>
+APPARMOR_ANNOTATION_VALUES = ("", "runtime/default", "localhost/")
 SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t",
                            "container_engine_t"})
 PROC_MOUNT_TYPES = frozenset({"Default"})
@@ -186,8 +187,8 @@ def _sysctls(pod: dict[str, Any], kube_version: str) -> Found:
 
 
 def _apparmor_allowed(value: Any) -> bool:
-    return (value == APPARMOR_ANNOTATION_VALUES[0]
-            or str(value).startswith(APPARMOR_ANNOTATION_VALUES[1]))
+    return (value in APPARMOR_ANNOTATION_VALUES[:2]
+            or str(value).startswith(APPARMOR_ANNOTATION_VALUES[2]))
 
 
 def _apparmor_annotations(annotations: dict[str, Any]) -> Found:
