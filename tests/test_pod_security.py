@@ -198,6 +198,10 @@ def test_sysctls_follow_the_kubernetes_version() -> None:
 AS_THE_EVALUATOR_JUDGES: list[tuple[str, dict[str, Any], dict[str, str], str, str, set[str]]] = [
     ("empty apparmor annotation", {}, {"container.apparmor.security.beta.kubernetes.io/c": ""},
      "restricted", "1.30", set()),
+    ("container_engine_t before 1.31", {"c": {"seLinuxOptions": {"type": "container_engine_t"}}},
+     {}, "baseline", "1.30", {"SELinux"}),
+    ("container_engine_t from 1.31", {"c": {"seLinuxOptions": {"type": "container_engine_t"}}},
+     {}, "baseline", "1.31", set()),
 ]
 
 

@@ -31,8 +31,11 @@ APPARMOR_TYPES = frozenset({"RuntimeDefault", "Localhost"})
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 # "" (no profile), runtime/default, localhost/<profile>
 APPARMOR_ANNOTATION_VALUES = ("", "runtime/default", "localhost/")
-SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t",
-                           "container_engine_t"})
+# SELinux types, by the Kubernetes minor version that allowed each ("" is unset).
+SELINUX_TYPES = {
+    0: ("", "container_t", "container_init_t", "container_kvm_t"),
+    31: ("container_engine_t",),
+}
 PROC_MOUNT_TYPES = frozenset({"Default"})
 SECCOMP_FORBIDDEN = frozenset({"Unconfined"})
 # Sysctls: the safe set, by the Kubernetes minor version that added each name.
@@ -84,11 +87,21 @@ def _minor(kube_version: str) -> int:
         return 99  # an unparsable version gets the newest list; config validation reports it
 
 
+def _since(table: dict[int, tuple[str, ...]], kube_version: str) -> frozenset[str]:
+    """The values of a table by the minor version that added each, up to `kube_version`."""
+    minor = _minor(kube_version)
+    return frozenset(name for since, names in table.items() if minor >= since
+                     for name in names)
+
+
 @functools.lru_cache(maxsize=16)
 def safe_sysctls(kube_version: str) -> frozenset[str]:
-    minor = _minor(kube_version)
-    return frozenset(name for since, names in SAFE_SYSCTLS.items() if minor >= since
-                     for name in names)
+    return _since(SAFE_SYSCTLS, kube_version)
+
+
+@functools.lru_cache(maxsize=16)
+def selinux_types(kube_version: str) -> frozenset[str]:
+    return _since(SELINUX_TYPES, kube_version)
 
 
 # Each control is one function yielding its violations; `baseline` and `restricted` run them in
@@ -108,32 +121,33 @@ def _host_namespaces(pod: dict[str, Any]) -> Found:
             yield Violation(key, "Host Namespaces", f"{key} is true; must be unset or false")
 
 
-def _host_process(where: str, sc: dict[str, Any]) -> Found:
+def _host_process(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     if _dict(sc.get("windowsOptions")).get("hostProcess"):
         yield Violation(f"{where}.windowsOptions.hostProcess", "HostProcess",
                         "HostProcess containers are not allowed")
 
 
-def _selinux(where: str, sc: dict[str, Any]) -> Found:
+def _selinux(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     selinux = _dict(sc.get("seLinuxOptions"))
-    if str(selinux.get("type") or "") not in SELINUX_TYPES:
+    allowed = selinux_types(kube_version)
+    if str(selinux.get("type") or "") not in allowed:
         yield Violation(f"{where}.seLinuxOptions.type", "SELinux",
                         f"type {selinux.get('type')!r} is not allowed; one of "
-                        f"{', '.join(sorted(t for t in SELINUX_TYPES if t))} or unset")
+                        f"{', '.join(sorted(t for t in allowed if t))} or unset")
     for field in ("user", "role"):
         if selinux.get(field):
             yield Violation(f"{where}.seLinuxOptions.{field}", "SELinux",
                             f"a custom SELinux {field} is not allowed")
 
 
-def _apparmor_profile(where: str, sc: dict[str, Any]) -> Found:
+def _apparmor_profile(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     apparmor = _dict(sc.get("appArmorProfile")).get("type")
     if apparmor is not None and apparmor not in APPARMOR_TYPES:
         yield Violation(f"{where}.appArmorProfile.type", "AppArmor",
                         f"{apparmor!r} is not allowed; RuntimeDefault, Localhost or unset")
 
 
-def _seccomp_unconfined(where: str, sc: dict[str, Any]) -> Found:
+def _seccomp_unconfined(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     seccomp = _dict(sc.get("seccompProfile")).get("type")
     if seccomp in SECCOMP_FORBIDDEN:
         yield Violation(f"{where}.seccompProfile.type", "Seccomp",
@@ -198,8 +212,9 @@ def _apparmor_annotations(annotations: dict[str, Any]) -> Found:
                             f"{value!r} is not allowed; runtime/default or localhost/*")
 
 
-# The baseline controls on every securityContext (the pod's, then each container's), then those
-# on each container, in the order they are reported.
+# The baseline controls on every securityContext (the pod's, then each container's; some allow
+# more from one Kubernetes version on), then those on each container, in the order they are
+# reported.
 BASELINE_SCOPE_CONTROLS = (_host_process, _selinux, _apparmor_profile, _seccomp_unconfined)
 BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount, _host_ports)
 
@@ -217,7 +232,7 @@ def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str
     out = list(_host_namespaces(pod))
     for where, sc in _scopes(pod):
         for scope_control in BASELINE_SCOPE_CONTROLS:
-            out += scope_control(where, sc)
+            out += scope_control(where, sc, kube_version)
     for where, container in _containers(pod):
         for container_control in BASELINE_CONTAINER_CONTROLS:
             out += container_control(where, container)
