@@ -202,6 +202,9 @@ AS_THE_EVALUATOR_JUDGES: list[tuple[str, dict[str, Any], dict[str, str], str, st
      {}, "baseline", "1.30", {"SELinux"}),
     ("container_engine_t from 1.31", {"c": {"seLinuxOptions": {"type": "container_engine_t"}}},
      {}, "baseline", "1.31", set()),
+    # restricted's volume types replace baseline's hostPath rule (OverrideCheckIDs)
+    ("hostPath at restricted", {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, {},
+     "restricted", "1.30", {"Volume Types"}),
 ]
 
 

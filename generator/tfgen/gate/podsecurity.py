@@ -226,17 +226,21 @@ def _scopes(pod: dict[str, Any]) -> list[Scope]:
     return scopes
 
 
-def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str
-             ) -> list[Violation]:
-    """The baseline controls on one pod spec (and its template's annotations)."""
+def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str,
+             replaced: tuple[Any, ...] = ()) -> list[Violation]:
+    """The baseline controls on one pod spec (and its template's annotations), but those
+    `replaced` by a stricter control of their own."""
     out = list(_host_namespaces(pod))
     for where, sc in _scopes(pod):
         for scope_control in BASELINE_SCOPE_CONTROLS:
-            out += scope_control(where, sc, kube_version)
+            if scope_control not in replaced:
+                out += scope_control(where, sc, kube_version)
     for where, container in _containers(pod):
         for container_control in BASELINE_CONTAINER_CONTROLS:
-            out += container_control(where, container)
-    out += _host_path_volumes(pod)
+            if container_control not in replaced:
+                out += container_control(where, container)
+    if _host_path_volumes not in replaced:
+        out += _host_path_volumes(pod)
     out += _sysctls(pod, kube_version)
     out += _apparmor_annotations(annotations)
     return out
@@ -319,6 +323,10 @@ def _restricted_capabilities(where: str, container: dict[str, Any], context: dic
 
 RESTRICTED_CONTAINER_CONTROLS = (_privilege_escalation, _container_non_root,
                                  _container_seccomp, _restricted_capabilities)
+# The baseline controls that restricted replaces with a stricter one (the evaluator's
+# OverrideCheckIDs): the volume types, the seccomp profiles and the capabilities are then
+# judged by restricted's rule alone, and each breach reported once.
+REPLACED_AT_RESTRICTED = (_host_path_volumes, _seccomp_unconfined, _baseline_capabilities)
 
 
 def restricted(pod: dict[str, Any]) -> list[Violation]:
@@ -339,8 +347,10 @@ def violations(pod: dict[str, Any], annotations: dict[str, Any], level: str,
     if level not in LEVELS:
         raise ValueError(f"unknown Pod Security level {level!r}")
     out: list[Violation] = []
+    strict = LEVELS.index(level) >= LEVELS.index("restricted")
     if LEVELS.index(level) >= LEVELS.index("baseline"):
-        out += baseline(pod, annotations, kube_version)
-    if LEVELS.index(level) >= LEVELS.index("restricted"):
+        out += baseline(pod, annotations, kube_version,
+                        REPLACED_AT_RESTRICTED if strict else ())
+    if strict:
         out += restricted(pod)
     return out
