@@ -205,6 +205,13 @@ AS_THE_EVALUATOR_JUDGES: list[tuple[str, dict[str, Any], dict[str, str], str, st
     # restricted's volume types replace baseline's hostPath rule (OverrideCheckIDs)
     ("hostPath at restricted", {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, {},
      "restricted", "1.30", {"Volume Types"}),
+    # a Windows pod cannot set these fields, and is not asked to
+    ("windows pod", {"os": {"name": "windows"}, "pod": {"seccompProfile": None},
+                     "c": {"allowPrivilegeEscalation": None, "capabilities": None}}, {},
+     "restricted", "1.30", set()),
+    ("linux pod", {"os": {"name": "linux"}, "pod": {"seccompProfile": None},
+                   "c": {"allowPrivilegeEscalation": None, "capabilities": None}}, {},
+     "restricted", "1.30", {"Seccomp", "Privilege Escalation", "Capabilities"}),
 ]
 
 

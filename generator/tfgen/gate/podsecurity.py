@@ -323,6 +323,9 @@ def _restricted_capabilities(where: str, container: dict[str, Any], context: dic
 
 RESTRICTED_CONTAINER_CONTROLS = (_privilege_escalation, _container_non_root,
                                  _container_seccomp, _restricted_capabilities)
+# The restricted controls on fields a Windows pod cannot set: not applied to one (the API
+# server's validation refuses those fields there; the evaluator admits such a pod without them).
+LINUX_ONLY = (_privilege_escalation, _container_seccomp, _restricted_capabilities)
 # The baseline controls that restricted replaces with a stricter one (the evaluator's
 # OverrideCheckIDs): the volume types, the seccomp profiles and the capabilities are then
 # judged by restricted's rule alone, and each breach reported once.
@@ -330,14 +333,18 @@ REPLACED_AT_RESTRICTED = (_host_path_volumes, _seccomp_unconfined, _baseline_cap
 
 
 def restricted(pod: dict[str, Any]) -> list[Violation]:
-    """The controls restricted adds to baseline, on one pod spec."""
+    """The controls restricted adds to baseline, on one pod spec (a Windows pod, `os.name:
+    windows`, is spared those whose fields Windows pods cannot set, as the evaluator does)."""
     context = _dict(pod.get("securityContext"))
+    windows = _dict(pod.get("os")).get("name") == "windows"
     out = list(_volume_types(pod))
-    out += _pod_seccomp(context)
+    if not windows:
+        out += _pod_seccomp(context)
     out += _pod_non_root(context)
     for where, container in _containers(pod):
         for control in RESTRICTED_CONTAINER_CONTROLS:
-            out += control(where, container, context)
+            if not (windows and control in LINUX_ONLY):
+                out += control(where, container, context)
     return out
 
 
