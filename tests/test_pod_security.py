@@ -205,6 +205,9 @@ AS_THE_EVALUATOR_JUDGES: list[tuple[str, dict[str, Any], dict[str, str], str, st
     # restricted's volume types replace baseline's hostPath rule (OverrideCheckIDs)
     ("hostPath at restricted", {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, {},
      "restricted", "1.30", {"Volume Types"}),
+    # with hostNetwork, the API server's defaulting makes a container port a host port
+    ("hostNetwork with a port", {"hostNetwork": True, "ports": [{"containerPort": 2222}]}, {},
+     "baseline", "1.30", {"Host Namespaces", "Host Ports"}),
     # a Windows pod cannot set these fields, and is not asked to
     ("windows pod", {"os": {"name": "windows"}, "pod": {"seccompProfile": None},
                      "c": {"allowPrivilegeEscalation": None, "capabilities": None}}, {},

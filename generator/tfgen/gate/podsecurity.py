@@ -176,11 +176,19 @@ def _proc_mount(where: str, container: dict[str, Any]) -> Found:
                         f"procMount {proc!r} is not allowed; Default or unset")
 
 
-def _host_ports(where: str, container: dict[str, Any]) -> Found:
-    for index, port in enumerate(_list(container.get("ports"))):
-        if _dict(port).get("hostPort"):
-            yield Violation(f"{where}.ports[{index}].hostPort", "Host Ports",
-                            "host ports are not allowed")
+def _host_ports(pod: dict[str, Any]) -> Found:
+    # With hostNetwork the API server's defaulting makes each container port (of containers
+    # and init containers) its host port too, before admission sees the pod.
+    host_network = bool(pod.get("hostNetwork"))
+    for where, container in _containers(pod):
+        defaulted = host_network and not where.startswith("ephemeralContainers")
+        for index, port in enumerate(_list(container.get("ports"))):
+            port = _dict(port)
+            if port.get("hostPort") or (defaulted and port.get("containerPort")):
+                yield Violation(f"{where}.ports[{index}].hostPort", "Host Ports",
+                                "host ports are not allowed (with hostNetwork, every "
+                                "container port is one)" if defaulted else
+                                "host ports are not allowed")
 
 
 def _host_path_volumes(pod: dict[str, Any]) -> Found:
@@ -216,7 +224,7 @@ def _apparmor_annotations(annotations: dict[str, Any]) -> Found:
 # more from one Kubernetes version on), then those on each container, in the order they are
 # reported.
 BASELINE_SCOPE_CONTROLS = (_host_process, _selinux, _apparmor_profile, _seccomp_unconfined)
-BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount, _host_ports)
+BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount)
 
 
 def _scopes(pod: dict[str, Any]) -> list[Scope]:
@@ -239,6 +247,7 @@ def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str
         for container_control in BASELINE_CONTAINER_CONTROLS:
             if container_control not in replaced:
                 out += container_control(where, container)
+    out += _host_ports(pod)
     if _host_path_volumes not in replaced:
         out += _host_path_volumes(pod)
     out += _sysctls(pod, kube_version)
