@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from tfgen.cli import main
 from tfgen.errors import InputError
 from tfgen.run import explain, formats
+from tfgen.run.tfconfig import go_json
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKTHROUGH = ROOT / "experiments" / "distributed-mnist.yaml"
@@ -102,8 +103,12 @@ def test_walkthrough_formats(walkthrough: explain.Explanation) -> None:
     data = json.loads(formats.format_explanation(walkthrough, "json"))
     assert (data["job"], data["namespace"]) == ("distributed-mnist", "default")
     assert len(data["pods"]) == 5
-    assert set(data["pods"][0]) == {"name", "replicaType", "index", "address", "gpus", "tfConfig"}
-    assert data["pods"][0]["tfConfig"] == walkthrough.pods[0].tf_config
+    assert set(data["pods"][0]) == {"name", "replicaType", "index", "address", "gpus", "task"}
+    # each pod's exact TF_CONFIG, from the cluster written once and the pod's task
+    for pod, shown in zip(walkthrough.pods, data["pods"], strict=True):
+        recovered = go_json({"cluster": data["cluster"], "task": shown["task"],
+                             "environment": "cloud"})
+        assert recovered == pod.tf_config
     mermaid = formats.format_explanation(walkthrough, "mermaid")
     assert mermaid.startswith("flowchart LR")
     assert "pvc --> pv --> nas" in mermaid
@@ -140,9 +145,10 @@ def test_single_replica_has_no_tf_config(runner: CliRunner, tmp_path: Path) -> N
             "index": 0,
             "address": "solo-worker-0.default.svc:2222",
             "gpus": 0,
-            "tfConfig": None,
+            "task": None,
         }
     ]
+    assert data["cluster"] is None
 
 
 def test_invalid_spec_is_reported_not_explained(runner: CliRunner, tmp_path: Path) -> None:
@@ -236,3 +242,22 @@ def test_an_unknown_name_is_a_usage_error(runner: CliRunner, tmp_path: Path, ins
         result = runner.invoke(main, [command, "nope"], catch_exceptions=False)
         assert result.exit_code == 2
         assert result.output.splitlines() == [message]
+
+
+def test_json_grows_linearly_with_the_pods(runner: CliRunner, tmp_path: Path) -> None:
+    """2,001 pods: the cluster is written once, not once per pod (which printed 224 MB), and
+    every pod's exact TF_CONFIG is still there to recover."""
+    roles = {"chief": {"replicas": 1}, "worker": {"replicas": 1000}, "ps": {"replicas": 1000}}
+    data = yaml.safe_load(SINGLE)
+    data["spec"]["roles"] = roles
+    path = tmp_path / "solo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = runner.invoke(main, ["explain", str(path), "--format", "json"],
+                           catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.encode()) < 5_000_000
+    shown = json.loads(result.stdout)
+    assert len(shown["pods"]) == 2001 and len(shown["cluster"]["worker"]) == 1000
+    last = shown["pods"][-1]
+    exact = go_json({"cluster": shown["cluster"], "task": last["task"], "environment": "cloud"})
+    assert json.loads(exact)["task"] == {"type": last["replicaType"].lower(), "index": 999}

@@ -286,6 +286,12 @@ REFUSED = {
     "deep-nesting": ("a: " + "[" * 120 + "]" * 120 + "\n", "1:1: nested more than 100 levels"),
     "alias-holds-itself": ("a: &a [*a]\n", "nested more than 100 levels deep (or an alias"),
     "binary": ("\x00\x01", "binary file"),
+    "items-of-no-list": ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nitems: []\n",
+                         "a document with a list of items that is no List"),
+    "list-item-alias-bomb": ("apiVersion: v1\nkind: List\nitems:\n- &a {apiVersion: v1, "
+                             "kind: ConfigMap, metadata: {name: a}, data: {k: [" + ", ".join(
+                                 ["x"] * 50_000) + "]}}\n" + "- *a\n" * 5 + "- *a\n" * 400,
+                             "values after expanding YAML aliases and merge keys"),
     "duplicate-key": ("a: 1\na: 2\n", "duplicate mapping key"),
 }
 
@@ -310,7 +316,7 @@ def test_input_is_read_as_kubernetes_reads_it(tmp_path: Path) -> None:
     # go-yaml v2's scalars (gate/kubeyaml.py), not PyYAML's: y is true, 1e3 a number, 60:30
     # and a date text
     path = tmp_path / "config.yaml"
-    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n"
+    path.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\ndata:\n"
                     "  a: y\n  b: 1e3\n  c: 60:30\n  d: 2001-12-14\n")
     [manifest] = read_manifests([path])
     assert manifest.doc["data"] == {"a": True, "b": 1000.0, "c": "60:30", "d": "2001-12-14"}
@@ -437,3 +443,24 @@ def test_owner_defaults_to_gits_user_email(runner: CliRunner, tmp_path: Path,
     result = run_import(runner, *inputs("v1", "csi"))
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(result.stdout)["metadata"]["owner"] == "trainer@example.com"
+
+
+def test_a_kubectl_list_of_megabytes_is_read_item_by_item(tmp_path: Path) -> None:
+    """A `kubectl get -o yaml` List larger than a spec may be (1 MiB) is read, one item at a
+    time: the TFJob whole, of the thousands of others only what names them (listed as left
+    out)."""
+    tfjob = yaml.safe_load((IMPORT / "jobs" / "v1.yaml").read_text())
+    pods = [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"p{i}", "namespace": "default",
+                          "annotations": {"n": "x" * 1000}}, "spec": {"containers": []}}
+            for i in range(3000)]
+    source = tmp_path / "dump.yaml"
+    source.write_text(yaml.safe_dump({"apiVersion": "v1", "items": [*pods, tfjob],
+                                      "kind": "List", "metadata": {"resourceVersion": ""}}))
+    assert source.stat().st_size > 3 * 2**20
+    manifests = read_manifests([source])
+    assert [m.kind for m in manifests].count("Pod") == 3000
+    assert manifests[-1].doc == tfjob
+    assert manifests[0].doc == {"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": "p0", "namespace": "default"}}
+    assert manifests[1].line > manifests[0].line  # each item at its own line

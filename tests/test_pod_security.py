@@ -14,9 +14,9 @@ import yaml
 from click.testing import CliRunner
 from helpers import copy_repo_parts, template
 from tfgen.cli import main
-from tfgen.gate import podsecurity
 from tfgen.gate.helm import find_helm
 from tfgen.repo.resources import CONFIG_SCHEMA, schema
+from tfgen.validate import podsecurity
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"
@@ -249,13 +249,17 @@ def set_policy(root: Path, policy: dict[str, Any]) -> int:
 def test_check_refuses_a_pod_the_namespace_would_refuse(repo: Path) -> None:
     runner = CliRunner()
     line = set_policy(repo, {"ml-team": {"podSecurity": "restricted", "runAsNonRoot": False}})
-    assert runner.invoke(main, ["render", "--root", str(repo)]).exit_code == 0
-    result = runner.invoke(main, ["check", "--root", str(repo)], catch_exceptions=False)
-    assert result.exit_code == 1, result.output
-    assert (f"namespace ml-team enforces Pod Security 'restricted' (tfgen.yaml:{line}), "
-            "control Running as Non-root") in result.output
-    assert "experiments/resnet-chief-eval.yaml" in result.output
-    assert "distributed-mnist" not in result.output  # namespace default: baseline
+    said = (f"namespace ml-team enforces Pod Security 'restricted' (tfgen.yaml:{line}), "
+            "control Running as Non-root")
+    # validate refuses it at the spec's line, before anything renders; check says the same
+    for command in ("validate", "render", "check"):
+        where = [str(repo / "experiments")] if command == "validate" else ["--root", str(repo)]
+        result = runner.invoke(main, [command, *where], catch_exceptions=False)
+        assert result.exit_code == 1, result.output
+        assert said in result.output
+        assert "experiments/resnet-chief-eval.yaml:" in result.output
+        assert "$.spec.securityContext" in result.output
+        assert "distributed-mnist" not in result.output  # namespace default: baseline
     # the team asks for non-root pods: the same check passes (the cached verdict is not reused)
     set_policy(repo, {"ml-team": {"podSecurity": "restricted", "runAsNonRoot": True}})
     assert runner.invoke(main, ["render", "--root", str(repo)]).exit_code == 0
@@ -271,9 +275,12 @@ def test_check_refuses_unconfined_seccomp_under_baseline(repo: Path) -> None:
     data["spec"].setdefault("securityContext", {})["seccompProfile"] = "Unconfined"
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
     spec.write_text(header + yaml.safe_dump(data, sort_keys=False))
-    assert runner.invoke(main, ["render", "--root", str(repo)]).exit_code == 0
-    result = runner.invoke(main, ["check", "--root", str(repo)], catch_exceptions=False)
-    assert result.exit_code == 1, result.output
-    assert "namespace default enforces Pod Security 'baseline'" in result.output
-    assert "control Seccomp: Unconfined is not allowed" in result.output
+    for command in ("validate", "check"):
+        where = [str(repo / "experiments")] if command == "validate" else ["--root", str(repo)]
+        result = runner.invoke(main, [command, *where], catch_exceptions=False)
+        assert result.exit_code == 1, result.output
+        assert "namespace default enforces Pod Security 'baseline'" in result.output
+        assert "control Seccomp: Unconfined is not allowed" in result.output
+        assert "experiments/distributed-mnist.yaml:" in result.output
+        assert "$.spec.securityContext.seccompProfile" in result.output
 

@@ -12,7 +12,6 @@ import yaml
 from click.testing import CliRunner, Result
 from helpers import copy_repo_parts
 from tfgen.cli import main
-from tfgen.validate.team import full_image
 
 SPEC = "experiments/resnet-chief-eval.yaml"  # namespace ml-team: chief 1 GPU, 4 workers x 1
 
@@ -146,14 +145,3 @@ def test_check_refuses_what_validate_refuses(repo: Path) -> None:
     result = CliRunner().invoke(main, ["check", "--root", str(repo)], catch_exceptions=False)
     assert result.exit_code == 1
     assert "policy.ml-team.maxGpusPerExperiment" in result.output
-
-
-@pytest.mark.parametrize(("image", "full"), [
-    ("tensorflow/tensorflow:2.16.1", "docker.io/tensorflow/tensorflow:2.16.1"),
-    ("busybox", "docker.io/library/busybox"),
-    ("registry.example.com/team/tf:1", "registry.example.com/team/tf:1"),
-    ("localhost/tf", "localhost/tf"),
-    ("registry:5000/tf", "registry:5000/tf"),
-])
-def test_full_image(image: str, full: str) -> None:
-    assert full_image(image) == full

@@ -9,7 +9,7 @@ pointing at `Kind/name $.path`:
   template (the operator owns it), no ttlSecondsAfterFinished (Argo CD self-heal would
   recreate the deleted TFJob and train again).
 - Pod security: every pod template meets the Pod Security Standard level its namespace
-  enforces, as tfgen.yaml declares it (the controls are in `podsecurity`).
+  enforces, as tfgen.yaml declares it (the controls are in `validate.podsecurity`).
 - Data safety: the NAS volume survives every GitOps action: PV Retain, PV and PVC both marked
   Prune=false/Delete=false (kept or deleted together), created in earlier sync waves than
   their users, no hooks and no other writer of the volume.
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
-from ..repo import chart, layout, naming
-from . import podsecurity
+from ..repo import chart, naming
+from ..validate import pods, podsecurity
 from .manifests import RenderedObject
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -172,16 +172,6 @@ def _pod_templates(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any], d
         yield where, pod, annotations if isinstance(annotations, dict) else {}
 
 
-def _pod_security_hint(control: str, namespace: str) -> str:
-    policy = f"policy.{namespace}"
-    if control == "Running as Non-root":
-        return (f"set spec.securityContext.runAsNonRoot: true (and a runAsUser other than 0 "
-                f"unless the image's user is not root), or {policy}.runAsNonRoot: true in "
-                f"{layout.CONFIG_NAME}")
-    return (f"change the spec; or, if the namespace's label allows more, correct "
-            f"{policy}.podSecurity in {layout.CONFIG_NAME}")
-
-
 def pod_security_problems(
     objects: Sequence[RenderedObject], namespace: str, level: str, source: str,
     kube_version: str, path: str,
@@ -195,11 +185,9 @@ def pod_security_problems(
                 pointer = (f"{where.rsplit('.', 1)[0]}.{found.pointer}"
                            if found.pointer.startswith("metadata.") else
                            f"{where}.{found.pointer}")
-                out.append(obj.problem(
-                    path, pointer,
-                    f"namespace {namespace} enforces Pod Security {level!r} ({source}), "
-                    f"control {found.control}: {found.message}",
-                    _pod_security_hint(found.control, namespace)))
+                out.append(obj.problem(path, pointer,
+                                       pods.message(namespace, level, source, found),
+                                       pods.hint(found.control, namespace)))
     return out
 
 

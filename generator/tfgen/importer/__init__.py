@@ -23,7 +23,7 @@ from ..validate.config import RepoConfig, load_config
 from .manifests import Manifest, ManifestError, read_manifests
 from .mapping import Imported, build_spec, leftovers
 from .versions import read_job
-from .write import problems_of, spec_text, target, write_new
+from .write import problems_of, refuse_blocked, spec_text, target, write_new
 
 __all__ = ["ImportResult", "ManifestError", "import_manifests"]
 
@@ -134,6 +134,7 @@ def import_manifests(
         for job, spec_name in zip(jobs, _spec_names(jobs, name), strict=True)
     ]
     if write:  # said first: a spec that exists would also fail validation as a duplicate
+        refuse_blocked(config, [item.name for item in imported])
         _refuse_existing(config, imported)
     result = _validated(config, manifests, imported)
     if write:

@@ -24,14 +24,23 @@ from yaml.nodes import Node
 from ..errors import InputError
 from ..gate.kubeyaml import StrictLoader, expanded_size
 from ..gate.manifests import KubeObject
+from ..repo import chart
 from ..repo.files import read_input
 from ..repo.layout import YAML_SUFFIXES
 
-# Values one input file may hold after aliases and merge keys are expanded. A spec needs a few
-# hundred (the spec loader's bound is 10,000); a `kubectl get -o yaml` List of a namespace's
-# TFJobs, volumes and Deployments holds a few thousand per object, so the bound is larger.
-# A document nests at most gate.kubeyaml.MAX_DEPTH levels, as a rendered one does.
+# Values one document (or one item of a List) may hold after aliases and merge keys are
+# expanded. A spec needs a few hundred (the spec loader's bound is 10,000); a TFJob, volume or
+# Deployment as `kubectl get -o yaml` prints it a few thousand. A document nests at most
+# gate.kubeyaml.MAX_DEPTH levels, as a rendered one does.
 MAX_NODES = 200_000
+# `kubectl get -o yaml` of a busy namespace is tens of megabytes. A List is read item by item
+# (each within MAX_NODES), and only the kinds an experiment is made of are kept whole; of the
+# others (pods, events, config maps ...) only their names, to list what was left out.
+MAX_BYTES = 128 << 20
+# ... and all of a file's documents and items together (a List of many items that each alias
+# one large anchor would otherwise construct it again for every item).
+MAX_FILE_NODES = 20_000_000
+KEPT_KINDS = frozenset({"TFJob", chart.VOLUME, chart.CLAIM, "Deployment"})
 
 Path_ = tuple[str | int, ...]
 
@@ -43,6 +52,15 @@ class ManifestError(InputError):
 class _Loader(StrictLoader):  # type: ignore[misc,valid-type]
     """The input read as Kubernetes reads it (`gate.kubeyaml`), date-like text kept as text
     even where a tag asks for a timestamp, as Kubernetes reads an untyped field."""
+
+
+class _ListLoader(_Loader, yaml.composer.Composer):  # type: ignore[misc,valid-type]
+    """The same reading, able to compose one node at a time (the C parser only composes whole
+    documents): a List's items are composed, checked and constructed one by one."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)  # type: ignore[call-arg]  # the C loader's, first in line
+        self.anchors: dict[str, Node] = {}
 
 
 _Loader.add_constructor(
@@ -133,23 +151,37 @@ def _expansion_refused(document: Node, shown: str, what: str) -> ManifestError:
         "expand exponentially are refused; export the objects again without them)")
 
 
-def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
-    """(data, line) of each document of one file, the whole file within the node budget."""
-    loader = _Loader(text)
-    budget = MAX_NODES
+def _checked(node: Node, shown: str, budget: list[int]) -> Node:
+    """`node` when it expands to at most MAX_NODES values and the file's `budget` (one
+    counter, shared by its documents) holds them, else ManifestError."""
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            try:
-                budget -= expanded_size(node)
-            except ValueError as exc:  # nested too deeply, or an alias that holds itself
-                raise _expansion_refused(node, shown, str(exc)) from None
-            if budget < 0:
-                raise _expansion_refused(node, shown, f"more than {MAX_NODES:,} values after "
-                                         "expanding YAML aliases and merge keys")
-            yield loader.construct_document(node), node.start_mark.line + 1
+        size = expanded_size(node)
+    except ValueError as exc:  # nested too deeply, or an alias that holds itself
+        raise _expansion_refused(node, shown, str(exc)) from None
+    budget[0] -= size
+    if size > MAX_NODES or budget[0] < 0:
+        limit = f"{MAX_NODES:,}" if size > MAX_NODES else f"{MAX_FILE_NODES:,} in the file"
+        raise _expansion_refused(node, shown, f"more than {limit} values after expanding "
+                                 "YAML aliases and merge keys")
+    return node
+
+
+def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
+    """(data, line) of each document of one file, and of each item of a List document as it
+    is read (a List is never held whole)."""
+    loader: Any = _ListLoader(text)
+    budget = [MAX_FILE_NODES]
+    try:
+        loader.get_event()  # the stream's start
+        while not loader.check_event(yaml.StreamEndEvent):
+            loader.get_event()  # the document's start
+            if loader.check_event(yaml.MappingStartEvent):
+                yield from _mapping_document(loader, shown, budget)
+            else:
+                node = _checked(loader.compose_node(None, None), shown, budget)
+                yield loader.construct_document(node), node.start_mark.line + 1
+            loader.get_event()  # the document's end
+            loader.anchors = {}
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
@@ -162,6 +194,37 @@ def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
         loader.dispose()
 
 
+def _mapping_document(loader: Any, shown: str, budget: list[int]
+                      ) -> Iterator[tuple[Any, int]]:
+    """A document that is a mapping: its `items` list streamed one item at a time (then it
+    must be a List), else the whole mapping."""
+    start = loader.get_event()
+    pairs: list[tuple[Node, Node]] = []
+    streamed = False
+    while not loader.check_event(yaml.MappingEndEvent):
+        key = loader.compose_node(None, None)
+        if (isinstance(key, yaml.ScalarNode) and key.value == "items"
+                and loader.check_event(yaml.SequenceStartEvent)):
+            streamed = True
+            loader.get_event()
+            while not loader.check_event(yaml.SequenceEndEvent):
+                node = _checked(loader.compose_node(None, None), shown, budget)
+                yield loader.construct_document(node), node.start_mark.line + 1
+            loader.get_event()
+        else:
+            pairs.append((key, loader.compose_node(None, None)))
+    end = loader.get_event()
+    node = _checked(yaml.MappingNode("tag:yaml.org,2002:map", pairs, start.start_mark,
+                                     end.end_mark, flow_style=start.flow_style), shown, budget)
+    data = loader.construct_document(node)
+    line = start.start_mark.line + 1
+    if not streamed:
+        yield data, line
+    elif not str(data.get("kind", "")).endswith("List") if isinstance(data, dict) else True:
+        raise ManifestError(f"{shown}:{line}:1: a document with a list of items that is no "
+                            "List; give tfgen import the objects or a List of them")
+
+
 def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
     """The Kubernetes objects of one document: itself, or the items of a List."""
     if data is None:
@@ -171,17 +234,15 @@ def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
             f"{shown}:{line}:1: not a Kubernetes object (a mapping with apiVersion and kind); "
             "give tfgen import the TFJob, PersistentVolume(Claim) and Deployment manifests")
     kind = str(data["kind"])
-    if kind == "List" or (kind.endswith("List") and isinstance(data.get("items"), list)):
-        items = data.get("items")
-        if not isinstance(items, list):
-            raise ManifestError(f"{shown}:{line}:1: a {kind} without a list of items")
-        for item in items:
-            yield from _objects(item, shown, line)
-        return
+    if kind.endswith("List"):
+        raise ManifestError(f"{shown}:{line}:1: a {kind} without a list of items")
     metadata = data.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not (
             metadata.get("name")):
         raise ManifestError(f"{shown}:{line}:1: {kind} has no metadata.name")
+    if kind not in KEPT_KINDS:  # listed as left out: its identity is all that is kept
+        meta = {k: metadata[k] for k in ("name", "namespace") if k in metadata}
+        data = {"apiVersion": data["apiVersion"], "kind": kind, "metadata": meta}
     yield Manifest(data, shown, line)
 
 
@@ -202,7 +263,7 @@ def read_manifests(paths: Sequence[Path | str]) -> list[Manifest]:
     for given in paths:
         for path, folder in _files(Path(given)):
             shown = os.path.normpath(str(path))
-            raw = read_input(path, shown, root=folder)
+            raw = read_input(path, shown, root=folder, limit=MAX_BYTES)
             if b"\x00" in raw:
                 raise ManifestError(f"{shown}: a binary file, not YAML (it contains NUL bytes)")
             try:

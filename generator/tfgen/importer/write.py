@@ -15,14 +15,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import OptionsError
 from ..problems import Problem
 from ..render.durable import write_temp
 from ..render.generated import dump_yaml
+from ..render.write import blocked_paths
 from ..repo import layout
 from ..validate.config import RepoConfig
-from ..validate.experiments import check_file
+from ..validate.experiments import across_problems, check_file
 from ..validate.loader import LoadError, read_file
-from ..validate.rules import repo_problems
 from .manifests import ManifestError
 
 MODELINE = "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
@@ -61,17 +62,29 @@ def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
         item, _ = check_file(other, layout.shown(other, config.root), raw, config)
         if item is not None:
             others.append(item)
-    return [p for p in repo_problems([checked, *others]) if p.path == shown]
+    return [p for p in across_problems([checked, *others], config) if p.path == shown]
+
+
+def refuse_blocked(config: RepoConfig, names: list[str]) -> None:
+    """OptionsError, before anything is written, when a link or a file stands where the specs
+    of `names` (experiments/<name>.yaml) or their folder must go."""
+    rels = [layout.relative(config.root, target(config, name)) for name in names]
+    blocked = blocked_paths(config.root, rels)
+    if blocked:
+        raise OptionsError(f"nothing written: {'; '.join(blocked)} (specs are written only "
+                           "into the repository's real experiments/ folder)")
 
 
 def write_new(path: Path, text: str) -> None:
-    """Write `text` at `path` atomically; ManifestError when a file is there already."""
+    """Write `text` at `path` atomically; ManifestError when a file is there already. The
+    caller has refused what stands in the way (`refuse_blocked`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = write_temp(path, text.encode("utf-8"))
     try:
         os.link(temp, path)  # fails when the name exists, unlike a rename
     except FileExistsError:
-        raise ManifestError(f"{path}: exists already; tfgen import never overwrites a "
+        raise ManifestError(f"{layout.EXPERIMENTS_DIR}/{path.name}: exists already; tfgen "
+                            "import never overwrites a "
                             "spec (choose another --name, or remove the file)") from None
     finally:
         os.unlink(temp)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import OptionsError, ProblemsFound
 from ..importer import git_email
-from ..importer.write import MODELINE, problems_of, target, write_new
+from ..importer.write import MODELINE, problems_of, refuse_blocked, target, write_new
 from ..render.generated import dump_yaml
 from ..repo import chart, layout, naming
 from ..repo.files import read_input
@@ -216,5 +216,6 @@ def new_experiment(name: str, options: NewOptions | None = None, *,
     if problems:
         raise ProblemsFound(problems, f"{shown} would not be valid (the problems name its "
                             "fields); nothing written")
+    refuse_blocked(config, [name])
     write_new(path, text)
     return Created(name, shown, text)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import OptionsError
 from ..render import apply_plan, plan_repository
-from ..render.write import replace_file
+from ..render.write import blocked_paths, replace_file
 from ..repo import chart, layout
 from ..repo.files import read_input
 from ..validate.config import load_config
@@ -45,7 +45,8 @@ def retire_experiment(argument: str, *, delete: bool = False, cwd: Path | None =
     if config.path is None:
         raise OptionsError(f"{(cwd or Path.cwd()).resolve()}: not inside a tfgen repository")
     path = layout.experiment_path(argument, cwd)
-    shown = layout.shown(path, config.root)
+    rel = layout.spec_in_repository(config.root, path, argument)
+    path, shown = config.root / rel, rel
     name = path.name.rpartition(".")[0]
     text = read_input(path, shown, config.root).decode("utf-8")
     if delete:
@@ -64,8 +65,14 @@ def retire_experiment(argument: str, *, delete: bool = False, cwd: Path | None =
 
 def _delete(root: Path, path: Path, shown: str, name: str) -> Retired:
     result = Retired(name, shown, changed=True, removed=[shown])
+    generated = layout.generated_folder(name)
+    # every path the removal touches, checked before the first is removed: never half-retired
+    blocked = blocked_paths(root, [shown], folders=[generated])
+    if blocked:
+        raise OptionsError(f"nothing removed: {'; '.join(blocked)}; tfgen removes only the "
+                           "spec and the folder it generated (remove the link or file by hand)")
     os.unlink(path)
-    folder = root / layout.generated_folder(name)
+    folder = root / generated
     if folder.is_dir():
         shutil.rmtree(folder)
         result.removed.append(layout.shown(folder, root) + "/")

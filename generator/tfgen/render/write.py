@@ -216,6 +216,32 @@ def write_new_files(root: Path, files: dict[str, str]) -> list[str]:
         raise TfgenError(f"cannot write {failed.path}: {failed.reason}") from failed
 
 
+def blocked_paths(root: Path, rels: Iterable[str], *, folders: Iterable[str] = ()) -> list[str]:
+    """What stands in the way of writing the files `rels` (and of the `folders`) under `root`,
+    repository-relative, found before anything changes: a symbolic link or a file where a
+    folder must be, a link or a folder where a file must be, a link where a folder must be."""
+    out: dict[str, str] = {}
+    for rel, is_folder in [*((r, False) for r in rels), *((f, True) for f in folders)]:
+        parts = Path(rel).parts
+        for depth in range(1, len(parts) + 1):
+            here = "/".join(parts[:depth])
+            try:
+                mode = os.lstat(root / here).st_mode
+            except FileNotFoundError:
+                break  # made when written
+            last = depth == len(parts)
+            if stat.S_ISLNK(mode):
+                out[here] = "is a symbolic link"
+            elif (not last or is_folder) and not stat.S_ISDIR(mode):
+                out[here] = "is a file where a folder must be"
+            elif last and not is_folder and not stat.S_ISREG(mode):
+                out[here] = "is not a regular file"
+            else:
+                continue
+            break
+    return [f"{rel} {why}" for rel, why in sorted(out.items())]
+
+
 class _WriteFailed(Exception):
     def __init__(self, path: str, error: OSError) -> None:
         super().__init__(path)

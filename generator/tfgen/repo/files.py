@@ -137,7 +137,9 @@ def _read_opened(fd: int, shown: str, looked: os.stat_result, limit: int) -> byt
     chunks: list[bytes] = []
     size = 0
     while size <= limit:
-        chunk = os.read(fd, limit + 1 - size)
+        # the size the file had when looked at (and a byte more, to see it grew), not the
+        # limit: a buffer of the limit's size for every small file is memory for nothing
+        chunk = os.read(fd, min(limit + 1, looked.st_size + 1) - size or 1 << 16)
         chunks.append(chunk)
         size += len(chunk)
         if not chunk or size == looked.st_size:

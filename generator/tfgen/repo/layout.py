@@ -104,6 +104,19 @@ def experiment_path(argument: str, cwd: Path | None = None) -> Path:
                        f"(give a spec file or the name of an experiments/<name>.yaml)")
 
 
+def spec_in_repository(root: Path, path: Path, argument: str) -> str:
+    """The repository-relative `experiments/<name>.yaml` that `path` (what `argument` named)
+    is, or OptionsError: a command that changes or removes a spec touches nothing else (not a
+    file outside the repository, not another folder's YAML)."""
+    absolute = os.path.normpath(os.path.join(os.getcwd(), str(path)))
+    inside = _inside(absolute, os.path.normpath(str(root)))
+    folder, _, name = (inside or "").replace(os.sep, "/").rpartition("/")
+    if inside is None or folder != EXPERIMENTS_DIR or not is_spec_name(name):
+        raise OptionsError(f"{argument!r} is not a spec file in {EXPERIMENTS_DIR}/ of this "
+                           f"repository; give the experiment's name")
+    return f"{EXPERIMENTS_DIR}/{name}"
+
+
 def run_folder(root: Path, name: str) -> Path:
     """Where `tfgen run-local` keeps an experiment's data by default: `.tfgen-run/<name>/`."""
     return root / LOCAL_RUN_DIR / name

@@ -121,6 +121,10 @@ RESERVED_NAMES = {
 RERUN_ANNOTATION = "tfgen.io/rerun-of"
 RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/",
                      "training.kubeflow.org/")
+# Keys the chart writes from a spec field of their own (a second one in the pod template's
+# annotations would be a duplicate key, which helm refuses).
+SIDECAR_ANNOTATION = "sidecar.istio.io/inject"
+RESERVED_KEYS = {SIDECAR_ANNOTATION: "spec.istioSidecar"}
 
 
 def label_key_prefix_problem(key: str) -> str | None:
@@ -134,3 +138,45 @@ def label_key_prefix_problem(key: str) -> str | None:
             f"{MAX_SUBDOMAIN}"
         )
     return None
+
+
+# Namespaces of the platform itself: an experiment there could replace or starve what runs
+# the cluster. Argo CD's own namespace (tfgen.yaml argocd.namespace) is one too.
+PLATFORM_NAMESPACES = {
+    "kube-system": "the cluster's own components",
+    "kube-public": "the cluster's public information",
+    "kube-node-lease": "the nodes' heartbeats",
+}
+
+
+def platform_namespace(namespace: object, argocd_namespace: object) -> str | None:
+    """What platform `namespace` belongs to (None: an ordinary namespace)."""
+    if namespace == argocd_namespace:
+        return "Argo CD itself: an experiment there could change what deploys every experiment"
+    if isinstance(namespace, str) and namespace in PLATFORM_NAMESPACES:
+        return PLATFORM_NAMESPACES[namespace]
+    return None
+
+
+# What `git check-ref-format --allow-onelevel` refuses in a branch or tag name, plus a leading
+# '-' (git reads one as an option).
+_REF_FORBIDDEN = frozenset(" ~^:?*[\\\x7f") | {chr(c) for c in range(0x20)}
+
+
+def ref_name_problem(ref: str) -> str | None:
+    """Why git would not take `ref` as a branch, tag or commit name (None: it would)."""
+    bad = next((c for c in ref if c in _REF_FORBIDDEN), None)
+    checks = (
+        (not ref, "it is empty"),
+        (ref.startswith("-"), "it starts with '-', which git reads as an option"),
+        (bad is not None, f"it contains {bad!r}"),
+        (ref == "@", "it is '@' alone"),
+        ("@{" in ref, "it contains '@{'"),
+        (".." in ref, "it contains '..'"),
+        (ref.startswith("/") or ref.endswith("/") or "//" in ref,
+         "it starts or ends with '/', or has '//'"),
+        (ref.endswith("."), "it ends with '.'"),
+        (any(p.startswith(".") or p.endswith(".lock") for p in ref.split("/")),
+         "a '/'-separated part starts with '.' or ends with '.lock'"),
+    )
+    return next((why for failed, why in checks if failed), None)

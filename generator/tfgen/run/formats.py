@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..words import counted
 from . import EXPLAIN_FORMATS
 from .explain import Explanation
+from .tfconfig import Pod
 
 
 def format_explanations(explanations: Sequence[Explanation], fmt: str) -> str:
@@ -36,23 +37,33 @@ def format_explanation(explanation: Explanation, fmt: str) -> str:
 
 
 def as_json(explanation: Explanation) -> dict[str, Any]:
-    """`{"job", "namespace", "pods": [...]}`; tfConfig is the exact env value or null."""
+    """`{"job", "namespace", "cluster", "pods": [...]}`, of a size linear in the pods: the
+    cluster spec every pod's TF_CONFIG shares is written once (null when the operator sets no
+    TF_CONFIG), and each pod's `task`. A pod's exact TF_CONFIG is the compact JSON of
+    `{"cluster": <cluster>, "task": <task>, "environment": "cloud"}` (README, "tfgen explain");
+    a TFJob with enableDynamicWorker, whose pods each see another cluster, gives each pod its
+    exact `tfConfig` instead."""
+    pods = explanation.pods
+    shared = next((p.cluster for p in pods if p.cluster is not None), None)
+    dense = shared is not None and not any(p.dynamic_worker for p in pods)
     return {
         "job": explanation.job,
         **({"run": explanation.run} if explanation.run else {}),
         "namespace": explanation.namespace,
-        "pods": [
-            {
-                "name": p.name,
-                "replicaType": p.replica_type,
-                "index": p.index,
-                "address": p.address,
-                "gpus": p.gpus,
-                "tfConfig": p.tf_config,
-            }
-            for p in explanation.pods
-        ],
+        "cluster": {k: list(v) for k, v in sorted(shared.items())} if dense and shared else None,
+        "pods": [_pod_json(p, dense) for p in pods],
     }
+
+
+def _pod_json(pod: Pod, dense: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": pod.name, "replicaType": pod.replica_type, "index": pod.index,
+        "address": pod.address, "gpus": pod.gpus,
+        "task": {"type": pod.task_type, "index": pod.index} if pod.cluster is not None else None,
+    }
+    if not dense and pod.cluster is not None:
+        out["tfConfig"] = pod.tf_config
+    return out
 
 
 def _table(rows: list[list[str]]) -> list[str]:

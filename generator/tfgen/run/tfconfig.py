@@ -54,7 +54,10 @@ class Pod:
     port: int
     gpus: int
     mounts: tuple[Mount, ...]
-    tf_config: str | None  # the exact env value, None when the operator sets none
+    # the cluster spec every pod of the job shares (one object, not a copy per pod), None when
+    # the operator sets no TF_CONFIG; the pod's TF_CONFIG is made from it on demand
+    cluster: Mapping[str, Sequence[str]] | None
+    dynamic_worker: bool = False
     image: str = ""
     command: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
@@ -65,6 +68,15 @@ class Pod:
     def task_type(self) -> str:
         """The TF_CONFIG task type: the replica type lowercased."""
         return self.replica_type.lower()
+
+    @property
+    def tf_config(self) -> str | None:
+        """The exact env value the operator sets, None when it sets none. Made when asked: a
+        job of two thousand pods would otherwise hold two thousand copies of its cluster."""
+        if self.cluster is None:
+            return None
+        return tf_config(self.cluster, self.replica_type, self.index,
+                         dynamic_worker=self.dynamic_worker)
 
 
 def go_json(value: Any) -> str:
@@ -312,11 +324,8 @@ def pods(
                     port=port,
                     gpus=_gpus(replica),
                     mounts=_mounts(replica, container),
-                    tf_config=(
-                        tf_config(cluster, rtype, i, dynamic_worker=dynamic)
-                        if distributed
-                        else None
-                    ),
+                    cluster=cluster if distributed else None,
+                    dynamic_worker=dynamic,
                     image=str(container.get("image", "")),
                     command=tuple(str(c) for c in container.get("command") or []),
                     args=tuple(str(a) for a in container.get("args") or []),

@@ -11,6 +11,7 @@ tfgen repository, or when any file init would write is already there.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,13 @@ from .. import __version__
 from ..errors import OptionsError
 from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
-from ..render.write import apply_plan, write_new_files
+from ..render.write import apply_plan, blocked_paths, write_new_files
 from ..repo import cache, layout, resources
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config import builtin_data
+from ..validate.configrules import config_problems
+from ..validate.defaults import apply_defaults
 from ..validate.loader import load_text
 from ..validate.schema import inlined_schema, schema_problems
 
@@ -121,9 +124,12 @@ def config_text(settings: InitSettings) -> str:
     text = _environment().get_template("tfgen.yaml.j2").render(**values)
     document = load_text(text, layout.CONFIG_NAME)
     problems = schema_problems(document, document.data, CONFIG_SCHEMA)
+    problems = problems or config_problems(document, apply_defaults(document.data,
+                                                                    CONFIG_SCHEMA))
     if problems:
-        lines = [f"{_setting_of(p.pointer) or 'tfgen.yaml'}: {p.message}"
-                 + (f" ({p.hint})" if p.hint else "") for p in problems]
+        # one line per setting and message (--namespace fills two fields of tfgen.yaml)
+        lines = list(dict.fromkeys(f"{_setting_of(p.pointer) or 'tfgen.yaml'}: {p.message}"
+                                   + (f" ({p.hint})" if p.hint else "") for p in problems))
         raise SettingsError("these settings make an invalid tfgen.yaml:\n" + "\n".join(lines),
                             sorted({_setting_of(p.pointer) for p in problems} - {""}))
     return text
@@ -223,16 +229,26 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
     OptionsError (exit 2), before anything is written, when `target` already holds a
     tfgen.yaml, is not a folder, or holds any file init would write.
     """
-    if target.exists() and not target.is_dir():
-        raise OptionsError(f"{layout.shown(target)} is not a folder")
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise OptionsError(f"{_said(target)} is not a folder")
     if (target / layout.CONFIG_NAME).exists() or (target / layout.CONFIG_NAME).is_symlink():
-        raise OptionsError(f"{layout.shown(target)} already holds {layout.CONFIG_NAME}: it is a "
+        raise OptionsError(f"{_said(target)} already holds {layout.CONFIG_NAME}: it is a "
                            "tfgen repository (run `tfgen render` or `tfgen check` there)")
+    outer = layout.find_root([target])
+    if outer is not None:
+        raise OptionsError(f"{_said(target)} is inside the tfgen repository "
+                           f"{_said(outer)}: its specs and generated files would be "
+                           "foreign files there, and the outer repository would stop "
+                           "validating; start the new one in a folder of its own")
     files = repository_files(settings)
     taken = sorted(rel for rel in files if (target / rel).exists() or (target / rel).is_symlink())
     if taken:
-        raise OptionsError(f"{layout.shown(target)} already holds {', '.join(taken)}: tfgen init "
+        raise OptionsError(f"{_said(target)} already holds {', '.join(taken)}: tfgen init "
                            "writes only into a folder without them (move them away first)")
+    blocked = blocked_paths(target, files) if target.exists() else []
+    if blocked:
+        raise OptionsError(f"nothing written: {'; '.join(blocked)} (tfgen init writes only "
+                           "into real folders; move them away first)")
     target.mkdir(parents=True, exist_ok=True)
     root = target.resolve()
     write_new_files(root, files)
@@ -241,6 +257,12 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
         raise RuntimeError(f"init: the new repository does not render: {problems}")
     applied = apply_plan(plan)
     return InitResult(root=root, written=sorted([*files, *applied.written]))
+
+
+def _said(path: Path) -> str:
+    """A path as init's messages show it: relative to the working directory, never absolute
+    (`..` where it lies elsewhere)."""
+    return os.path.relpath(path)
 
 
 def _tree(source: Path, dest: str, skip: str = "") -> dict[str, str]:

@@ -14,13 +14,14 @@ from .document import Document, Locator, PointerParts
 from .loader import load_bytes
 
 # What the rules across files read of an experiment (unique names and volumes, log
-# directories, GPU quotas: rules.repo_problems, logdirs, team.quota_problems), as paths into
+# directories, object names, GPU quotas: rules.repo_problems, logdirs, objectnames,
+# team.quota_problems), as paths into
 # its data ("*": every key of a mapping). A remembered verdict brings back these parts only:
 # ten thousand whole specs cost more to recall than to judge.
 ACROSS_FILES: tuple[tuple[str, ...], ...] = (
     ("metadata", "name"), ("metadata", "namespace"),
     ("spec", "lifecycle"), ("spec", "runPolicy", "suspend"), ("spec", "sweep"),
-    ("spec", "storage"), ("spec", "tensorboard", "logDir"),
+    ("spec", "storage"), ("spec", "tensorboard", "logDir"), ("spec", "tensorboard", "enabled"),
     ("spec", "roles", "*", "replicas"), ("spec", "roles", "*", "gpus"),
 )
 

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import InputError
 from ..repo import layout
 from ..repo.resources import CONFIG_SCHEMA
+from .configrules import config_problems
 from .defaults import apply_defaults
 from .loader import Document, LoadError, load_file
 from .schema import schema_problems
@@ -158,11 +159,8 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
     except LoadError as exc:
         raise InputError(exc.message) from None
     problems = schema_problems(document, document.data, CONFIG_SCHEMA)
+    data = apply_defaults(document.data, CONFIG_SCHEMA) if not problems else {}
+    problems = problems or config_problems(document, data)
     if problems:
         raise InputError("invalid repository config:\n" + "\n".join(p.text() for p in problems))
-    return RepoConfig(
-        root=root,
-        path=path,
-        data=apply_defaults(document.data, CONFIG_SCHEMA),
-        document=document,
-    )
+    return RepoConfig(root=root, path=path, data=data, document=document)

@@ -21,12 +21,13 @@ from ..errors import TfgenError
 from ..problems import Problem
 from ..repo import layout
 from ..words import counted
-from . import sweep, team
+from . import pods, sweep, team
 from .checked import across_files
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
 from .loader import LoadError, load_bytes, read_file
+from .objectnames import name_clash_problems
 from .rules import Checked, repo_problems, semantic_problems
 from .schema import schema_problems
 
@@ -157,8 +158,10 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
-    problems += (semantic_problems(checked, config.namespaces)
+    problems += (semantic_problems(checked, config.namespaces,
+                                     config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
+                 + pods.pod_level_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
@@ -209,9 +212,10 @@ def facts_checked(
 
 
 def across_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[Problem]:
-    """The rules across files: unique names and volumes, log folders, each namespace's GPU
-    quota."""
-    return repo_problems(experiments) + team.quota_problems(experiments, config)
+    """The rules across files: unique names and volumes, log folders, the names of the objects
+    the experiments render, each namespace's GPU quota."""
+    return (repo_problems(experiments) + name_clash_problems(experiments, config.max_runs)
+            + team.quota_problems(experiments, config))
 
 
 def _recalled_data(

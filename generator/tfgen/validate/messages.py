@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..problems import Problem
-from ..repo import naming
+from ..repo import images, naming
 from ..words import counted
 from .document import Locator, PointerParts, pointer_text
-from .patterns import ONE_LINE, PATTERN_WORDS
+from .patterns import IMAGE_REFERENCE, ONE_LINE, PATTERN_WORDS
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -102,6 +102,16 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     if close:
         return f'did you mean "{close[0]}"?'
     return "allowed: " + ", ".join(options)
+
+
+def _image_words(text: str, grammar: str) -> str:
+    """What makes `text` no image reference, at its character (the grammar only when the
+    parser finds nothing: the two are held to agree by tests/test_images.py)."""
+    try:
+        images.parse(text)
+    except images.ImageError as exc:
+        return f"is not an image reference: {exc.message}"
+    return grammar
 
 
 class Translator:
@@ -278,6 +288,8 @@ class Translator:
         if value == ONE_LINE:
             self.multi_line.add(pointer_text(parts))
         instance: Any = err.instance
+        if value == IMAGE_REFERENCE:
+            words = _image_words(str(instance), words)
         self.add(parts, f"{shown(instance)} is not valid: it {words}", kind="value")
 
     def _too_long(self, err: ValidationError) -> None:

@@ -22,6 +22,7 @@ from ..problems import Problem
 from ..repo import naming
 from .apirules import api_problems, path_problem
 from .checked import Checked, Collector, lookup
+from .configrules import platform_problem
 from .document import PointerParts, pointer_text
 from .logdirs import collision_problems
 from .messages import shown
@@ -76,6 +77,11 @@ def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
         for key in keys:
             if where == "annotations" and key == naming.RERUN_ANNOTATION:
                 continue  # written by `tfgen rerun`; the chart passes it on
+            if key in naming.RESERVED_KEYS:
+                field = naming.RESERVED_KEYS[key]
+                out.add(("metadata", where, key), f"{shown(str(key))} is set by tfgen itself "
+                        f"from {field}", f"remove it and set {field} instead")
+                continue
             prefix = next((p for p in naming.RESERVED_PREFIXES if str(key).startswith(p)), None)
             if prefix:
                 out.add(
@@ -231,8 +237,10 @@ def _check_tensorboard(spec: dict[str, Any], out: Collector) -> None:
         )
 
 
-def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None) -> list[Problem]:
-    """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any)."""
+def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None,
+                      argocd_namespace: str | None = None) -> list[Problem]:
+    """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any), and
+    `argocd_namespace` is Argo CD's own."""
     out = Collector(checked.locator)
     data = checked.data
     _check_ttl(data, out)
@@ -255,7 +263,10 @@ def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None)
     if isinstance(metadata, dict):
         _check_reserved_keys(metadata, out)
     namespace = lookup(data, "metadata", "namespace")
-    if namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
+    platform = platform_problem(namespace, argocd_namespace)
+    if platform:
+        out.add(("metadata", "namespace"), *platform, key=False)
+    elif namespaces is not None and isinstance(namespace, str) and namespace not in namespaces:
         out.add(
             ("metadata", "namespace"),
             f"namespace {shown(namespace)} is not one Argo CD may deploy to",

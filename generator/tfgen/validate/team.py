@@ -13,24 +13,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
+from ..repo import images as refs
 from . import sweep
 from .checked import Checked, Collector, lookup, spec_is_retired
 from .config import RepoConfig
 from .document import PointerParts
 from .messages import shown
-
-DOCKER_HUB = "docker.io"
-DIGEST_MARK = "@sha256:"
-
-
-def full_image(image: str) -> str:
-    """An image reference with its registry spelled out, as the container runtime reads it:
-    a first component without '.' or ':' (and not localhost) is a Docker Hub path, and a
-    single-component name lives under library/."""
-    first, slash, rest = image.partition("/")
-    if slash and ("." in first or ":" in first or first == "localhost"):
-        return image
-    return f"{DOCKER_HUB}/{image}" if slash else f"{DOCKER_HUB}/library/{image}"
 
 
 def images(spec: dict[str, Any]) -> Iterable[tuple[PointerParts, str]]:
@@ -84,6 +72,38 @@ class _Policy:
                      "one of: " + (", ".join(allowed) or "none besides the default"), key=False)
 
 
+def _image_policy(policy: _Policy, parts: PointerParts, text: str) -> None:
+    """The namespace's registries and pinning on one image, read as the runtime reads it (a
+    reference that is none is the schema's to report)."""
+    try:
+        image = refs.parse(text)
+    except refs.ImageError:
+        return
+    rules, namespace = policy.rules, policy.namespace
+    allowed = [p for p in (_prefix(e) for e in rules.get("registries") or []) if p]
+    if rules.get("registries") is not None and not any(p.admits(image) for p in allowed):
+        policy.out.add(parts, f"image {shown(text)} (read as {shown(image.full)}) comes from a "
+                       f"source namespace {namespace} does not allow by "
+                       f"{policy.name('registries')}",
+                       "use an image under " + (", ".join(map(str, allowed)) or "none"),
+                       key=False)
+    if rules.get("requireDigest") and not image.digest:
+        floating = (f" and {'has no tag' if not image.tag else 'is tagged :latest'}, so what "
+                    "runs may change under the same spec" if image.floating else "")
+        policy.out.add(parts, f"image {shown(text)} is not pinned by digest{floating}, which "
+                       f"{policy.name('requireDigest')} requires",
+                       "append @sha256:<digest> (e.g. from `docker buildx imagetools inspect`)",
+                       key=False)
+
+
+def _prefix(entry: Any) -> refs.Prefix | None:
+    """A policy entry as a prefix (one that is none is refused with tfgen.yaml itself)."""
+    try:
+        return refs.parse_prefix(str(entry))
+    except refs.ImageError:
+        return None
+
+
 def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     """The namespace's policy on one experiment."""
     namespace, spec = lookup(checked.data, "metadata", "namespace"), checked.data.get("spec")
@@ -93,17 +113,7 @@ def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Prob
     policy = _Policy(config, namespace, out)
     rules = policy.rules
     for parts, image in images(spec):
-        full = full_image(image)
-        prefixes = rules.get("registries")
-        if prefixes is not None and not any(full.startswith(p) for p in prefixes):
-            out.add(parts, f"image {shown(image)} (read as {shown(full)}) comes from a source "
-                    f"namespace {namespace} does not allow by {policy.name('registries')}",
-                    "use an image under " + ", ".join(prefixes), key=False)
-        if rules.get("requireDigest") and DIGEST_MARK not in image:
-            out.add(parts, f"image {shown(image)} is not pinned by digest, which "
-                    f"{policy.name('requireDigest')} requires",
-                    "append @sha256:<digest> (e.g. from `docker buildx imagetools inspect`)",
-                    key=False)
+        _image_policy(policy, parts, image)
     limit = rules.get("maxGpusPerExperiment")
     requested = gpus(spec)
     if isinstance(limit, int) and requested > limit:
