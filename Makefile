@@ -32,8 +32,9 @@ $(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-$(HELM): scripts/install_helm.py
-	$(PYTHON) scripts/install_helm.py .tools/helm
+# The pinned helm, installed by tfgen itself (`tfgen install-helm`, as in a team repository).
+$(HELM): $(VENV)/.installed generator/tfgen/gate/helminstall.py
+	$(BIN)/tfgen install-helm
 
 # Always run: a pinned tool already built is kept, and Go's build cache rebuilds a referee in
 # tests/go/ only when its sources changed.

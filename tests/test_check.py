@@ -23,6 +23,7 @@ from tfgen.gate.batch import BatchRenderer, RenderJob, jobs_for
 from tfgen.gate.diff import run_diff
 from tfgen.gate.helm import find_helm
 from tfgen.render.generated import dump_yaml
+from tfgen.validate.loader import load_file
 from tfgen.words import counted
 
 MNIST = "experiments/distributed-mnist.yaml"
@@ -167,14 +168,46 @@ def test_storage_change_against_the_base_commit(runner: CliRunner, repo: Path) -
     assert "all clear" in out.stderr
     out = check(runner, repo, "--base", "HEAD")
     assert out.exit_code == 1
-    assert "PersistentVolume/default-distributed-mnist-data $.spec.csi.volumeAttributes.path: " \
-           "the volume source changed ('/training' -> '/elsewhere')" in out.output
-    assert "start a new run under a new experiment name" in out.output
+    [line] = out.stdout.splitlines()
+    at = load_file(repo / MNIST).locate(("spec", "storage", "nas", "path"))
+    assert line.startswith(f"{MNIST}:{at[0]}:{at[1]}: $.spec.storage.nas.path: changed from "
+                           '"/training" to "/elsewhere", which a started run cannot take: a '
+                           "PV's source (server, path, driver) is immutable "
+                           "(PersistentVolume/default-distributed-mnist-data)"), line
+    assert "`tfgen rerun distributed-mnist --as NEW`" in line
     # --changed renders only the touched experiment and still finds it
     changed = check(runner, repo, "--base", "HEAD", "--changed")
-    assert changed.exit_code == 1 and "the volume source changed" in changed.output
+    assert changed.exit_code == 1 and 'changed from "/training"' in changed.output
     assert changed.stderr.startswith(f"1 of {counted(len(BUNDLED), 'experiment')} checked (the "
                                      "others are untouched since the base): 1 problem (")
+    # the base's renders are no experiment checked: the counts add up to the one checked
+    assert "; 0 rendered by helm, 1 reused from the last check)" in changed.stderr
+
+
+def test_a_change_to_a_live_run_is_said_once_whole_at_its_line(
+    runner: CliRunner, repo: Path
+) -> None:
+    long = "--batch_size=64 " + "--flag=" + "x" * 150
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["args"].append(long))
+    render_repo(repo)
+    git_init(repo)
+    edit_yaml(repo / MNIST, lambda d: d["spec"]["args"].__setitem__(
+        -1, long.replace("=64", "=128")))
+    render_repo(repo)
+    out = check(runner, repo, "--base", "HEAD", "--no-cache")
+    assert out.exit_code == 1
+    [line] = out.stdout.splitlines()  # one spec field: once, not once per replica type
+    at = load_file(repo / MNIST).locate(("spec", "args", 2))
+    assert line.startswith(f"{MNIST}:{at[0]}:{at[1]}: $.spec.args[2]: changed from "
+                           f'"{long}" to "{long.replace("=64", "=128")}", which a started run '
+                           "cannot take: running pods are not recreated from a changed "
+                           "template (TFJob/distributed-mnist Master, TFJob/distributed-mnist "
+                           "PS, TFJob/distributed-mnist Worker)"), line
+    assert line.endswith("`tfgen rerun distributed-mnist --as NEW`, then make the change "
+                         "there)"), line
+    rerun = runner.invoke(main, ["rerun", "distributed-mnist", "--as", "mnist-128"],
+                          catch_exceptions=False)
+    assert rerun.exit_code in (0, 1), rerun.output  # the way out the message names exists
 
 
 def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
@@ -191,7 +224,7 @@ def test_an_odd_base_applicationset_does_not_switch_the_live_run_check_off(
     render_repo(repo)
     out = check(runner, repo, "--base", "HEAD")
     assert out.exit_code == 1, out.output
-    assert "the volume source changed ('/training' -> '/elsewhere')" in out.output
+    assert 'changed from "/training" to "/elsewhere"' in out.output
 
 
 def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path) -> None:
@@ -249,7 +282,7 @@ def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
     monkeypatch.setenv("TFGEN_HELM", str(repo / "no-such-helm"))
     out = check(runner, repo, "--no-cache")
     assert out.exit_code == 2
-    assert "make setup" in out.output
+    assert "`tfgen install-helm`" in out.output
 
 
 @pytest.mark.parametrize("major", [4, 3])

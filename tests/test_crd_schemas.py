@@ -198,6 +198,6 @@ def test_upstream_crds_are_no_input_and_not_handed_on() -> None:
     hashed = snapshot(ROOT).hashes
     assert "schemas/kubeflow.org/tfjob_v1.json" in hashed
     assert not [rel for rel in hashed if rel.startswith(f"{layout.UPSTREAM_SCHEMAS_DIR}/")]
-    files = repository_files(InitSettings())
+    files = repository_files(InitSettings(tfgen_source="git+https://github.com/acme/tfgen.git@v0.1.0"))
     assert "schemas/jobset.x-k8s.io/jobset_v1alpha2.json" in files
     assert not [rel for rel in files if rel.startswith(f"{layout.UPSTREAM_SCHEMAS_DIR}/")]

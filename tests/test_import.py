@@ -209,13 +209,66 @@ def test_printed_spec_lists_what_is_left_out(runner: CliRunner, tmp_path: Path) 
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(result.stdout)["metadata"]["name"] == "mnist-v1"
     errors = result.stderr
-    assert "TFJob/mnist-v1 status.conditions[0].type: Created (the cluster's state" in errors
-    assert "spec.ttlSecondsAfterFinished: 600 (tfgen never sets a TTL" in errors
-    assert "containers[0].resources.limits.cpu: 8 (tfgen sets no CPU limit" in errors
-    assert "Worker.template.spec.hostNetwork: True (the spec has no field for it)" in errors
+    groups = left_out_groups(errors)
+    assert any("spec.ttlSecondsAfterFinished: 600" in line
+               for line in groups["tfgen never sets a TTL: Argo CD would recreate the deleted "
+                                  "TFJob and train again"])
+    assert any("containers[0].resources.limits.cpu: 8" in line for reason, lines in
+               groups.items() if reason.startswith("tfgen sets no CPU limit") for line in lines)
+    assert any("Worker.template.spec.hostNetwork: True" in line
+               for line in groups["the spec has no field for it"])
     assert "spec.csi.volumeHandle: mnist-nas-pv" in errors
+    # the cluster's bookkeeping is counted, never listed field by field
+    assert "status.conditions" not in errors
+    assert ("not imported, what the cluster and kubectl write on every object (status, uid, "
+            "resourceVersion, managedFields, ...), not listed: 1 object") in errors
     assert "tfgen validate" in errors and "tfgen render" in errors and "pull request" in errors
     assert not (tmp_path / "experiments").exists()
+
+
+def left_out_groups(stderr: str) -> dict[str, list[str]]:
+    """`not imported, <reason>:` headers and their indented lines, as import prints them."""
+    groups: dict[str, list[str]] = {}
+    reason = ""
+    for line in stderr.splitlines():
+        if line.startswith("not imported, ") and line.endswith(":"):
+            reason = line[len("not imported, "):-1]
+            groups[reason] = []
+        elif line.startswith("  ") and reason:
+            groups[reason].append(line.strip())
+        else:
+            reason = ""
+    return groups
+
+
+def test_a_cluster_export_lists_what_matters_at_each_objects_line(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """A `kubectl get -o yaml` List: each left-out field at its own object's line, grouped by
+    reason; uid, resourceVersion, managedFields and status counted, not listed."""
+    objects = [d for docs in _input("v1", "csi").values() for d in docs]
+    for obj in objects:
+        obj["metadata"].update(uid="0d7c", resourceVersion="42", generation=1,
+                               managedFields=[{"manager": "kubectl", "operation": "Update",
+                                               "fieldsV1": {"f:spec": {}}}])
+        obj["status"] = {"phase": "Bound"}
+    objects[0]["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["hostNetwork"] = True
+    listing = tmp_path / "cluster.yaml"
+    listing.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    result = run_import(runner, listing, "--owner", OWNER)
+    assert result.exit_code == 0, result.output
+    groups = left_out_groups(result.stderr)
+    listed = [line for lines in groups.values() for line in lines]
+    assert not any(word in line for line in listed
+                   for word in ("uid", "resourceVersion", "managedFields", "status", "generation"))
+    text = listing.read_text().splitlines()
+    starts = {i + 1 for i, line in enumerate(text) if line.startswith("- ")}
+    assert len(starts) == len(objects)
+    for line in listed:  # each at the line where its own object starts, never the List's
+        number = int(line.split(":")[1])
+        assert number in starts, line
+    assert any("hostNetwork: True" in line for line in groups["the spec has no field for it"])
+    assert f"not listed: {len(objects)} objects" in result.stderr
 
 
 def test_a_kubectl_list_and_a_folder(runner: CliRunner, tmp_path: Path) -> None:
@@ -378,8 +431,9 @@ def test_what_the_groups_do_not_share_is_listed(runner: CliRunner, tmp_path: Pat
     assert spec["spec"]["roles"]["ps"]["memory"] == "4Gi"
     assert '"' + str(tmp_path) + '/odd\\nname.yaml"' in result.stdout.splitlines()[1]
     errors = result.stderr
-    assert ("Worker.template.spec.serviceAccountName: trainer (the spec sets "
-            "serviceAccountName once for every role, and the groups differ (") in errors
+    assert ("not imported, the spec sets serviceAccountName once for every role, and the "
+            "groups differ (") in errors
+    assert "Worker.template.spec.serviceAccountName: trainer\n" in errors
     assert "env[1].valueFrom.fieldRef.fieldPath: metadata.name" in errors
     assert "variable POD of PS is not imported" in errors
     assert "memory 4Gi becomes the limit too" in errors

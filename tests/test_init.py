@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.scaffold import InitSettings, SettingsError, defaults
 from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
+from tfgen.scaffold.source import parse_source
 
+SOURCE = "git+https://github.com/acme/tfgen.git@v0.1.0"
 FLAGS = ["--repo-url", "https://github.com/acme/ml.git", "--namespace", "ml",
-         "--namespace", "vision", "--nas-server", "nas.example.com"]
+         "--namespace", "vision", "--nas-server", "nas.example.com", "--tfgen-source", SOURCE]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -28,10 +30,8 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture
-def started(tmp_path: Path, runner: CliRunner) -> Path:
-    """A repository `tfgen init` started, committed."""
-    repo = tmp_path / "team"
+def start_repository(repo: Path, runner: CliRunner) -> Path:
+    """A repository `tfgen init` started in `repo` with FLAGS, committed."""
     result = runner.invoke(main, ["init", str(repo), *FLAGS], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     git(repo, "init", "-q")
@@ -40,10 +40,17 @@ def started(tmp_path: Path, runner: CliRunner) -> Path:
     return repo
 
 
+@pytest.fixture
+def started(tmp_path: Path, runner: CliRunner) -> Path:
+    """A repository `tfgen init` started, committed."""
+    return start_repository(tmp_path / "team", runner)
+
+
 def test_init_writes_a_repository_and_lists_it(started: Path) -> None:
     tracked = set(git(started, "ls-files").split())
     for path in ("tfgen.yaml", ".gitattributes", ".gitignore", ".pre-commit-config.yaml",
-                 ".github/workflows/pr.yaml", "scripts/install_helm.py", "experiments/README.md",
+                 ".github/workflows/pr.yaml", "README.md", "experiments/README.md",
+                 "argo/README.md",
                  "charts/tfjob-experiment/Chart.yaml", "schemas/experiment.schema.json",
                  "argo/project.yaml", "argo/applicationset.yaml"):
         assert path in tracked
@@ -83,7 +90,8 @@ def test_a_crlf_checkout_passes_render_check(
 
 def test_refuses_a_tfgen_repository_and_writes_nothing(tmp_path: Path, runner: CliRunner) -> None:
     (tmp_path / "tfgen.yaml").write_text("apiVersion: tfgen.io/v1\nkind: RepoConfig\n")
-    result = runner.invoke(main, ["init", str(tmp_path), "--yes"], catch_exceptions=False)
+    result = runner.invoke(main, ["init", str(tmp_path), "--yes", "--tfgen-source", SOURCE],
+                           catch_exceptions=False)
     assert result.exit_code == 2
     assert "already holds tfgen.yaml" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["tfgen.yaml"]
@@ -91,7 +99,8 @@ def test_refuses_a_tfgen_repository_and_writes_nothing(tmp_path: Path, runner: C
 
 def test_refuses_to_overwrite_a_file(tmp_path: Path, runner: CliRunner) -> None:
     (tmp_path / ".gitignore").write_text("mine\n")
-    result = runner.invoke(main, ["init", str(tmp_path), "--yes"], catch_exceptions=False)
+    result = runner.invoke(main, ["init", str(tmp_path), "--yes", "--tfgen-source", SOURCE],
+                           catch_exceptions=False)
     assert result.exit_code == 2
     assert "already holds .gitignore" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == [".gitignore"]
@@ -102,12 +111,17 @@ def test_refuses_to_overwrite_a_file(tmp_path: Path, runner: CliRunner) -> None:
     (["--namespace", "ok", "--namespace", "Bad_NS"], '--namespace: "Bad_NS" is not valid'),
     (["--kubernetes-version", "latest"], "--kubernetes-version: "),
     (["--nas-server", "has space"], '--nas-server: "has space" is not valid'),
+    (["--tfgen-source", "tfgen==0.1.0"], "--tfgen-source: 'tfgen==0.1.0' is not a pinned source"),
+    (["--tfgen-source", "git+https://github.com/acme/tfgen.git"], "without @<commit or tag>"),
+    (["--tfgen-source", "http://pypi.acme.example/simple/"], "plain http"),
+    (["--tfgen-source", "https://user:secret@pypi.acme.example/simple/"], "is not a pinned"),
 ])
 def test_an_invalid_setting_names_its_flag(
     tmp_path: Path, runner: CliRunner, flags: list[str], expected: str
 ) -> None:
     target = tmp_path / "new"
-    result = runner.invoke(main, ["init", str(target), "--yes", *flags], catch_exceptions=False)
+    result = runner.invoke(main, ["init", str(target), "--yes", "--tfgen-source", SOURCE, *flags],
+                           catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert expected in result.stderr
     assert "Traceback" not in result.output
@@ -125,13 +139,63 @@ def test_this_repository_ignores_what_init_ignores() -> None:
     assert set(wanted) <= ours, set(wanted) - ours
 
 
-def test_the_workflow_installs_tfgen_instead_of_building_it() -> None:
-    text = workflow()
-    assert "make setup" not in text and ".venv/bin/" not in text
-    assert text.count("python scripts/install_helm.py .tools/helm") == 2
-    jobs = yaml.safe_load(text)["jobs"]
-    runs = [step.get("run", "") for step in jobs["check"]["steps"]]
-    assert any(run.startswith("tfgen check --base") for run in runs), runs
+@pytest.mark.parametrize(("source", "env"), [
+    (SOURCE, {"TFGEN_REQUIREMENT": SOURCE}),
+    ("https://pypi.acme.example/simple/", {"TFGEN_REQUIREMENT": "tfgen-gitops==0.1.0",
+                                           "PIP_INDEX_URL": "https://pypi.acme.example/simple/"}),
+])
+def test_the_workflow_installs_tfgen_from_the_pinned_source(
+    source: str, env: dict[str, str]
+) -> None:
+    text = workflow(parse_source(source))
+    assert "make setup" not in text and "tfgen==" not in text
+    data = yaml.safe_load(text)
+    assert data["env"] == env
+    for job in data["jobs"].values():
+        runs = [step.get("run", "") for step in job["steps"]]
+        setup = next(run for run in runs if "pip install" in run)
+        assert setup.split("\n")[:3] == [
+            "python3 -m venv .venv", '.venv/bin/python -m pip install "$TFGEN_REQUIREMENT"',
+            ".venv/bin/tfgen install-helm"]
+    runs = [step.get("run", "") for step in data["jobs"]["check"]["steps"]]
+    assert any(run.startswith(".venv/bin/tfgen check --base") for run in runs), runs
+
+
+def test_the_readme_gives_set_up_and_check(started: Path) -> None:
+    text = (started / "README.md").read_text()
+    assert ("python3 -m venv .venv && .venv/bin/python -m pip install "
+            f"{SOURCE} && .venv/bin/tfgen install-helm") in text
+    assert "\n.venv/bin/tfgen check\n" in text
+    for link in ("experiments/README.md", "argo/README.md", "schemas/repo-config.schema.json"):
+        assert link in text and (started / link).is_file()
+
+
+def test_the_distribution_name_is_not_the_public_tfgen() -> None:
+    """pyproject.toml names the distribution the package says it is (its one home for code),
+    and never the public index's unrelated `tfgen`."""
+    from tfgen import DISTRIBUTION
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION != "tfgen"
+    assert project["scripts"] == {"tfgen": "tfgen.cli:main"}
+
+
+def test_without_a_terminal_init_names_every_value_it_needs(
+    tmp_path: Path, runner: CliRunner
+) -> None:
+    target = tmp_path / "unasked"
+    result = runner.invoke(main, ["init", str(target), "--nas-server", "nas.example.com"],
+                           catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    for flag in ("--repo-url", "--namespace", "--tfgen-source"):
+        assert f"\n  {flag} (" in result.stderr
+    assert "--nas-server" not in result.stderr  # given, and optional anyway
+    assert not target.exists()
+    given = runner.invoke(main, ["init", str(target), "--repo-url", "https://github.com/a/b.git",
+                                 "--namespace", "ml"], catch_exceptions=False)
+    assert given.exit_code == 2
+    assert "--tfgen-source (" in given.stderr and "--repo-url" not in given.stderr
 
 
 def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:
@@ -149,7 +213,7 @@ def test_asks_for_what_the_flags_leave_open(
 ) -> None:
     monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
     target = tmp_path / "asked"
-    answers = "git@github.com:acme/ml.git\nml, vision\n\n"
+    answers = f"git@github.com:acme/ml.git\nml, vision\n\n{SOURCE}\n"
     result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
@@ -164,7 +228,8 @@ def test_yes_asks_nothing_and_takes_the_schemas_defaults(
 ) -> None:
     monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
     target = tmp_path / "defaults"
-    result = runner.invoke(main, ["init", str(target), "--yes"], catch_exceptions=False)
+    result = runner.invoke(main, ["init", str(target), "--yes", "--tfgen-source", SOURCE],
+                           catch_exceptions=False)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
     assert config["argocd"]["repoURL"] == defaults().repo_url

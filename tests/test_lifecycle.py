@@ -56,7 +56,7 @@ def test_new_writes_a_valid_spec_with_the_modeline_and_says_what_next(
     data = spec(repo, "fresh-run")
     assert data["metadata"] == {"name": "fresh-run", "namespace": "default",
                                 "owner": "me@example.com"}  # namespace: tfgen.yaml's default
-    assert data["spec"]["roles"] == {"master": {"replicas": 1, "gpus": 1},
+    assert data["spec"]["roles"] == {"chief": {"replicas": 1},  # beside ps: coordinates only
                                      "worker": {"replicas": 3, "gpus": 1},
                                      "ps": {"replicas": 2}}
     assert data["spec"]["tensorboard"]["logDir"] == "/training/fresh-run/logs"
@@ -109,23 +109,34 @@ def test_new_from_renames_what_names_the_old_run_and_keeps_comments(
     # a data path that holds the old name only inside a longer name is data: kept
     assert data["spec"]["env"] == [{"name": "DATA", "value": "/training/datasets/ckpt-run-data"}]
     assert data["spec"]["image"] == "tensorflow/tensorflow:2.16.1"
-    # nothing else changed: the text is the old one with the renamed fields
+    assert data["metadata"]["annotations"] == {naming.COPY_ANNOTATION: "ckpt-run"}
+    # nothing else changed: the text is the old one with the renamed fields, plus the record
+    # of where it came from
     old_lines = source.read_text().splitlines()
-    new_lines = text.splitlines()
+    new_lines = [line for line in text.splitlines()
+                 if line != f"  annotations: {{{naming.COPY_ANNOTATION}: ckpt-run}}"]
     changed = [(a, b) for a, b in zip(old_lines, new_lines, strict=True) if a != b]
     assert len(changed) == 4, changed  # name, owner, args, logDir
+    for field in ("$.metadata.name: ckpt-run -> ckpt-run-b", "$.spec.args[0]: ",
+                  "$.spec.tensorboard.logDir: /training/ckpt-run/logs -> "
+                  "/training/ckpt-run-b/logs",
+                  f'$.metadata.annotations["{naming.COPY_ANNOTATION}"]: set to ckpt-run'):
+        assert f"  changed {field}" in out.stderr, out.stderr
 
 
-def test_new_from_refuses_a_log_directory_the_old_run_still_uses(
+def test_new_from_refuses_a_log_directory_another_run_uses(
         runner: CliRunner, repo: Path) -> None:
+    """--log-dir pointing at another active run's folder: refused on the copy, never on the
+    untouched original, suggesting a folder it does not have yet."""
     out = tfgen(runner, "new", "mnist-again", "--from", "distributed-mnist",
-                "--owner", "o@example.com")
+                "--owner", "o@example.com", "--log-dir", "/training/tensorflow/logs")
     assert out.exit_code == 1
     assert not (repo / "experiments/mnist-again.yaml").exists()
-    line = next(x for x in out.stdout.splitlines() if x.startswith("experiments/mnist-again"))
+    [line] = out.stdout.splitlines()
+    assert line.startswith("experiments/mnist-again.yaml:")
     assert "$.spec.tensorboard.logDir" in line and "experiments/distributed-mnist.yaml" in line
     assert "restore the old run's checkpoints" in line
-    assert "/training/mnist-again/logs" in line
+    assert "e.g. /training/tensorflow/logs/mnist-again," in line
     assert "nothing written" in out.stderr
 
 
@@ -163,7 +174,7 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["NAME", "NAMESPACE", "OWNER", "RUNS", "TOPOLOGY", "GPUS",
-                                "STORAGE", "STATE"]
+                                "HOLDS", "STORAGE", "STATE"]
     specs = sorted((repo / "experiments").glob("*.yaml"))
     assert len(lines) == 1 + len(specs)
     mnist = next(x for x in lines if x.startswith("distributed-mnist"))
@@ -175,7 +186,8 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     assert sweep[3] == "6" and sweep[-3] == "12"  # six runs of 2x1 GPU workers: 12 GPUs
     column = lines[0].index("STATE")
     assert all(line[column:].split()[0] in ("STATE", "active") for line in lines)
-    assert out.stderr.strip() == f"{len(specs)} experiments"
+    assert out.stderr.splitlines() == ["namespace ml-team: 5 of 16 GPUs of its quota held",
+                                       f"{len(specs)} experiments"]
 
 
 def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
@@ -183,7 +195,8 @@ def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
     rows = json.loads(tfgen(runner, "list", "--format", "json").stdout)
     assert [r["name"] for r in rows] == sorted(
         p.stem for p in (repo / "experiments").glob("*.yaml"))
-    assert set(rows[0]) == {"name", "namespace", "owner", "runs", "topology", "gpus", "storage",
+    assert set(rows[0]) == {"name", "namespace", "owner", "runs", "topology", "gpus", "holds",
+                            "storage",
                             "state"}
     assert {r["name"]: r["runs"] for r in rows}["lr-sweep"] == 6
     gpus = {r["name"]: r["gpus"] for r in rows}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from helpers import copy_repo_parts
+from helpers import copy_repo_parts, git_init
 from tfgen.cli import main
 
 SPEC = "experiments/resnet-chief-eval.yaml"  # namespace ml-team: chief 1 GPU, 4 workers x 1
@@ -50,8 +50,8 @@ def edit_spec(root: Path, rel: str, change: Any, new_name: str | None = None) ->
     return path
 
 
-def validate() -> Result:
-    return CliRunner().invoke(main, ["validate"], catch_exceptions=False)
+def validate(*paths: str) -> Result:
+    return CliRunner().invoke(main, ["validate", *paths], catch_exceptions=False)
 
 
 def test_the_bundled_policy_passes(repo: Path) -> None:
@@ -98,8 +98,13 @@ def test_gpu_quota_over_the_namespace(repo: Path) -> None:
     result = validate()
     assert result.exit_code == 1
     message = (f"namespace ml-team's active experiments request 10 GPUs together (5 here); "
-               f"policy.ml-team.gpuQuota (tfgen.yaml:{line}) is 8")
-    assert result.output.count(message) == 2, result.output  # both experiments hold GPUs
+               f"policy.ml-team.gpuQuota (tfgen.yaml:{line}) is 8; holding them: "
+               "resnet-chief-eval (5), resnet-second (5)")
+    assert result.output.count(message) == 1, result.output  # once, naming every holder
+    # on the spec being added, when the command knows which: the file it is given
+    added = validate("experiments/resnet-second.yaml")
+    assert added.output.startswith("experiments/resnet-second.yaml:"), added.output
+    assert added.output.count(message) == 1, added.output
     # a suspended experiment holds none
     edit_spec(repo, "experiments/resnet-second.yaml",
               lambda d: d["spec"].setdefault("runPolicy", {}).update(suspend=True))
@@ -108,6 +113,22 @@ def test_gpu_quota_over_the_namespace(repo: Path) -> None:
     edit_spec(repo, "experiments/resnet-second.yaml",
               lambda d: d["spec"].update(runPolicy={}, lifecycle="retired"))
     assert validate().exit_code == 0, validate().output
+
+
+def test_check_base_reports_the_quota_once_on_the_spec_the_change_adds(repo: Path) -> None:
+    line = set_policy(repo, gpuQuota=8)["gpuQuota"]
+    edit_spec(repo, SPEC, lambda d: d["spec"]["tensorboard"].update(
+        logDir="/mnt/nas/resnet-second/logs"), new_name="resnet-second")
+    assert CliRunner().invoke(main, ["render"], catch_exceptions=False).exit_code == 1
+    (repo / "experiments" / "resnet-second.yaml").rename(repo / "second.yaml.txt")
+    git_init(repo)  # the base: resnet-chief-eval alone, within its quota
+    (repo / "second.yaml.txt").rename(repo / "experiments" / "resnet-second.yaml")
+    result = CliRunner().invoke(main, ["check", "--base", "main", "--no-cache"],
+                                catch_exceptions=False)
+    assert result.exit_code == 1
+    quota = [p for p in result.stdout.splitlines() if f"(tfgen.yaml:{line}) is 8" in p]
+    assert len(quota) == 1, result.stdout
+    assert quota[0].startswith("experiments/resnet-second.yaml:"), quota
 
 
 def test_load_balancer_not_allowed_by_default(repo: Path) -> None:

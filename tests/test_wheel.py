@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # a wheel built and installed into a fresh enviro
 
 # What building the wheel reads: the project file and everything the package links to.
 SOURCES = ("pyproject.toml", "README.md", "generator", "schemas", "charts", ".github",
-           ".pre-commit-hooks.yaml", "scripts")
+           ".pre-commit-hooks.yaml", "argo/README.md")
 
 
 def run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -29,22 +29,29 @@ GIT = ("git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c",
        "init.defaultBranch=main")
 
 
+def copy_sources(dest: Path) -> Path:
+    """What building tfgen reads (SOURCES), copied from this checkout into `dest`."""
+    for part in SOURCES:
+        (dest / part).parent.mkdir(parents=True, exist_ok=True)
+        if (REPO_ROOT / part).is_dir():
+            shutil.copytree(REPO_ROOT / part, dest / part, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(REPO_ROOT / part, dest / part)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def tfgen(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The `tfgen` command of a fresh virtual environment holding tfgen's wheel."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     source.mkdir()
-    for part in SOURCES:
-        if (REPO_ROOT / part).is_dir():
-            shutil.copytree(REPO_ROOT / part, source / part, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy2(REPO_ROOT / part, source / part)
+    copy_sources(source)
     built = run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
                 work / "dist", source)
     assert built.returncode == 0, built.stderr
-    [wheel] = (work / "dist").glob("tfgen-*.whl")
+    [wheel] = (work / "dist").glob("tfgen_gitops-*.whl")
     venv = work / "venv"
     assert run(sys.executable, "-m", "venv", venv).returncode == 0
     installed = run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel)
@@ -92,8 +99,8 @@ def test_init_from_the_wheel_passes_check(tfgen: Path, tmp_path: Path) -> None:
     # The new repository lies outside this checkout and holds no helm of its own: helm comes
     # from $TFGEN_HELM, as in every other test.
     repo = tmp_path / "team"
-    started = run(tfgen, "init", repo, "--yes", "--repo-url", "https://github.com/acme/ml.git",
-                  "--namespace", "ml")
+    started = run(tfgen, "init", repo, "--repo-url", "https://github.com/acme/ml.git",
+                  "--namespace", "ml", "--tfgen-source", "https://pypi.acme.example/simple/")
     assert started.returncode == 0, started.stderr
     assert "Traceback" not in started.stderr
     assert (repo / "charts" / "tfjob-experiment" / "Chart.yaml").is_file()

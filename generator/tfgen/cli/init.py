@@ -35,7 +35,34 @@ def _ask(settings: InitSettings) -> InitSettings:
         answer = click.prompt("NAS server every experiment mounts (empty: each spec names one)",
                               default="", show_default=False, err=True)
         settings.nas_server = answer.strip() or None
+    if settings.tfgen_source is None:
+        settings.tfgen_source = click.prompt(
+            "Where CI installs tfgen from: the tfgen Git repository at a commit or tag "
+            "(git+https://...@v1.2), or your package index (https://.../simple/)",
+            default=base.tfgen_source, err=True)
     return settings
+
+
+# What init asks a person for and cannot guess (the NAS server is optional), by setting, with
+# the flag that gives it and what it is.
+NEEDED = {
+    "repo_url": ("--repo-url", "the Git URL Argo CD clones this repository from"),
+    "namespaces": ("--namespace", "the namespaces experiments run in"),
+    "tfgen_source": ("--tfgen-source", "where CI installs tfgen from: the tfgen Git "
+                     "repository at a commit or tag, or your package index"),
+}
+
+
+def _refuse_unasked(settings: InitSettings) -> None:
+    """Without a terminal nobody can be asked: each value init needs must be a flag (or
+    --yes says to take the defaults), never a placeholder written silently."""
+    from ..errors import OptionsError
+
+    missing = [f"{flag} ({what})" for name, (flag, what) in NEEDED.items()
+               if not getattr(settings, name)]
+    if missing:
+        raise OptionsError("tfgen init has no terminal to ask for these; give them as flags "
+                           "(or --yes to take the defaults):\n  " + "\n  ".join(missing))
 
 
 @main.command()
@@ -52,6 +79,11 @@ def _ask(settings: InitSettings) -> InitSettings:
 @click.option("--argocd-namespace", help="The namespace Argo CD runs in.")
 @click.option("--argocd-version", help="The Argo CD minor version (x.y).")
 @click.option("--target-revision", help="The branch Argo CD follows.")
+@click.option("--tfgen-source", metavar="SOURCE",
+              help="Where the repository's CI installs tfgen from: the tfgen Git repository "
+                   "at a commit or tag (git+https://host/org/tfgen.git@v0.1.0) or your package "
+                   "index (https://host/simple/). Default: the Git commit this tfgen was "
+                   "installed from, if it was.")
 @click.option("--yes", "-y", is_flag=True,
               help="Ask nothing: settings not given as flags take their defaults.")
 @handle_errors
@@ -59,13 +91,14 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     """Start a new tfgen repository in DIRECTORY (default: here).
 
     Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
-    --yes), the chart (charts/), the schemas (schemas/), the pull-request workflow
-    (.github/workflows/pr.yaml), .pre-commit-config.yaml, .gitattributes, .gitignore,
-    scripts/install_helm.py and experiments/README.md, then renders argo/. `tfgen check`
-    passes on the result. Refuses a folder that already holds tfgen.yaml or any of these files
-    (nothing is written then).
+    --yes; without one, --repo-url, --namespace and --tfgen-source are needed unless --yes),
+    README.md (set up and check), the chart (charts/), the schemas (schemas/), the
+    pull-request workflow (.github/workflows/pr.yaml, installing tfgen from --tfgen-source),
+    .pre-commit-config.yaml, .gitattributes, .gitignore, experiments/README.md and
+    argo/README.md, then renders argo/. `tfgen check` passes on the result. Refuses a folder
+    that already holds tfgen.yaml or any of these files (nothing is written then).
 
-    Exit codes: 0 written, 2 usage error (a refused folder, an invalid setting).
+    Exit codes: 0 written, 2 usage error (a refused folder, a setting missing or invalid).
     """
     # imported here: the scaffold (Jinja2, the full JSON Schema validator) costs every other
     # command a tenth of a second at start-up
@@ -76,6 +109,8 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     settings = InitSettings(**{**flags, "namespaces": list(flags["namespaces"])})
     if not yes and _interactive():
         settings = _ask(settings)
+    elif not yes:
+        _refuse_unasked(settings)
     try:
         result = init_repository(directory, settings)
     except SettingsError as exc:
@@ -88,4 +123,5 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     for path in result.written:
         click.echo(path)
     click.echo(f"{len(result.written)} files written in {result.root}; next: cd there, "
-               "`git init`, commit, and add experiments with `tfgen new NAME`", err=True)
+               "`tfgen install-helm`, `git init`, commit, then `tfgen check` and "
+               "`tfgen new NAME` (README.md: set up and check on any machine)", err=True)

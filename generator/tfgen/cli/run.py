@@ -55,7 +55,7 @@ def explain(experiment: str, fmt: str, run: str | None) -> None:
     "command",
     metavar="CMD",
     help="Run this instead of the spec's command and args, e.g. "
-    '"python examples/mnist/main.py --steps 50".',
+    '"python train.py --steps 50".',
 )
 @click.option("--keep-args", is_flag=True,
               help="With --command: append the spec's args to it, as the pods get them.")

@@ -198,12 +198,19 @@ def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
     written), 2 usage error.
     """
     from ..importer import import_manifests
+    from ..importer.leftout import BOOKKEEPING
 
     result = import_manifests(files, name=name, owner=owner, write=write)
     if not write:
         click.echo("---\n".join(result.specs.values()), nl=False)
-    for line in result.left_out:
-        click.echo(f"not imported: {line}", err=True)
+    for reason, lines in result.left_out.by_reason.items():
+        click.echo(f"not imported, {reason}:", err=True)
+        for line in lines:
+            click.echo(f"  {line}", err=True)
+    if result.left_out.bookkeeping:
+        click.echo(f"not imported, {BOOKKEEPING} (status, uid, resourceVersion, managedFields, "
+                   f"...), not listed: {counted(len(result.left_out.bookkeeping), 'object')}",
+                   err=True)
     for line in result.notes:
         click.echo(f"note: {line}", err=True)
     for path in result.written:

@@ -111,3 +111,33 @@ def changed_experiments(repo: Path, ref: str) -> set[str] | None:
         if name:
             scope.add(name)
     return scope
+
+
+def changed_specs(repo: Path, ref: str) -> set[str]:
+    """The spec files a change since `ref` adds or alters, as messages show them: where a
+    problem between two experiments (a shared log folder, a GPU quota) belongs."""
+    specs = {rel for rel in changed_paths(repo, ref)
+             if rel.startswith(layout.EXPERIMENTS_DIR + "/") and layout.experiment_of(rel)}
+    return {layout.shown(repo / rel) for rel in specs}
+
+
+def deleted_files(repo: Path, ref: str, folder: str) -> dict[str, str]:
+    """Repo-relative paths under `folder` that some commit up to `ref` deleted (and `ref`
+    does not hold again), each with the last commit that still had it: one `git log`."""
+    commit = resolve(repo, ref)
+    log = _git(repo, "log", "--diff-filter=D", "--name-only", "--format=%x00%H", "--relative",
+               commit, "--", folder)
+    if log.returncode != 0:
+        raise EnvironmentProblem(f"git log {ref} failed: {log.stderr.strip()}")
+    found: dict[str, str] = {}
+    for entry in log.stdout.split("\0")[1:]:
+        deleting, _, names = entry.partition("\n")
+        for rel in filter(None, names.split("\n")):
+            found.setdefault(rel, f"{deleting.strip()}^")  # newest deletion first
+    return found
+
+
+def file_at(repo: Path, revision: str, rel: str) -> bytes | None:
+    """The content of a repo-relative file at a revision, None when it has none."""
+    shown = _git(repo, "show", f"{revision}:./{rel}", binary=True)
+    return shown.stdout if shown.returncode == 0 else None

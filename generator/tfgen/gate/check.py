@@ -43,7 +43,7 @@ from ..validate import (
     validate_paths,
 )
 from ..words import counted
-from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, wiring
+from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, retained, wiring
 from .applications import Resolution, ResolvedApplication, resolve_applications
 from .batch import BatchRenderer
 from .helm import find_helm
@@ -153,6 +153,8 @@ class Gate:
 
     def __init__(self, config: RepoConfig, options: CheckOptions) -> None:
         self.config, self.options, self.root = config, options, config.root
+        # The specs the pull request adds or alters: a problem between experiments is theirs.
+        self.focus = base.changed_specs(self.root, options.base) if options.base else None
         self.memory = render.Memory(self.root, use_cache=options.use_cache)
         self.cache, self.keys, self.inputs = (
             self.memory.cache, self.memory.keys, self.memory.inputs)
@@ -217,7 +219,8 @@ class Gate:
             # and argo/ while it renders (on two cores this hides most of the Python work).
             rendering = pool.submit(stage.render, progress)
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
-                                   self.config, scope.context(), verdicts=self.memory.verdicts)
+                                   self.config, scope.context(), verdicts=self.memory.verdicts,
+                                   focus=self.focus)
             problems += specs.problems + self.drift(specs, scope) + stage.argo_problems()
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())
@@ -225,11 +228,17 @@ class Gate:
                          for p in resolution.problems]
             rendering.result()
         rendered, found = stage.located({e.name: e.shown for e in specs.experiments})
+        # What this pass's own renders took from the cache; the base revision's renders below
+        # go through the same renderer and are not the experiments checked.
+        reused = stage.reused + self.renderer.stats.cached - cached
         problems += found + objects.collisions(rendered, scope.identities())
         if self.options.validator != "builtin":
             problems += objects.kubeconform_problems(rendered, stage.judge.validator)
         if self.options.base:
             problems += immutability.base_problems(
+                self.root, self.options.base, rendered, self.config.kubernetes_version,
+                self.renderer)
+            problems += retained.retained_problems(
                 self.root, self.options.base, rendered, self.config.kubernetes_version,
                 self.renderer)
         kept = scope.kept()
@@ -240,7 +249,7 @@ class Gate:
             checked=len(apps) + len(kept),
             objects=sum(len(item.keys) for item in rendered) + sum(e.objects for e in kept),
             helm_processes=self.renderer.stats.helm_processes,
-            cache_hits=stage.reused + self.renderer.stats.cached - cached + len(kept),
+            cache_hits=reused + len(kept),
             reads={**(scope.before.reads if scope.before else {}),
                    **self.reads(resolution.applications)})
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}

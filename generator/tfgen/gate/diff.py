@@ -22,12 +22,13 @@ from ..repo import layout, naming
 from ..repo.cache import CACHE_DIRNAME, Cache
 from ..validate import RepoConfig, load_config, team, validate_repo
 from ..validate.experiments import check_file
-from ..validate.loader import LoadError, read_file
+from ..validate.loader import LoadError, load_file, read_file
 from . import base
 from .applications import ResolvedApplication, resolve_applications
 from .batch import BatchRenderer, RenderResult, jobs_for
 from .helm import find_helm
 from .manifests import documents, parse_manifest
+from .policy import kept_by_argo
 
 
 @dataclass
@@ -38,7 +39,7 @@ class ObjectDiff:
     kind: str
     namespace: str
     name: str
-    status: str  # added | removed | changed
+    status: str  # added | removed | changed | kept (left in the cluster: Prune/Delete=false)
     diff: str
 
     @property
@@ -68,6 +69,16 @@ class NamespaceGpus:
     quota: int | None
 
 
+@dataclass(frozen=True)
+class CopyDiff:
+    """An added experiment that records its source (`tfgen new --from`, `tfgen rerun`): the
+    unified diff of the source's spec (at the base, else now) against the copy's."""
+
+    name: str
+    source: str
+    diff: str
+
+
 @dataclass
 class DiffResult:
     base: str
@@ -76,6 +87,7 @@ class DiffResult:
     diffs: list[ObjectDiff] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     gpus: list[NamespaceGpus] = field(default_factory=list)
+    copies: list[CopyDiff] = field(default_factory=list)
 
 
 def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
@@ -121,18 +133,27 @@ def gpu_table(config: RepoConfig, before: dict[str, int] | None,
     return rows
 
 
-def _documents(manifest: str) -> dict[tuple[str, str, str], str]:
-    """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`)."""
-    out: dict[tuple[str, str, str], str] = {}
+ObjectId = tuple[str, str, str]  # kind, namespace, name
+
+
+def _documents(manifest: str) -> tuple[dict[ObjectId, str], set[ObjectId]]:
+    """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`),
+    and those Argo CD keeps in the cluster once they leave Git (`policy.kept_by_argo`)."""
+    out: dict[ObjectId, str] = {}
+    kept: set[ObjectId] = set()
     for _, body in documents(manifest):
         for obj in parse_manifest(body):
             out[(obj.kind, obj.namespace, obj.name)] = body
-    return out
+            if kept_by_argo(obj):
+                kept.add((obj.kind, obj.namespace, obj.name))
+    return out, kept
 
 
 def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]:
-    """Per-object unified diffs between two rendered manifests of one experiment."""
-    old, new = _documents(before), _documents(after)
+    """Per-object unified diffs between two rendered manifests of one experiment. An object
+    that leaves the rendering but that Argo CD keeps (the PV and PVC) is `kept`: the cluster
+    keeps it, with its data, whether the spec is retired or deleted."""
+    (old, keeps), (new, _) = _documents(before), _documents(after)
     out = []
     for key in sorted(set(old) | set(new)):
         kind, namespace, name = key
@@ -140,7 +161,8 @@ def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
-        status = "added" if a is None else "removed" if b is None else "changed"
+        status = ("added" if a is None else "changed" if b is not None
+                  else "kept" if key in keeps else "removed")
         text = "".join(difflib.unified_diff(
             (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
             f"a/{label}" if a is not None else "/dev/null",
@@ -194,7 +216,10 @@ def run_diff(
             scope = set(names) if scope is None else scope & set(names)
         base_apps = [a for a in base_all if scope is None or a.name in scope]
         before = _render(renderer, base_apps, config.kubernetes_version)
-    now_apps = [a for a in now_all if scope is None or a.name in scope]
+        now_apps = [a for a in now_all if scope is None or a.name in scope]
+        existing = {a.name for a in base_all}
+        result.copies = copy_diffs(root, tree, [a.name for a in now_apps
+                                                if a.name not in existing])
     after = _render(renderer, now_apps, config.kubernetes_version)
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
@@ -215,6 +240,40 @@ def run_diff(
                 None if base_gpus is None or name not in base_gpus else base_gpus[name][1],
                 now_gpus[name][1] if name in now_gpus else None))
     return result
+
+
+def _source_of(spec: Path) -> str | None:
+    """The experiment a spec records as its source (naming.SOURCE_ANNOTATIONS), if any."""
+    try:
+        data = load_file(spec).data
+    except (InputError, OSError):
+        return None
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict):
+        return None
+    found = next((annotations[k] for k in naming.SOURCE_ANNOTATIONS if k in annotations), None)
+    return found if isinstance(found, str) and naming.is_experiment_name(found) else None
+
+
+def copy_diffs(root: Path, tree: Path, added: Sequence[str]) -> list[CopyDiff]:
+    """What each added experiment that is a copy changes in its source's spec."""
+    out = []
+    for name in added:
+        rel = f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}"
+        source = _source_of(root / rel)
+        if source is None:
+            continue
+        source_rel = f"{layout.EXPERIMENTS_DIR}/{source}{layout.SPEC_SUFFIX}"
+        original = next((p for p in (tree / source_rel, root / source_rel) if p.is_file()), None)
+        if original is None:
+            continue
+        text = "".join(difflib.unified_diff(
+            original.read_text(encoding="utf-8").splitlines(keepends=True),
+            (root / rel).read_text(encoding="utf-8").splitlines(keepends=True),
+            f"a/{source_rel}", f"b/{rel}"))
+        out.append(CopyDiff(name, source, text))
+    return out
 
 
 def _known(names: Sequence[str], experiments: set[str], ref: str) -> None:

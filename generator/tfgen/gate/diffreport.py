@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..errors import InputError
 from ..words import counted
 from . import DIFF_FORMATS
-from .diff import DiffResult, ExperimentChange, NamespaceGpus, ObjectDiff
+from .diff import CopyDiff, DiffResult, ExperimentChange, NamespaceGpus, ObjectDiff
 
 COMMENT_MARKER = "<!-- tfgen-diff -->"
 # GitHub refuses comments over 65,536 characters; leave room for the header and notes.
@@ -25,6 +25,9 @@ MAX_MARKDOWN_CHARS = 60_000
 MAX_OBJECT_LINES = 300
 NOTE_ROOM = 300  # kept free for the note that says what was cut
 STATUSES = ("added", "changed", "removed")  # the order rows and counts are given in
+# How objects fare, in that order: `kept` leaves Git but stays in the cluster (the PV and PVC,
+# Prune=false and Delete=false), as `tfgen retire --delete` says.
+OBJECT_STATUSES = ("added", "changed", "removed", "kept")
 
 
 def _clip(text: str, max_lines: int) -> str:
@@ -43,9 +46,9 @@ def _by_kind(diffs: Sequence[ObjectDiff]) -> str:
 
 
 def objects_cell(diffs: Sequence[ObjectDiff]) -> str:
-    """`7 added: Deployment, 2 NetworkPolicy, ...; 1 changed: TFJob`."""
+    """`7 added: Deployment, 2 NetworkPolicy, ...; 1 changed: TFJob; 2 kept: ...`."""
     parts = []
-    for status in STATUSES:
+    for status in OBJECT_STATUSES:
         of = [d for d in diffs if d.status == status]
         if of:
             parts.append(f"{len(of)} {status}: {_by_kind(of)}")
@@ -63,6 +66,13 @@ def gpus_cell(change: ExperimentChange, arrow: str = "->") -> str:
     if before is not None and after is not None and before != after:
         delta = f" ({after - before:+d})"
     return f"{old} {arrow} {new}{delta}"
+
+
+def _status_words(diff: ObjectDiff) -> str:
+    if diff.status == "kept":
+        return ("kept (leaves Git, stays in the cluster with its data: Prune=false, "
+                "Delete=false)")
+    return diff.status
 
 
 def _rows(result: DiffResult) -> list[tuple[ExperimentChange, list[ObjectDiff]]]:
@@ -86,16 +96,21 @@ def summary(result: DiffResult, *, full: bool) -> str:
     if not result.changes:
         return (f"Nothing changes in the cluster against {result.base}. Next: open the pull "
                 "request")
-    objects = {s: sum(1 for d in result.diffs if d.status == s) for s in STATUSES}
-    # The table's words: "removed" is what the rendering no longer holds, not what the cluster
-    # deletes (volumes and claims are kept: Prune=false).
-    present = [s for s in STATUSES if objects[s]]
+    objects = {s: sum(1 for d in result.diffs if d.status == s) for s in OBJECT_STATUSES}
+    # "removed" is what Argo CD deletes; "kept" what leaves Git but stays in the cluster (the
+    # volume and claim: Prune=false, Delete=false).
+    present = [s for s in OBJECT_STATUSES if objects[s]]
     what = counted(len(result.diffs), "object") + (
         f" {present[0]}" if len(present) == 1
         else ": " + ", ".join(f"{objects[s]} {s}" for s in present))
     next_step = ("review the objects above, then open the pull request" if full else
                  f"`tfgen diff --base {result.base} --full` shows every object")
     return f"Against {result.base}: {_what_changed(result)} ({what}). Next: {next_step}"
+
+
+def _copy_words(copy: CopyDiff) -> str:
+    return (f"{copy.name} is a copy of {copy.source}; what it changes in the spec"
+            + ("" if copy.diff else ": nothing"))
 
 
 def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
@@ -106,10 +121,12 @@ def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
              + "  " + row[3] for row in rows]
+    for copy in result.copies:  # a copy is read against its source, before its objects
+        lines += ["", f"=== {_copy_words(copy)}", _clip(copy.diff, max_object_lines).rstrip("\n")]
     if full:
         for c, diffs in _rows(result):
             for d in diffs:
-                lines += ["", f"=== {c.name}: {d.ref} {d.status}",
+                lines += ["", f"=== {c.name}: {d.ref} {_status_words(d)}",
                           _clip(d.diff, max_object_lines).rstrip("\n")]
     return "\n".join(lines)
 
@@ -147,6 +164,11 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
             return "\n".join(head) + "\n"
         head.append(row)
     out = "\n".join(head) + "\n"
+    for copy in result.copies:
+        block = (f"\n**{_copy_words(copy).replace(copy.name, f'`{copy.name}`', 1)}**\n\n"
+                 f"````diff\n{_clip(copy.diff, max_object_lines).rstrip()}\n````\n")
+        if len(out) + len(block) <= max_chars - NOTE_ROOM:
+            out += block
     if not full:
         return out + f"\nEvery object in full: `tfgen diff --base {result.base} --full`.\n"
     out += (f"\n<details><summary>Every object in full "
@@ -154,7 +176,7 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
     closing = "</details>\n"
     shown = 0
     for d in (d for _, diffs in _rows(result) for d in diffs):
-        block = (f"**`{d.experiment}`: {d.ref} {d.status}**\n\n````diff\n"
+        block = (f"**`{d.experiment}`: {d.ref} {_status_words(d)}**\n\n````diff\n"
                  f"{_clip(d.diff, max_object_lines).rstrip()}\n````\n\n")
         if len(out) + len(block) + len(closing) > max_chars - NOTE_ROOM:
             break

@@ -3,7 +3,8 @@
 The chart is rendered by the same program Argo CD's repo-server runs, never by a
 re-implementation, and with the same command line everywhere (`template_command`). Lookup order:
 `$TFGEN_HELM` (`$TFGEN_HELM3` for helm 3), the project-local `.tools/helm/v<major>/helm` of the
-repository that `make setup` installs, then `helm` on PATH (helm 4 only).
+repository that `tfgen install-helm` installs (`helminstall.py`), then `helm` on PATH (helm 4
+only).
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from ..repo import chart as chart_facts
 from ..repo import layout
 
 TOOLS_DIR = Path(".tools") / "helm"
-INSTALL_HINT = "run `make setup` (or `python scripts/install_helm.py`) to install helm into .tools/"
+INSTALL_HINT = ("run `tfgen install-helm` to install the pinned helm into .tools/ (or set "
+                "$TFGEN_HELM)")
+
+
+def local_helm(base: Path, major: int) -> Path:
+    """Where the repository `base` keeps its own helm of a major version (4 or 3)."""
+    return base / TOOLS_DIR / f"v{major}" / "helm"
 
 
 def find_helm(major: int = 4, root: Path | None = None) -> str:
@@ -29,8 +36,7 @@ def find_helm(major: int = 4, root: Path | None = None) -> str:
     env_var = "TFGEN_HELM" if major == 4 else "TFGEN_HELM3"
     if os.environ.get(env_var):
         return _runnable(os.environ[env_var], f"${env_var}")
-    base = root or layout.find_root() or Path.cwd()
-    local = base / TOOLS_DIR / f"v{major}" / "helm"
+    local = local_helm(root or layout.find_root() or Path.cwd(), major)
     if local.exists() or local.is_symlink():
         return _runnable(str(local), str(local))
     on_path = shutil.which("helm")

@@ -3,19 +3,25 @@
 A change between the experiment at the base revision (what runs in the cluster) and now that
 Kubernetes would refuse (a PV's volume source, a bound PVC's spec) or that the training
 operator would silently ignore (replica specs, scheduling, namespace) must become a new run
-under a new name. Both sides are rendered by the real helm, through the same batch renderer.
+under a new name (`tfgen rerun`). Both sides are rendered by the real helm, through the same
+batch renderer. Each change found in the rendered objects is then traced back to the spec
+field that made it (the spec at the base against the spec now), so it is reported once, at
+that field's line, with its whole old and new value, however many replica types it touched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..problems import Problem
-from ..repo import chart
+from ..repo import chart, layout
+from ..validate.document import PointerParts, pointer_text
 from ..validate.loader import load_file
 from . import base
 from .applications import resolve_applications
@@ -24,22 +30,45 @@ from .manifests import RenderedObject, parse_manifest
 from .objects import AppObjects, app_is_retired
 
 NEW_RUN_HINT = (
-    "a live run cannot take this change: start a new run under a new experiment name "
-    "(copy the spec to experiments/<new-name>.yaml), and delete the old spec when done"
+    "a started run cannot take this change: leave it as it was and start a new run, "
+    "`tfgen rerun {name} --as NEW`, then make the change there"
 )
+
+
+@dataclass(frozen=True, eq=False)  # each one itself: its values may be lists
+class Immutable:
+    """A change to a rendered object a live run cannot take: the object, the field, the
+    sentence that explains it, the field's old and new value (_ABSENT: not there), why a live
+    run cannot take it, and what it touches in short (`TFJob/x Worker`)."""
+
+    ref: str
+    pointer: str
+    message: str
+    old: Any
+    new: Any
+    why: str = ""
+    part: str = ""
+
+    @property
+    def change(self) -> str:
+        """`"old" -> "new"`, both whole."""
+        return _change_text(self.old, self.new)
+
+    def problem(self, path: str, name: str) -> Problem:
+        return Problem(path=path, pointer=f"{self.ref} {self.pointer}", message=self.message,
+                       hint=NEW_RUN_HINT.format(name=name))
 
 _PV_MUTABLE = {"capacity", "accessModes", "mountOptions", "storageClassName",
                "persistentVolumeReclaimPolicy", "claimRef", "nodeAffinity"}
 _PVC_MUTABLE = {"resources", "volumeAttributesClassName"}
-# kind -> (spec keys a live object takes, what to say about a change to any other)
+# kind -> (spec keys a live object takes, what to say about a change to any other, why)
 _STORAGE_IMMUTABLE = {
     chart.VOLUME: (
-        _PV_MUTABLE,
-        "the volume source changed ({change}); a PV's source (server, path, driver) is immutable",
+        _PV_MUTABLE, "the volume source changed ({change})",
+        "a PV's source (server, path, driver) is immutable",
     ),
     chart.CLAIM: (
-        _PVC_MUTABLE,
-        "changed ({change}); a bound claim's spec is immutable except its size",
+        _PVC_MUTABLE, "changed ({change})", "a bound claim's spec is immutable except its size",
     ),
 }
 # runPolicy fields the operator reads continuously; everything else is read once at start.
@@ -54,10 +83,11 @@ def _changed_keys(old: dict[str, Any], new: dict[str, Any], mutable: set[str]) -
 _ABSENT = object()
 
 
-def _leaf_changes(old: Any, new: Any, pointer: str, limit: int = 5) -> list[tuple[str, str]]:
-    """(pointer, "old -> new") for the innermost fields that differ, so a message names
+def _leaf_changes(old: Any, new: Any, pointer: str, limit: int = 5
+                  ) -> list[tuple[str, Any, Any]]:
+    """(pointer, old, new) for the innermost fields that differ, so a message names
     `$.spec.csi.volumeAttributes.path` rather than the whole volume source."""
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, Any, Any]] = []
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new)):
             a, b = old.get(key, _ABSENT), new.get(key, _ABSENT)
@@ -69,13 +99,13 @@ def _leaf_changes(old: Any, new: Any, pointer: str, limit: int = 5) -> list[tupl
             if a != b:
                 out += _leaf_changes(a, b, f"{pointer}[{index}]", limit)
     else:
-        out.append((pointer, f"{_short(old)} -> {_short(new)}"))
+        out.append((pointer, old, new))
     return out[:limit]
 
 
-def immutability_problems(
-    base: Sequence[RenderedObject], now: Sequence[RenderedObject], path: str
-) -> list[Problem]:
+def immutability_changes(
+    base: Sequence[RenderedObject], now: Sequence[RenderedObject]
+) -> list[Immutable]:
     """Changes between the experiment at the base revision and now that a live run cannot take.
 
     Kubernetes rejects changes to a PV's volume source and to a bound PVC's spec (except its
@@ -83,7 +113,7 @@ def immutability_problems(
     only when the job starts: a change is stored but never acted on, so the run in the cluster
     would silently differ from Git.
     """
-    out: list[Problem] = []
+    out: list[Immutable] = []
     old_by_kind: dict[str, list[RenderedObject]] = {}
     for obj in base:
         old_by_kind.setdefault(obj.kind, []).append(obj)
@@ -95,12 +125,13 @@ def immutability_problems(
         olds = old_by_kind.get(obj.kind) or []
         old = next((o for o in olds if o.name == obj.name), None)
         if old is not None:
-            out += _changes(old, obj, path)
+            out += _changes(old, obj)
         elif olds and obj.kind in _RENAMED_KINDS and not (obj.kind == chart.TFJOB[1]
                                                           and runs_kept):
-            out.append(obj.problem(path, "$.metadata.name",
-                                   f"{obj.kind} was {olds[0].name!r} at the base revision and "
-                                   f"is {obj.name!r} now", NEW_RUN_HINT))
+            out.append(Immutable(obj.ref, "$.metadata.name",
+                                 f"{obj.kind} was {olds[0].name!r} at the base revision and "
+                                 f"is {obj.name!r} now", olds[0].name, obj.name,
+                                 "a renamed object is another one", obj.ref))
     return out
 
 
@@ -108,55 +139,63 @@ def immutability_problems(
 _RENAMED_KINDS = (chart.TFJOB[1], chart.VOLUME, chart.CLAIM)
 
 
-def _changes(old: RenderedObject, obj: RenderedObject, path: str) -> list[Problem]:
+def _changes(old: RenderedObject, obj: RenderedObject) -> list[Immutable]:
     """What changed in one object, kept under its name, that a live run cannot take."""
     if obj.namespace != old.namespace and obj.kind != chart.VOLUME:
-        return [obj.problem(path, "$.metadata.namespace",
-                            f"namespace changed from {old.namespace!r} to {obj.namespace!r}",
-                            NEW_RUN_HINT)]
+        return [Immutable(obj.ref, "$.metadata.namespace",
+                          f"namespace changed from {old.namespace!r} to {obj.namespace!r}",
+                          old.namespace, obj.namespace, "an object cannot change namespace",
+                          obj.ref)]
     old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
     if (obj.api_version, obj.kind) == chart.TFJOB:
-        return _tfjob_changes(old_spec, new_spec, obj, path)
+        return _tfjob_changes(old_spec, new_spec, obj)
     if obj.kind not in _STORAGE_IMMUTABLE:
         return []
-    mutable, message = _STORAGE_IMMUTABLE[obj.kind]
-    return [obj.problem(path, where, message.format(change=change), NEW_RUN_HINT)
+    mutable, message, why = _STORAGE_IMMUTABLE[obj.kind]
+    return [Immutable(obj.ref, where, f"{message.format(change=_change_text(a, b))}; {why}",
+                      a, b, why, obj.ref)
             for key in _changed_keys(old_spec, new_spec, mutable)
-            for where, change in _leaf_changes(old_spec.get(key, _ABSENT),
-                                               new_spec.get(key, _ABSENT), f"$.spec.{key}")]
+            for where, a, b in _leaf_changes(old_spec.get(key, _ABSENT),
+                                             new_spec.get(key, _ABSENT), f"$.spec.{key}")]
 
 
-def _tfjob_changes(
-    old: dict[str, Any], new: dict[str, Any], obj: RenderedObject, path: str
-) -> list[Problem]:
+def _tfjob_changes(old: dict[str, Any], new: dict[str, Any], obj: RenderedObject
+                   ) -> list[Immutable]:
     out = []
     old_r, new_r = old.get("tfReplicaSpecs") or {}, new.get("tfReplicaSpecs") or {}
     for rtype in sorted(set(old_r) | set(new_r)):
         before, after = old_r.get(rtype), new_r.get(rtype)
         where = f"$.spec.tfReplicaSpecs.{rtype}"
         if before is None or after is None:
-            out.append(obj.problem(path, where,
-                                f"replica type {rtype} {'added' if before is None else 'removed'}"
-                                " in a running TFJob (the operator does not re-read replica "
-                                "specs)", NEW_RUN_HINT))
+            out.append(Immutable(obj.ref, where,
+                                 f"replica type {rtype} {'added' if before is None else 'removed'}"
+                                 " in a running TFJob (the operator does not re-read replica "
+                                 "specs)", before or _ABSENT, after or _ABSENT,
+                                 "the operator does not re-read replica specs",
+                                 f"{obj.ref} {rtype}"))
             continue
         if before.get("replicas") != after.get("replicas"):
-            out.append(obj.problem(path, f"{where}.replicas",
-                                f"{rtype} replicas changed {before.get('replicas')} -> "
-                                f"{after.get('replicas')}; TF_CONFIG of running pods keeps the "
-                                f"old cluster", NEW_RUN_HINT))
+            out.append(Immutable(obj.ref, f"{where}.replicas",
+                                 f"{rtype} replicas changed {before.get('replicas')} -> "
+                                 f"{after.get('replicas')}; TF_CONFIG of running pods keeps the "
+                                 f"old cluster", before.get("replicas"), after.get("replicas"),
+                                 "TF_CONFIG of running pods keeps the old cluster",
+                                 f"{obj.ref} {rtype}"))
         for key in sorted((set(before) | set(after)) - {"replicas"}):
             if before.get(key) != after.get(key):
-                for pointer, change in _leaf_changes(before.get(key, _ABSENT),
-                                                     after.get(key, _ABSENT), f"{where}.{key}"):
-                    out.append(obj.problem(path, pointer,
-                                        f"{rtype} {key} changed ({change}); running pods are "
-                                        f"not recreated from a changed template", NEW_RUN_HINT))
+                for pointer, a, b in _leaf_changes(before.get(key, _ABSENT),
+                                                   after.get(key, _ABSENT), f"{where}.{key}"):
+                    out.append(Immutable(obj.ref, pointer,
+                                         f"{rtype} {key} changed ({_change_text(a, b)}); running "
+                                         "pods are not recreated from a changed template", a, b,
+                                         "running pods are not recreated from a changed "
+                                         "template", f"{obj.ref} {rtype}"))
     old_p, new_p = old.get("runPolicy") or {}, new.get("runPolicy") or {}
     for key in _changed_keys(old_p, new_p, _RUN_POLICY_LIVE):
-        out.append(obj.problem(path, f"$.spec.runPolicy.{key}",
-                            f"runPolicy.{key} changed; the operator reads it only when the job "
-                            f"starts", NEW_RUN_HINT))
+        out.append(Immutable(obj.ref, f"$.spec.runPolicy.{key}",
+                             f"runPolicy.{key} changed; the operator reads it only when the job "
+                             "starts", old_p.get(key, _ABSENT), new_p.get(key, _ABSENT),
+                             "the operator reads it only when the job starts", obj.ref))
     return out
 
 
@@ -176,11 +215,62 @@ def _unretired(current: AppObjects) -> Problem:
                    f"name: `tfgen rerun {name} --as NEW`")
 
 
-def _short(value: Any) -> str:
+def _full(value: Any) -> str:
+    """A value whole, as JSON writes it (never cut: the difference may be at its end)."""
+    return "(absent)" if value is _ABSENT else json.dumps(value, ensure_ascii=False)
+
+
+def _change_text(old: Any, new: Any) -> str:
+    return f"{_full(old)} -> {_full(new)}"
+
+
+def _spec_leaves(old: Any, new: Any, parts: PointerParts = ()
+                 ) -> list[tuple[PointerParts, Any, Any]]:
+    """The innermost fields of a spec that differ: (pointer parts, old, new)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [leaf for key in sorted(set(old) | set(new), key=str)
+                if old.get(key, _ABSENT) != new.get(key, _ABSENT)
+                for leaf in _spec_leaves(old.get(key, _ABSENT), new.get(key, _ABSENT),
+                                         (*parts, key))]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [leaf for index, (a, b) in enumerate(zip(old, new, strict=True)) if a != b
+                for leaf in _spec_leaves(a, b, (*parts, index))]
+    return [(parts, old, new)]
+
+
+def _shows(value: Any, rendered: Any) -> bool:
+    """Whether a spec value (absent: anything) is to be seen in a rendered value."""
     if value is _ABSENT:
-        return "(absent)"
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+        return True
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text in (rendered if isinstance(rendered, str) else _full(rendered))
+
+
+def located(changes: Sequence[Immutable], spec_path: str, old_spec: Any, name: str
+            ) -> list[Problem]:
+    """The changes as problems: each spec field whose old and new value the rendered
+    changes show, once, at its line in the spec with both values whole (naming the objects
+    it changes); a rendered change no spec field explains (tfgen.yaml, the chart), as itself."""
+    try:
+        document = load_file(spec_path)
+    except InputError:
+        return [change.problem(spec_path, name) for change in changes]
+    leaves = _spec_leaves(old_spec, document.data)
+    out, explained = [], set()
+    for parts, old, new in leaves:
+        touched = [c for c in changes if _shows(old, c.old) and _shows(new, c.new)]
+        if not touched or parts[:1] not in (("spec",), ("metadata",)):
+            continue
+        explained.update(touched)
+        line, col = document.locate(parts)
+        why = "; ".join(dict.fromkeys(c.why for c in touched))
+        parts_touched = ", ".join(dict.fromkeys(c.part for c in touched))
+        out.append(Problem(spec_path, line, col, pointer=pointer_text(parts),
+                           message=f"changed from {_full(old)} to {_full(new)}, which a "
+                           f"started run cannot take: {why} ({parts_touched})",
+                           hint=NEW_RUN_HINT.format(name=name)))
+    rest = {(c.ref, c.pointer, c.message): c for c in changes if c not in explained}
+    return out + [c.problem(spec_path, name) for c in rest.values()]
 
 
 def base_problems(
@@ -200,12 +290,25 @@ def base_problems(
         out = [_unretired(current) for before, current in pairs
                if app_is_retired(before) and not app_is_retired(current.app)]
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
-    for (_, current), before in zip(pairs, results, strict=True):
-        if before.error or before.manifest == current.manifest:
-            continue  # an experiment that did not render at the base was not running
-        try:
-            old_objects = parse_manifest(before.manifest)
-        except InputError:
-            continue  # the same: what the base rendered could not have been applied
-        out += immutability_problems(old_objects, current.objects, current.path)
+        for (_, current), before in zip(pairs, results, strict=True):
+            if before.error or before.manifest == current.manifest:
+                continue  # an experiment that did not render at the base was not running
+            try:
+                old_objects = parse_manifest(before.manifest)
+            except InputError:
+                continue  # the same: what the base rendered could not have been applied
+            changes = immutability_changes(old_objects, current.objects)
+            if changes:
+                out += located(changes, current.path, _spec_at(tree, root, current.path),
+                               current.app.name)
     return out
+
+
+def _spec_at(tree: Path, root: Path, shown: str) -> Any:
+    """The spec file `shown` as the base revision (exported to `tree`) had it; None when it
+    had none or it does not read."""
+    rel = layout.relative(root, Path(shown).resolve())
+    try:
+        return load_file(tree / rel).data
+    except (InputError, OSError):
+        return None

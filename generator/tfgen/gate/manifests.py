@@ -210,7 +210,8 @@ def schema_dir_for(kube_version: str, root: Path | None = None) -> Path:
     if wanted not in versions:
         raise EnvironmentProblem(
             f"no Kubernetes schemas for {wanted} in kubernetes-validate (it ships "
-            f"{versions[0]} to {versions[-1]}; upgrade it with `make setup` or pick one of those)"
+            f"{versions[0]} to {versions[-1]}; upgrade it with `python -m pip install "
+            "--upgrade kubernetes-validate` or pick one of those)"
         )
     return root / f"v{wanted}.0-local-strict"
 

@@ -40,6 +40,13 @@ def _annotations(obj: RenderedObject) -> dict[str, Any]:
     return ann if isinstance(ann, dict) else {}
 
 
+def kept_by_argo(obj: RenderedObject) -> bool:
+    """Whether Argo CD leaves this object in the cluster when it stops rendering and when its
+    Application is deleted (Prune=false and Delete=false): the PV and PVC, with the data."""
+    options = [o.strip() for o in str(_annotations(obj).get(SYNC_OPTIONS, "")).split(",")]
+    return all(option in options for option in KEEP_OPTIONS)
+
+
 def _pod_specs(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any]]]:
     """(pointer, pod spec) of every pod template in a workload or TFJob."""
     spec = obj.doc.get("spec") or {}

@@ -20,8 +20,9 @@ from ..errors import OptionsError, ProblemsFound
 from ..problems import Problem
 from ..repo import layout
 from ..validate.config import RepoConfig, load_config
+from .leftout import LeftOut, leftovers
 from .manifests import Manifest, ManifestError, read_manifests
-from .mapping import Imported, build_spec, leftovers
+from .mapping import Imported, build_spec
 from .versions import read_job
 from .write import problems_of, refuse_blocked, spec_text, target, write_new
 
@@ -35,7 +36,7 @@ class ImportResult:
 
     specs: dict[str, str]
     written: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
+    left_out: LeftOut = field(default_factory=LeftOut)
     notes: list[str] = field(default_factory=list)
 
 

@@ -4,7 +4,7 @@ The reverse of `render.values`: the pod templates become roles and what every ro
 becomes the spec's own field (`pods`), the claim the pods mount becomes `storage` (the NAS
 behind it, or an existing claim when the input has no claim manifest), and a Deployment mounting
 the same claim becomes `tensorboard`. Every field used is marked on its manifest; everything
-else is listed by `leftovers` with the reason the spec cannot say it.
+else is listed by `leftout.leftovers` with the reason the spec cannot say it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..repo import naming
 from ..repo.chart import CLAIM, VOLUME
-from .manifests import Manifest, ManifestError, Path_, pointer
+from .manifests import Manifest, ManifestError
 from .pods import PodTemplate, roles_of, shared_fields
 from .versions import Job, Replica
 
@@ -24,31 +24,6 @@ FLEX_DRIVER = "alicloud/nas"
 # What the chart writes on every PV and claim; other values cannot be imported.
 ACCESS_MODES = ["ReadWriteMany"]
 RECLAIM_POLICY = "Retain"
-# Fields the cluster writes; an export from `kubectl get -o yaml` is full of them.
-CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
-                  "selfLink", "finalizers", "ownerReferences", "deletionTimestamp")
-
-# Why a field the spec cannot express is left out, by the last keys of its path.
-REASONS: tuple[tuple[Path_, str], ...] = (
-    (("status",), "the cluster's state, not part of the spec"),
-    *((("metadata", key), "set by the cluster") for key in CLUSTER_FIELDS),
-    (("metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"),
-     "kubectl's copy of the applied object"),
-    (("metadata", "name"),
-     "tfgen derives every object name from the experiment name"),
-    (("template", "metadata"), "tfgen sets the pod labels and annotations itself"),
-    (("ttlSecondsAfterFinished",),
-     "tfgen never sets a TTL: Argo CD would recreate the deleted TFJob and train again"),
-    (("tensorBoard",), "v1alpha1's built-in TensorBoard; tfgen runs its own from the spec"),
-    (("volumeHandle",), "tfgen sets it to the PV's name, as the NAS CSI driver requires"),
-    (("limits", "cpu"), "tfgen sets no CPU limit (throttling slows training); the request "
-                        "is kept"),
-    (("ports",), "tfgen sets the container ports itself (the operator's tfjob-port 2222, "
-                 "TensorBoard's 6006)"),
-    (("tfPort",), "the operator gives each replica port 2222"),
-)
-
-
 @dataclass
 class Imported:
     """One spec built from the input, and what the input said that it does not."""
@@ -58,46 +33,6 @@ class Imported:
     job: Manifest
     used: list[Manifest]
     notes: list[str] = field(default_factory=list)  # changes in meaning, said in words
-
-
-def _reason(manifest: Manifest, parts: Path_) -> str:
-    for length in range(len(parts), 0, -1):
-        if parts[:length] in manifest.why:
-            return manifest.why[parts[:length]]
-    last_applied = parts[-1:] == ("kubectl.kubernetes.io/last-applied-configuration",)
-    if parts[:1] == ("metadata",) and parts[1:2] in (("labels",), ("annotations",)) and (
-            manifest.kind != "TFJob" and not last_applied):
-        return "tfgen labels every object from the spec's metadata (taken from the TFJob)"
-    if parts[:2] == ("metadata", "namespace"):
-        return "tfgen puts every object in the spec's namespace (the TFJob's)"
-    for tail, why in REASONS:
-        for start in range(len(parts) - len(tail) + 1):
-            if parts[start:start + len(tail)] == tail:
-                return why
-    if parts and parts[0] in ("metadata", "labels", "annotations") or "labels" in parts:
-        key = str(parts[-1])
-        if key.startswith(naming.RESERVED_PREFIXES):
-            return "tfgen sets labels and annotations with this prefix itself"
-    return "the spec has no field for it"
-
-
-def leftovers(manifests: list[Manifest], used: list[Manifest]) -> list[str]:
-    """`Kind/name path: value (why)` for every input field the specs do not carry."""
-    lines: list[str] = []
-    for manifest in manifests:
-        if not any(manifest is m for m in used):
-            why = ("tfgen creates the TensorBoard's Service itself" if manifest.kind == "Service"
-                   else "not part of an imported experiment (a TFJob, the claim its pods "
-                        "mount, that claim's PV, a TensorBoard Deployment on the same claim)")
-            lines.append(f"{manifest.where}: {manifest.ref}: not imported ({why})")
-            continue
-        for parts, value in manifest.leftovers():
-            shown = repr(value) if not isinstance(value, str) else value
-            if len(shown) > 80:
-                shown = shown[:77] + "..."
-            lines.append(f"{manifest.where}: {manifest.ref} {pointer(parts)}: {shown} "
-                         f"({_reason(manifest, parts)})")
-    return lines
 
 
 # --- storage and TensorBoard ----------------------------------------------------------------

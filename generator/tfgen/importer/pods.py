@@ -2,7 +2,7 @@
 
 Each replica group's pod template becomes a role (image, command, args, env, resources and
 GPUs, node selectors, tolerations, restart policy); a field every role sets alike is lifted
-to the spec itself. Every field used is marked on its manifest (`mapping.leftovers` lists the
+to the spec itself. Every field used is marked on its manifest (`leftout.leftovers` lists the
 rest).
 """
 

@@ -6,9 +6,11 @@ retires one or removes it (`tfgen retire`). Specs are edited as text at the posi
 YAML nodes give (`edit`), so comments and layout survive.
 """
 
-from .listing import COLUMNS, Row, list_experiments, table
+from .copy import Change
+from .listing import COLUMNS, Row, list_experiments, quota_lines, table
 from .new import Created, NewOptions, Roles, new_experiment
-from .retire import REMOVAL_DOC, Retired, delete_command, retire_experiment
+from .retire import REMOVAL_DOC, Retired, delete_command, retire_experiment, retire_finished
 
-__all__ = ["COLUMNS", "REMOVAL_DOC", "Created", "NewOptions", "Retired", "Roles", "Row",
-           "delete_command", "list_experiments", "new_experiment", "retire_experiment", "table"]
+__all__ = ["COLUMNS", "REMOVAL_DOC", "Change", "Created", "NewOptions", "Retired", "Roles",
+           "Row", "delete_command", "list_experiments", "new_experiment", "quota_lines",
+           "retire_experiment", "retire_finished", "table"]

@@ -14,14 +14,15 @@ from typing import Any
 
 from ..problems import Problem
 from ..repo import chart, layout, naming
-from ..validate import sweep, validate_repo
+from ..validate import load_config, sweep, validate_repo
 from ..validate.checked import lookup, roles
 from ..validate.experiments import check_file
 from ..validate.loader import LoadError, read_file
-from ..validate.team import gpus
+from ..validate.team import active, gpus
 from ..words import counted
 
-COLUMNS = ("name", "namespace", "owner", "runs", "topology", "gpus", "storage", "state")
+COLUMNS = ("name", "namespace", "owner", "runs", "topology", "gpus", "holds", "storage",
+           "state")
 PLURALS = {"master": "masters", "chief": "chiefs", "worker": "workers", "ps": "ps",
            "evaluator": "evaluators"}
 
@@ -34,6 +35,7 @@ class Row:
     runs: int  # a sweep's runs (validate/sweep.py), 1 without a sweep
     topology: str  # of one run: every run of a sweep has the same roles
     gpus: int
+    holds: int  # the GPUs counted against the namespace's quota: none when suspended or retired
     storage: str
     state: str
 
@@ -78,6 +80,7 @@ def row(data: Any) -> Row:
         runs=sweep.run_count(spec) if isinstance(spec, dict) else 1,
         topology=topology(spec),
         gpus=gpus(spec) if isinstance(spec, dict) else 0,
+        holds=gpus(spec) if isinstance(spec, dict) and active(spec) else 0,
         storage=storage(spec),
         state=str(lookup(spec, "lifecycle") or chart.ACTIVE),
     )
@@ -98,6 +101,20 @@ def list_experiments(cwd: Path | None = None) -> tuple[list[Row], list[Problem]]
         if checked is not None:
             rows.append(row(checked.data))
     return rows, result.problems
+
+
+def quota_lines(rows: list[Row], cwd: Path | None = None) -> list[str]:
+    """Per namespace with a GPU quota: how much of it the listed experiments hold."""
+    config = load_config(cwd=cwd)
+    lines = []
+    for namespace in sorted({r.namespace for r in rows}):
+        quota = config.namespace_policy(namespace).get("gpuQuota")
+        if isinstance(quota, int):
+            held = sum(r.holds for r in rows if r.namespace == namespace)
+            over = " (over quota: retire finished runs, `tfgen retire --finished`)" \
+                if held > quota else ""
+            lines.append(f"namespace {namespace}: {held} of {quota} GPUs of its quota held{over}")
+    return lines
 
 
 def table(rows: list[Row]) -> str:

@@ -2,19 +2,16 @@
 
 From options, the spec is built as data (defaults from tfgen.yaml: the namespace, and the
 image when it sets one) and written by tfgen's canonical YAML writer. From an existing spec,
-its text is copied (comments and layout kept) and everything that identifies the old run is
-changed at the positions the text's nodes give: the name, and every string under `spec` that
-contains the old name as a whole name (log and checkpoint directories, args, env values, the
-Ingress path); images and data paths without the name are kept. Either way the new spec is
-validated next to the repository's others (a log directory the old run still uses is refused
-there, on the field to change) and written atomically, never over an existing file.
+its text is copied (`copy.py`: comments and layout kept, everything that identifies the old
+run changed, a log directory of its own). Either way the new spec is validated next to the
+repository's others and written atomically, never over an existing file.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +19,29 @@ from ..errors import OptionsError, ProblemsFound
 from ..importer import git_email
 from ..importer.write import MODELINE, problems_of, refuse_blocked, target, write_new
 from ..render.generated import dump_yaml
-from ..repo import chart, layout, naming
+from ..repo import layout, naming
 from ..repo.files import read_input
 from ..validate.checked import lookup
 from ..validate.config import RepoConfig, load_config
-from .edit import TextEdit, compose, find, renamer, scalars
-
-# Fields a copy keeps even when they contain the old name: what the run uses, not what it
-# writes (images, the claim and NAS server it mounts).
-KEPT_KEYS = frozenset({"image", "existingClaim", "server"})
+from .copy import Change, CopyRequest, copied_text
 
 
 @dataclass(frozen=True)
 class Roles:
-    """The topology `tfgen new` writes without --from."""
+    """The topology `tfgen new` writes without --from: a chief (TensorFlow 2's coordinator;
+    `master` is a task type tf.distribute refuses), workers with `gpus` each, parameter
+    servers. The chief gets `chief_gpus`; by default none beside parameter servers (there it
+    only coordinates), the workers' count without them (there it trains as a worker does)."""
 
     workers: int = 2
     ps: int = 1
     gpus: int = 0
+    chief_gpus: int | None = None
+
+    def chief_gpu_count(self) -> int:
+        if self.chief_gpus is not None:
+            return self.chief_gpus
+        return 0 if self.ps else self.gpus
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,18 @@ class NewOptions:
     command: str | None = None
     roles: Roles | None = None
     rerun: bool = False
+    log_dir: str | None = None  # a copy's log directory (default: derived, see copy.py)
 
 
 @dataclass
 class Created:
-    """The spec written: its name, where (as shown), and its text."""
+    """The spec written: its name, where (as shown), its text, and (for a copy) each field
+    changed from the source."""
 
     name: str
     path: str
     text: str
+    changes: list[Change] = field(default_factory=list)
 
 
 def check_name(name: str) -> None:
@@ -92,14 +97,13 @@ def _fresh_spec(name: str, config: RepoConfig, options: NewOptions) -> dict[str,
     roles = options.roles or Roles()
     mount = "/training"
     log_dir = f"{mount}/{name}/logs"
-    each: dict[str, Any] = {"gpus": roles.gpus} if roles.gpus else {}
     spec: dict[str, Any] = {"image": image}
     if options.command:
         spec["command"] = shlex.split(options.command)
     spec["args"] = [f"--log_dir={log_dir}"]
-    spec["roles"] = {"master": {"replicas": 1, **each}}
+    spec["roles"] = {"chief": _role(1, roles.chief_gpu_count())}
     if roles.workers:
-        spec["roles"]["worker"] = {"replicas": roles.workers, **each}
+        spec["roles"]["worker"] = _role(roles.workers, roles.gpus)
     if roles.ps:
         spec["roles"]["ps"] = {"replicas": roles.ps}
     spec["storage"] = {"nas": {"path": mount}, "mountPath": mount}
@@ -110,69 +114,8 @@ def _fresh_spec(name: str, config: RepoConfig, options: NewOptions) -> dict[str,
             "spec": spec}
 
 
-def _rename(edit: TextEdit, root: Any, old: str, new: str) -> None:
-    """Rename the run where the text names it: its name, and strings under spec (but those
-    of KEPT_KEYS) that contain the old name as a whole name."""
-    rename = renamer(old, new)
-    for scalar in scalars(root):
-        if scalar.path == ("metadata", "name"):
-            edit.replace(scalar, new)
-        elif scalar.path[:1] == ("spec",) and not KEPT_KEYS & set(scalar.path):
-            renamed = rename(scalar.value)
-            if renamed != scalar.value:
-                edit.replace(scalar, renamed)
-
-
-def _set_options(edit: TextEdit, metadata: Any, spec: Any, options: NewOptions,
-                 shown: str) -> None:
-    """Make the copy active, and set what the options replace."""
-    if lookup_node_value(spec, "lifecycle") == chart.RETIRED:
-        edit.set_in_mapping(spec, "lifecycle", chart.ACTIVE, shown)
-    for key, value in (("owner", options.owner), ("namespace", options.namespace)):
-        if value:
-            edit.set_in_mapping(metadata, key, value, shown)
-    if options.image:
-        edit.set_in_mapping(spec, "image", options.image, shown)
-
-
-def _mark_rerun(edit: TextEdit, metadata: Any, shown: str, old: str) -> str:
-    """The edited text with the annotation saying it reruns `old`."""
-    annotations = find(metadata, ("annotations",))
-    if annotations is None:
-        edit.set_in_mapping(metadata, "annotations", "{}", shown, raw=True)
-        return _annotate(edit.apply(), shown, old)
-    edit.set_in_mapping(annotations, naming.RERUN_ANNOTATION, old, shown)
-    return edit.apply()
-
-
-def copied_text(text: str, shown: str, old: str, new: str, options: NewOptions) -> str:
-    """The text of spec `old` as spec `new`: renamed where it names the old run, active, and
-    (for a rerun) annotated with where it came from."""
-    root = compose(text, shown)
-    edit = TextEdit(text)
-    _rename(edit, root, old, new)
-    metadata, spec = find(root, ("metadata",)), find(root, ("spec",))
-    if metadata is None or spec is None:
-        raise OptionsError(f"{shown}: no metadata or spec to copy; fix it first "
-                           f"(`tfgen validate {shown}`)")
-    _set_options(edit, metadata, spec, options, shown)
-    if options.rerun:
-        return _mark_rerun(edit, metadata, shown, old)
-    return edit.apply()
-
-
-def _annotate(text: str, shown: str, old: str) -> str:
-    """Set the rerun annotation in a text whose metadata has an annotations mapping."""
-    annotations = find(compose(text, shown), ("metadata", "annotations"))
-    assert annotations is not None
-    edit = TextEdit(text)
-    edit.set_in_mapping(annotations, naming.RERUN_ANNOTATION, old, shown)
-    return edit.apply()
-
-
-def lookup_node_value(mapping: Any, key: str) -> str | None:
-    node = find(mapping, (key,))
-    return str(node.value) if node is not None and isinstance(node.value, str) else None
+def _role(replicas: int, gpus: int) -> dict[str, Any]:
+    return {"replicas": replicas, "gpus": gpus} if gpus else {"replicas": replicas}
 
 
 def _fresh_text(name: str, config: RepoConfig, options: NewOptions) -> str:
@@ -183,15 +126,17 @@ def _fresh_text(name: str, config: RepoConfig, options: NewOptions) -> str:
 
 
 def _copied_text(name: str, config: RepoConfig, options: NewOptions, source: str,
-                 cwd: Path | None) -> str:
+                 cwd: Path | None) -> tuple[str, list[Change]]:
     if options.roles is not None or options.command:
-        raise OptionsError("--workers, --ps, --gpus and --command build a new spec; with "
-                           "--from, edit the copy instead")
+        raise OptionsError("--workers, --ps, --gpus, --chief-gpus and --command build a new "
+                           "spec; with --from, edit the copy instead")
     old_path = layout.experiment_path(source, cwd)
     old_shown = layout.shown(old_path, config.root)
     old = old_path.name.rpartition(".")[0]
     raw = read_input(old_path, old_shown, config.root)
-    return copied_text(raw.decode("utf-8"), old_shown, old, name, options)
+    request = CopyRequest(old, name, owner=options.owner, namespace=options.namespace,
+                          image=options.image, log_dir=options.log_dir, rerun=options.rerun)
+    return copied_text(raw.decode("utf-8"), old_shown, request)
 
 
 def new_experiment(name: str, options: NewOptions | None = None, *,
@@ -208,14 +153,18 @@ def new_experiment(name: str, options: NewOptions | None = None, *,
                            "another name)")
     options = options or NewOptions()
     options = replace(options, owner=options.owner or git_email(cwd))
+    changes: list[Change] = []
     if options.source is None:
+        if options.log_dir:
+            raise OptionsError("--log-dir is for a copy (with --from); a new spec's log "
+                               f"directory is /training/{name}/logs: edit it there")
         text = _fresh_text(name, config, options)
     else:
-        text = _copied_text(name, config, options, options.source, cwd)
+        text, changes = _copied_text(name, config, options, options.source, cwd)
     problems = problems_of(config, name, text)
     if problems:
         raise ProblemsFound(problems, f"{shown} would not be valid (the problems name its "
                             "fields); nothing written")
     refuse_blocked(config, [name])
     write_new(path, text)
-    return Created(name, shown, text)
+    return Created(name, shown, text, changes)

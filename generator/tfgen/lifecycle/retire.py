@@ -4,7 +4,10 @@ Retiring sets `spec.lifecycle: retired` in the spec's text (comments kept): the 
 renders only the volume and claim, so Argo CD prunes the TFJob, the TensorBoard (unless
 `tensorboard.keep`) and the NetworkPolicies while the data stays bound. `--delete` removes the
 spec and its generated folder; the Application is deleted by hand after the merge, in the
-order argo/README.md ("Removing an experiment") explains.
+order argo/README.md ("Removing an experiment") explains. `--finished` retires, in one go,
+every active experiment whose runs a cluster listing (`kubectl get tfjobs -A -o yaml`) shows
+finished: a finished run that stays active in Git still counts against its namespace's GPU
+quota.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import OptionsError
+from ..importer.manifests import read_manifests
 from ..render import apply_plan, plan_repository
 from ..render.write import blocked_paths, replace_file
-from ..repo import chart, layout
+from ..repo import chart, layout, naming
 from ..repo.files import read_input
+from ..validate import sweep, validate_repo
 from ..validate.config import load_config
 from .edit import TextEdit, compose, find
 
@@ -87,3 +92,48 @@ def delete_command(name: str) -> str:
     """The command that removes the Application (and, cascading, its objects but the kept
     PV and PVC) after the merge."""
     return f"argocd app delete {name} --cascade"
+
+
+# The status conditions that end a run: the training operator's (TFJob) and JobSet's.
+FINISHED_CONDITIONS = {"TFJob": ("Succeeded", "Failed"), "JobSet": ("Completed", "Failed")}
+
+
+def finished_jobs(listing: Path) -> set[tuple[str, str]]:
+    """(namespace, name) of every TFJob or JobSet the listing shows finished (a condition
+    Succeeded, Completed or Failed that is True)."""
+    done = set()
+    for job in read_manifests([listing]):
+        ends = FINISHED_CONDITIONS.get(job.kind, ())
+        conditions = job.get("status", "conditions")
+        if not ends or not isinstance(conditions, list):
+            continue
+        if any(isinstance(c, dict) and c.get("type") in ends and c.get("status") == "True"
+               for c in conditions):
+            done.add((job.namespace or "default", job.name))
+    return done
+
+
+@dataclass
+class Finished:
+    """What `retire --finished` did: each experiment retired, and how many active ones are
+    still running (not all their runs finished, or not in the listing)."""
+
+    retired: list[Retired] = field(default_factory=list)
+    running: int = 0
+
+
+def retire_finished(listing: Path, *, cwd: Path | None = None) -> Finished:
+    """Retire every active experiment all of whose runs (each TFJob of a sweep) the listing
+    shows finished; the others are left as they are."""
+    done = finished_jobs(listing)
+    result = Finished()
+    for experiment in validate_repo(cwd=cwd).experiments:
+        spec = experiment.spec
+        if spec.get("lifecycle") == chart.RETIRED:
+            continue
+        jobs = {naming.job_name(experiment.name, run.suffix) for run in sweep.runs(spec)}
+        if all((experiment.namespace, job) in done for job in jobs):
+            result.retired.append(retire_experiment(str(experiment.source), cwd=cwd))
+        else:
+            result.running += 1
+    return result

@@ -207,7 +207,7 @@ def build_values(
             "owner": metadata["owner"],
             "labels": _sorted_map(metadata["labels"]),
             "annotations": _sorted_map({k: v for k, v in metadata["annotations"].items()
-                                        if k != naming.RERUN_ANNOTATION}),
+                                        if k not in naming.SOURCE_ANNOTATIONS}),
             "rerunOf": metadata["annotations"].get(naming.RERUN_ANNOTATION, ""),
         },
         "lifecycle": spec["lifecycle"],

@@ -79,6 +79,14 @@ def schema(name: str) -> dict[str, Any]:
     return data
 
 
+def role_bounds() -> tuple[int, int]:
+    """The most replicas a role may have and the most GPUs per replica, as the spec schema
+    says (their one home): the command line's ranges read them here."""
+    roles = schema(EXPERIMENT_SCHEMA)["$defs"]
+    many = roles["roleMany"]["allOf"][0]["properties"]["replicas"]
+    return int(many["maximum"]), int(roles["role"]["properties"]["gpus"]["maximum"])
+
+
 def health_lua() -> str:
     """The Lua health check for kubeflow.org/TFJob that the argocd-cm patch embeds."""
     return (templates_dir() / HEALTH_LUA).read_text(encoding="utf-8")

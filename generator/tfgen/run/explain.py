@@ -39,6 +39,9 @@ class Explanation:
     values: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     run: str = ""  # a sweep's run: its parameter values (`lr=0.1, batch=64`)
+    # The repository's program that reads TF_CONFIG, when it holds one (tfgen's own does):
+    # notes point at it only where it exists.
+    example: str = ""
 
     def find(self, kind: str, component: str | None = None) -> dict[str, Any] | None:
         """First rendered object of `kind` (and app.kubernetes.io/component), if any."""
@@ -165,6 +168,14 @@ def explain_values(
     )
 
 
+EXAMPLE_PROGRAM = "examples/mnist/main.py"
+
+
+def example_program(root: Path) -> str:
+    """EXAMPLE_PROGRAM when the repository at `root` holds it, else ''."""
+    return EXAMPLE_PROGRAM if (root / EXAMPLE_PROGRAM).is_file() else ""
+
+
 def chart_path(root: Path) -> Path:
     """The chart Argo CD renders for the repository at `root`, else the one tfgen ships."""
     local = root / layout.CHART_PATH
@@ -220,6 +231,6 @@ def explain_runs(
                                 # names it; a sweep's run is found by its name
                                 job=naming.job_name(experiment.name, r.suffix)
                                 if r.suffix else None),
-                run=r.label())
+                run=r.label(), example=example_program(config.root))
         for r in chosen
     ]

@@ -157,8 +157,8 @@ def tensorflow_notes(explanation: Explanation) -> list[str]:
             "the evaluator is in every pod's cluster, but it runs no server: remove it from the "
             "cluster before building ParameterServerStrategy, or the coordinator waits for it"
         )
-    if notes:
-        notes.append("examples/mnist/main.py shows how")
+    if notes and explanation.example:
+        notes.append(f"{explanation.example} shows how")
     return notes
 
 

@@ -289,7 +289,7 @@ def _start_tensorboard(logdir: str, result: RunResult) -> subprocess.Popen[bytes
     if binary is None:
         result.notes.append(
             "--tensorboard: tensorboard is not installed here "
-            "(pip install 'tfgen[tensorflow]' tensorboard); running without it"
+            "(`python -m pip install tensorboard`); running without it"
         )
         return None
     Path(logdir).mkdir(parents=True, exist_ok=True)

@@ -2,11 +2,12 @@
 
 Everything the new repository holds comes from what tfgen ships (`repo/resources`): the chart
 and the schemas as they are, `tfgen.yaml` from a template filled with the team's settings (each
-checked against the config schema before anything is written), and this project's own
-pull-request workflow, pre-commit hooks and helm installer, adapted to a repository that
-installs tfgen instead of holding its source. `argo/` is then rendered as `tfgen render` would,
-so `tfgen check` passes on the first commit. Nothing is written when the folder already is a
-tfgen repository, or when any file init would write is already there.
+checked against the config schema before anything is written), a README with the two commands
+that work on a fresh machine (set up, check), this project's own pull-request workflow,
+pre-commit hooks and argo/README.md, adapted to a repository that installs tfgen from the source
+the platform team pinned (`source.py`) instead of holding its source. `argo/` is then rendered as
+`tfgen render` would, so `tfgen check` passes on the first commit. Nothing is written when the
+folder already is a tfgen repository, or when any file init would write is already there.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import jinja2
 import yaml
 from jsonschema import Draft202012Validator
 
-from .. import __version__
+from .. import DISTRIBUTION
 from ..errors import OptionsError
 from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
@@ -33,16 +34,15 @@ from ..validate.configrules import config_problems
 from ..validate.defaults import apply_defaults
 from ..validate.loader import load_text
 from ..validate.schema import inlined_schema, schema_problems
+from . import source as pinned
 
 INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates
 WORKFLOW_FILE = ".github/workflows/pr.yaml"
 PRE_COMMIT_FILE = ".pre-commit-config.yaml"
-HELM_INSTALLER = "scripts/install_helm.py"
 SCHEMAS_DIR = "schemas"
+README = "README.md"
 EXPERIMENTS_README = f"{layout.EXPERIMENTS_DIR}/README.md"
-# What CI installs: the tfgen that started the repository (a team pointing at its own index
-# or a Git URL changes this one line of the workflow).
-TFGEN_REQUIREMENT = f"tfgen=={__version__}"
+ARGO_README = f"{layout.ARGO_DIR}/README.md"
 
 
 class SettingsError(OptionsError):
@@ -65,6 +65,7 @@ class InitSettings:
     argocd_namespace: str | None = None
     argocd_version: str | None = None
     target_revision: str | None = None
+    tfgen_source: str | None = None  # where CI installs tfgen from (source.py); no default
 
 
 # The tfgen.yaml field each setting (and `tfgen init` flag) fills, to name the flag in errors.
@@ -100,10 +101,12 @@ def defaults() -> InitSettings:
     """What `--yes` takes and what the prompts offer: the config schema's defaults."""
     data = builtin_data()
     argocd = data["argocd"]
+    installed = pinned.installed_source()
     return InitSettings(
         repo_url=argocd["repoURL"], namespaces=list(argocd["namespaces"]),
         kubernetes_version=data["kubernetesVersion"], argocd_namespace=argocd["namespace"],
-        argocd_version=argocd.get("version"), target_revision=argocd["targetRevision"])
+        argocd_version=argocd.get("version"), target_revision=argocd["targetRevision"],
+        tfgen_source=installed.url if installed else None)
 
 
 def config_text(settings: InitSettings) -> str:
@@ -165,7 +168,7 @@ def gitignore() -> str:
         layout.RENDER_LOCK,
         "# `tfgen run-local`'s data folders",
         f"{layout.LOCAL_RUN_DIR}/",
-        "# the local environment and the helm that scripts/install_helm.py installs",
+        "# the local environment and the helm that `tfgen install-helm` installs",
         ".venv/",
         ".tools/",
         "",
@@ -181,42 +184,91 @@ def pre_commit_config() -> str:
             + dump_yaml({"repos": [{"repo": "local", "hooks": local}]}))
 
 
-# How this project's workflow becomes a team repository's: tfgen is installed rather than
-# built from source, helm comes from the installer init copies. Each edit must apply.
-_WORKFLOW_EDITS = (
-    ("helm comes from `make setup`", "helm comes from scripts/install_helm.py"),
-    ("\njobs:\n",
-     "\n# The tfgen CI installs: change it to a version of your package index, or a Git URL\n"
-     "# (`tfgen @ git+https://...`), when you upgrade.\n"
-     f"env:\n  TFGEN_REQUIREMENT: {quoted(TFGEN_REQUIREMENT)}\n\njobs:\n"),
-    ("        run: make setup\n",
-     "        run: |\n"
-     "          python -m pip install \"$TFGEN_REQUIREMENT\"\n"
-     f"          python {HELM_INSTALLER} .tools/helm\n"),
-    (".venv/bin/tfgen ", "tfgen "),
-)
+# How this project's workflow becomes a team repository's: tfgen is installed from the pinned
+# source rather than built from a checkout, helm by `tfgen install-helm`. Each edit must apply.
+def _workflow_edits(source: pinned.TfgenSource) -> list[tuple[str, str]]:
+    env = "".join(f"  {name}: {quoted(value)}\n"
+                  for name, value in pinned.workflow_environment(source).items())
+    steps = "".join(f"          {line}\n" for line in pinned.workflow_setup_steps())
+    return [
+        ("helm comes from `make setup`", "helm comes from `tfgen install-helm`"),
+        ("\njobs:\n",
+         f"\n# Where CI installs tfgen from: the source pinned at `tfgen init` "
+         f"({pinned.FLAG}).\n# To upgrade, change it here and in README.md's set-up line.\n"
+         f"env:\n{env}\njobs:\n"),
+        ("        run: make setup\n", f"        run: |\n{steps}"),
+    ]
 
 
-def workflow() -> str:
-    """The pull-request workflow of this project, adapted (see _WORKFLOW_EDITS)."""
+def workflow(source: pinned.TfgenSource) -> str:
+    """The pull-request workflow of this project, adapted (see _workflow_edits)."""
     text = _template_text("pr-workflow.yaml")
-    for old, new in _WORKFLOW_EDITS:
+    for old, new in _workflow_edits(source):
         if old not in text:  # the workflow changed under us: a bug, caught by the tests
             raise RuntimeError(f"init: the pull-request workflow no longer holds {old!r}")
         text = text.replace(old, new)
     return text
 
 
+def readme(source: pinned.TfgenSource) -> str:
+    """The repository's README: the set-up and check commands, and where to read on."""
+    words = (f"the Git repository at `{source.url.rpartition('@')[2]}`" if source.is_git
+             else f"the package index {source.url}")
+    return _environment().get_template("README.md.j2").render(
+        setup_line=pinned.setup_line(source), check_line=pinned.check_line(),
+        distribution=DISTRIBUTION, source_words=words)
+
+
+def tfgen_source(settings: InitSettings) -> pinned.TfgenSource:
+    """The pinned source of the settings, else where this tfgen came from (a Git commit);
+    SettingsError naming --tfgen-source when there is neither."""
+    if settings.tfgen_source:
+        try:
+            return pinned.parse_source(settings.tfgen_source)
+        except OptionsError as exc:
+            raise SettingsError(f"these settings make an invalid workflow:\ntfgen_source: "
+                                f"{exc.message}", ["tfgen_source"]) from None
+    found = pinned.installed_source()
+    if found is None:
+        raise SettingsError(f"these settings make an invalid workflow:\ntfgen_source: needed: "
+                            "where CI installs tfgen from (this tfgen was not installed from a "
+                            f"Git commit to offer as the default), e.g. {pinned.EXAMPLES[0]} or "
+                            f"{pinned.EXAMPLES[1]}", ["tfgen_source"])
+    return found
+
+
+def _settled(settings: InitSettings) -> tuple[str, pinned.TfgenSource]:
+    """tfgen.yaml's text and the pinned source; one SettingsError naming every setting that
+    either refuses (tfgen.yaml's first, then the source)."""
+    refused: list[SettingsError] = []
+    config, source = "", None
+    try:
+        config = config_text(settings)
+    except SettingsError as exc:
+        refused.append(exc)
+    try:
+        source = tfgen_source(settings)
+    except SettingsError as exc:
+        refused.append(exc)
+    if refused:
+        raise SettingsError("\n".join(exc.message for exc in refused),
+                            [name for exc in refused for name in exc.settings])
+    assert source is not None
+    return config, source
+
+
 def repository_files(settings: InitSettings) -> dict[str, str]:
     """Every file of a new repository except argo/ (rendered afterwards), by relative path."""
+    config, source = _settled(settings)
     files = {
-        layout.CONFIG_NAME: config_text(settings),
+        layout.CONFIG_NAME: config,
+        README: readme(source),
         ".gitattributes": gitattributes(),
         ".gitignore": gitignore(),
         PRE_COMMIT_FILE: pre_commit_config(),
-        WORKFLOW_FILE: workflow(),
-        HELM_INSTALLER: _template_text("install_helm.script"),
+        WORKFLOW_FILE: workflow(source),
         EXPERIMENTS_README: _template_text("experiments-README.md"),
+        ARGO_README: _template_text("argo-README.md"),
     }
     files.update(_tree(resources.chart_dir(), layout.CHART_PATH))
     files.update(_tree(resources.schema_dir(), SCHEMAS_DIR, skip=layout.UPSTREAM_SCHEMAS_DIR))

@@ -82,6 +82,20 @@ class RepoConfig:
         return dict(self.data.get("owners") or {})
 
     @property
+    def node_types(self) -> list[dict[str, Any]]:
+        """`cluster.nodeTypes`: what one node of each type can hold (capacity.py)."""
+        return list((self.data.get("cluster") or {}).get("nodeTypes") or [])
+
+    @property
+    def node_types_source(self) -> str:
+        """Where the node types are written: `cluster.nodeTypes (tfgen.yaml:<line>)`."""
+        parts = ("cluster", "nodeTypes")
+        if self.document is None or not _has(self.document.data, parts):
+            return "cluster.nodeTypes"
+        line, _ = self.document.locate(parts, key=True)
+        return f"cluster.nodeTypes ({layout.CONFIG_NAME}:{line})"
+
+    @property
     def max_runs(self) -> int:
         """`sweep.maxRuns`: the most runs one spec's sweep may make."""
         return int(self.data["sweep"]["maxRuns"])

@@ -12,7 +12,7 @@ bytes did not change is not checked again; the rules across files always run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -21,7 +21,7 @@ from ..errors import TfgenError
 from ..problems import Problem
 from ..repo import layout
 from ..words import counted
-from . import pods, sweep, team
+from . import capacity, pods, sweep, team
 from .checked import across_files
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
@@ -161,6 +161,7 @@ def check_file(
     problems += (semantic_problems(checked, config.namespaces,
                                      config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
+                 + capacity.fit_problems(checked, config)
                  + pods.pod_level_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
@@ -211,11 +212,15 @@ def facts_checked(
     return Checked(path, shown, facts, config=config.document, read=read, load=load)
 
 
-def across_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[Problem]:
+def across_problems(experiments: Sequence[Checked], config: RepoConfig,
+                    focus: Collection[str] | None = None) -> list[Problem]:
     """The rules across files: unique names and volumes, log folders, the names of the objects
-    the experiments render, each namespace's GPU quota."""
-    return (repo_problems(experiments) + name_clash_problems(experiments, config.max_runs)
-            + team.quota_problems(experiments, config))
+    the experiments render, each namespace's GPU quota; a clash of names, volumes or log
+    folders and a quota exceeded are reported on the files being added or changed (`focus`,
+    shown paths) where the caller knows them."""
+    return (repo_problems(experiments, focus)
+            + name_clash_problems(experiments, config.max_runs)
+            + team.quota_problems(experiments, config, focus))
 
 
 def _recalled_data(
@@ -263,6 +268,7 @@ def validate_paths(
     config: RepoConfig,
     context: Iterable[Path] | Surroundings = (),
     verdicts: Verdicts | None = None,
+    focus: Collection[str] | None = None,
 ) -> ValidationResult:
     """Validate spec files and folders against the schema and every rule.
 
@@ -270,7 +276,9 @@ def validate_paths(
     the experiments of the files without problems, in file order. `context` are further spec
     files that rules across files (unique names) compare against without reporting on them:
     checking one new file still catches a name another experiment already uses; or the
-    `Surroundings` that knows them already.
+    `Surroundings` that knows them already. `focus` (shown paths) are the files a change adds
+    or alters: a clash between files, or a quota exceeded, is reported on them (given context
+    files, the given files are the focus).
     """
     files, problems = layout.discover(paths)
     not_specs = len({p.path for p in problems})
@@ -293,9 +301,11 @@ def validate_paths(
         others = list(context.around(checked))
     else:
         others = _context(files, config, context)
+        if others and focus is None:
+            focus = mine
     # Checked context files have problems of their own to report; known surroundings have
     # none, so whatever the rules find among them now is the given files' doing.
-    across = [p for p in across_problems([*checked, *others], config)
+    across = [p for p in across_problems([*checked, *others], config, focus)
               if p.path in mine or surrounded]
     problems += across
     shown = {p.path for p in across}

@@ -11,7 +11,7 @@ Retired experiments write nothing any more and do not count.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..problems import Problem
@@ -44,8 +44,20 @@ def location(data: Any) -> tuple[str, str] | None:
     return None
 
 
-def collision_problems(experiments: Sequence[Checked]) -> list[Problem]:
-    """Each active experiment whose log directory another active one shares, on its logDir."""
+def blamed(items: Sequence[Checked], focus: Collection[str] | None) -> list[Checked]:
+    """Which of the files that clash gets the problem: those being added or changed (`focus`:
+    shown paths, when the caller knows them) when some of them are and some are not (the
+    untouched ones are not to blame), else each of them."""
+    if focus is None:
+        return list(items)
+    added = [item for item in items if item.shown in focus]
+    return added if added and len(added) < len(items) else list(items)
+
+
+def collision_problems(experiments: Sequence[Checked],
+                       focus: Collection[str] | None = None) -> list[Problem]:
+    """Each active experiment whose log directory another active one shares, on its logDir
+    (of those `blamed`)."""
     by_place: dict[tuple[str, str], list[Checked]] = {}
     for item in experiments:
         place = None if spec_is_retired(item.data) else location(item.data)
@@ -55,14 +67,14 @@ def collision_problems(experiments: Sequence[Checked]) -> list[Problem]:
     for (volume, folder), items in by_place.items():
         if len({repr(lookup(i.data, "metadata", "name")) for i in items}) < 2:
             continue  # one name twice: the duplicate name is the problem (rules.py says so)
-        for item in items:
+        for item in blamed(items, focus):
             others = ", ".join(o.shown for o in items if o is not item)
-            mount = str(lookup(item.data, "spec", "storage", "mountPath")).rstrip("/")
-            name = lookup(item.data, "metadata", "name")
+            own = posixpath.join(str(lookup(item.data, *LOG_DIR)),
+                                 str(lookup(item.data, "metadata", "name")))
             out = Collector(item.locator)
             out.add(LOG_DIR, f"is {folder} on {volume}, the log directory of {others} too: a "
                     "rerun would restore the old run's checkpoints and mix its curves",
-                    f"give this run its own logDir, e.g. {mount}/{name}/logs, and point its "
-                    "args there too", key=False)
+                    f"give this run its own logDir, e.g. {own}, and point its args there "
+                    "too", key=False)
             problems += out.problems
     return problems

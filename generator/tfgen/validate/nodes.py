@@ -19,6 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..errors import InputError
 from ..problems import Problem
 from ..repo.yamlread import MERGE_TAG, SafeLoader
+from . import yamlerrors
 from .document import Document, PointerParts, Positions, pointer_text
 
 MAX_NODES = 10_000  # values after alias expansion; a real spec has a few hundred
@@ -242,13 +243,8 @@ def load_nodes(text: str, path: str) -> Document:
                     "put one experiment per file: experiments/<name>.yaml",
                 )
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            raise LoadError(
-                path,
-                f"invalid YAML: {_first_line(exc)}",
-                mark.line + 1 if mark else 0,
-                mark.column + 1 if mark else 0,
-            ) from None
+            said = yamlerrors.explain(exc, text)
+            raise LoadError(path, said.message, said.line, said.column, said.hint) from None
         except yaml.YAMLError as exc:
             raise LoadError(path, f"invalid YAML: {_first_line(exc)}") from None
         except RecursionError:

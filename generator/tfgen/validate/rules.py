@@ -15,7 +15,7 @@ refuses is checked in apirules.py.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
@@ -24,7 +24,7 @@ from .apirules import api_problems, path_problem
 from .checked import Checked, Collector, lookup
 from .configrules import platform_problem
 from .document import PointerParts, pointer_text
-from .logdirs import collision_problems
+from .logdirs import blamed, collision_problems
 from .messages import shown
 
 TTL_KEY = "ttlSecondsAfterFinished"
@@ -75,8 +75,8 @@ def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
         if not isinstance(keys, dict):
             continue
         for key in keys:
-            if where == "annotations" and key == naming.RERUN_ANNOTATION:
-                continue  # written by `tfgen rerun`; the chart passes it on
+            if where == "annotations" and key in naming.SOURCE_ANNOTATIONS:
+                continue  # written by `tfgen rerun` and `tfgen new --from`
             if key in naming.RESERVED_KEYS:
                 field = naming.RESERVED_KEYS[key]
                 out.add(("metadata", where, key), f"{shown(str(key))} is set by tfgen itself "
@@ -290,9 +290,11 @@ def _others(items: Sequence[Checked], item: Checked, limit: int = 3) -> str:
     return ", ".join(paths) + (f" and {rest} more" if rest else "")
 
 
-def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
+def repo_problems(experiments: Sequence[Checked],
+                  focus: Collection[str] | None = None) -> list[Problem]:
     """Rules across files: unique experiment names, unique derived PV names, and log
-    directories no two active experiments share (logdirs.py)."""
+    directories no two active experiments share (logdirs.py). Each clash is reported on the
+    files being added or changed when `focus` names some of them (`logdirs.blamed`)."""
     problems: list[Problem] = []
     by_name: dict[str, list[Checked]] = {}
     by_pv: dict[str, list[Checked]] = {}
@@ -309,7 +311,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
     for name, items in by_name.items():
         if len(items) < 2:
             continue
-        for item in items:
+        for item in blamed(items, focus):
             others = _others(items, item)
             out = Collector(item.locator)
             out.add(
@@ -322,7 +324,7 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
     for pv, items in by_pv.items():
         if len(items) < 2 or len({lookup(i.data, "metadata", "name") for i in items}) < 2:
             continue  # same name: already reported above
-        for item in items:
+        for item in blamed(items, focus):
             others = _others(items, item)
             out = Collector(item.locator)
             out.add(
@@ -333,4 +335,4 @@ def repo_problems(experiments: Sequence[Checked]) -> list[Problem]:
                 key=False,
             )
             problems += out.problems
-    return problems + collision_problems(experiments)
+    return problems + collision_problems(experiments, focus)

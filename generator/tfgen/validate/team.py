@@ -9,7 +9,7 @@ tfgen.yaml default it came from) and names the policy and its line in tfgen.yaml
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
@@ -137,10 +137,34 @@ def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Prob
     return out.problems
 
 
-def quota_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[Problem]:
-    """Each namespace's active experiments together within its GPU quota; every experiment
-    that requests GPUs in a namespace over quota gets the problem (any of them could give
-    some back)."""
+# How many of the experiments that hold a namespace's GPUs a quota problem names.
+HOLDERS_SHOWN = 10
+
+
+def _holders(items: Sequence[tuple[Checked, int]]) -> str:
+    """`a (8), b (4)`: the experiments holding GPUs, the largest first, at most HOLDERS_SHOWN."""
+    holding = sorted(((count, str(lookup(item.data, "metadata", "name")))
+                      for item, count in items if count), key=lambda pair: (-pair[0], pair[1]))
+    words = [f"{name} ({count})" for count, name in holding[:HOLDERS_SHOWN]]
+    more = len(holding) - HOLDERS_SHOWN
+    return ", ".join(words) + (f" and {more} more" if more > 0 else "")
+
+
+def _quota_owner(items: Sequence[tuple[Checked, int]],
+                 focus: Collection[str] | None) -> tuple[Checked, int]:
+    """The one experiment a namespace's quota problem is reported on: the first that requests
+    GPUs among those being added or changed (`focus`), else the first that requests any."""
+    holding = [(item, count) for item, count in items if count]
+    focused = [(item, count) for item, count in holding
+               if focus is not None and item.shown in focus]
+    return (focused or holding)[0]
+
+
+def quota_problems(experiments: Sequence[Checked], config: RepoConfig,
+                   focus: Collection[str] | None = None) -> list[Problem]:
+    """Each namespace's active experiments together within its GPU quota: one problem per
+    namespace over quota, on the experiment being added or changed (`focus`, shown paths)
+    when the caller knows it, naming every experiment that holds the GPUs."""
     by_namespace: dict[str, list[tuple[Checked, int]]] = {}
     for item in experiments:
         namespace, spec = lookup(item.data, "metadata", "namespace"), item.data.get("spec")
@@ -152,14 +176,13 @@ def quota_problems(experiments: Sequence[Checked], config: RepoConfig) -> list[P
         total = sum(count for _, count in items)
         if not isinstance(quota, int) or total <= quota:
             continue
-        for item, count in items:
-            if not count:
-                continue
-            out = Collector(item.locator)
-            name = f"policy.{namespace}.gpuQuota ({config.policy_source(namespace, 'gpuQuota')})"
-            out.add(("spec", "roles"), f"namespace {namespace}'s active experiments request "
-                    f"{total} GPUs together ({count} here); {name} is {quota}",
-                    "request fewer GPUs, suspend or retire another experiment of the "
-                    "namespace, or agree a larger quota", key=False)
-            problems += out.problems
+        item, count = _quota_owner(items, focus)
+        out = Collector(item.locator)
+        name = f"policy.{namespace}.gpuQuota ({config.policy_source(namespace, 'gpuQuota')})"
+        out.add(("spec", "roles"), f"namespace {namespace}'s active experiments request "
+                f"{total} GPUs together ({count} here); {name} is {quota}; holding them: "
+                f"{_holders(items)}",
+                "request fewer GPUs, retire the runs that have finished (`tfgen retire "
+                "--finished`), suspend one, or agree a larger quota", key=False)
+        problems += out.problems
     return problems

@@ -1,0 +1,98 @@
+"""What an import leaves out, and why: every input field no spec carries, grouped by reason.
+
+The conversion (`mapping`, `pods`) marks each field it used on its manifest; every other leaf
+is said here with the reason the spec cannot carry it, at the line where its object starts.
+What the cluster and kubectl write on every object (`BOOKKEEPING`: status, uid,
+resourceVersion, managedFields, the last-applied copy) is counted, not listed: an export holds
+dozens of such fields per object, and nobody needs them named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..repo import naming
+from .manifests import Manifest, Path_, pointer
+
+# Fields the cluster writes; an export from `kubectl get -o yaml` is full of them.
+CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+                  "selfLink", "finalizers", "ownerReferences", "deletionTimestamp")
+
+# What the cluster and kubectl write on every object: left out, counted, never listed field by
+# field (an export holds dozens per object and nobody needs them named).
+BOOKKEEPING = "what the cluster and kubectl write on every object"
+# Why a field the spec cannot express is left out, by the last keys of its path.
+REASONS: tuple[tuple[Path_, str], ...] = (
+    (("status",), BOOKKEEPING),
+    *((("metadata", key), BOOKKEEPING) for key in CLUSTER_FIELDS),
+    (("metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"),
+     BOOKKEEPING),
+    (("metadata", "name"),
+     "tfgen derives every object name from the experiment name"),
+    (("template", "metadata"), "tfgen sets the pod labels and annotations itself"),
+    (("ttlSecondsAfterFinished",),
+     "tfgen never sets a TTL: Argo CD would recreate the deleted TFJob and train again"),
+    (("tensorBoard",), "v1alpha1's built-in TensorBoard; tfgen runs its own from the spec"),
+    (("volumeHandle",), "tfgen sets it to the PV's name, as the NAS CSI driver requires"),
+    (("limits", "cpu"), "tfgen sets no CPU limit (throttling slows training); the request "
+                        "is kept"),
+    (("ports",), "tfgen sets the container ports itself (the operator's tfjob-port 2222, "
+                 "TensorBoard's 6006)"),
+    (("tfPort",), "the operator gives each replica port 2222"),
+)
+
+
+def _reason(manifest: Manifest, parts: Path_) -> str:
+    for length in range(len(parts), 0, -1):
+        if parts[:length] in manifest.why:
+            return manifest.why[parts[:length]]
+    last_applied = parts[-1:] == ("kubectl.kubernetes.io/last-applied-configuration",)
+    if parts[:1] == ("metadata",) and parts[1:2] in (("labels",), ("annotations",)) and (
+            manifest.kind != "TFJob" and not last_applied):
+        return "tfgen labels every object from the spec's metadata (taken from the TFJob)"
+    if parts[:2] == ("metadata", "namespace"):
+        return "tfgen puts every object in the spec's namespace (the TFJob's)"
+    for tail, why in REASONS:
+        for start in range(len(parts) - len(tail) + 1):
+            if parts[start:start + len(tail)] == tail:
+                return why
+    if parts and parts[0] in ("metadata", "labels", "annotations") or "labels" in parts:
+        key = str(parts[-1])
+        if key.startswith(naming.RESERVED_PREFIXES):
+            return "tfgen sets labels and annotations with this prefix itself"
+    return "the spec has no field for it"
+
+
+@dataclass
+class LeftOut:
+    """What the specs do not carry: each field a person may want to know of, grouped by the
+    reason (`file:line:col: Kind/name path: value`, at the line where its object starts), and
+    the objects whose cluster bookkeeping (BOOKKEEPING) was left out, only counted."""
+
+    by_reason: dict[str, list[str]] = field(default_factory=dict)
+    bookkeeping: set[str] = field(default_factory=set)  # the objects (Kind/name)
+
+    def add(self, reason: str, line: str) -> None:
+        self.by_reason.setdefault(reason, []).append(line)
+
+
+def leftovers(manifests: list[Manifest], used: list[Manifest]) -> LeftOut:
+    """Every input field the specs do not carry, grouped by why."""
+    out = LeftOut()
+    for manifest in manifests:
+        if not any(manifest is m for m in used):
+            why = ("tfgen creates the TensorBoard's Service itself" if manifest.kind == "Service"
+                   else "not part of an imported experiment (a TFJob, the claim its pods "
+                        "mount, that claim's PV, a TensorBoard Deployment on the same claim)")
+            out.add(why, f"{manifest.where}: {manifest.ref}")
+            continue
+        for parts, value in manifest.leftovers():
+            reason = _reason(manifest, parts)
+            if reason == BOOKKEEPING:
+                out.bookkeeping.add(manifest.ref)
+                continue
+            shown = repr(value) if not isinstance(value, str) else value
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            out.add(reason, f"{manifest.where}: {manifest.ref} {pointer(parts)}: {shown}")
+    return out
