@@ -1,22 +1,24 @@
 # One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
-# adds the test and lint stack and helm-docs; `make demo` runs the main jobs on this repository;
-# `make test` runs the test suite (what .ci/run calls), `make test-fast` all but the slow tests
+# adds the test and lint stack and the Go tools of the tests and docs (helm-docs, kubeconform,
+# the referees in tests/go/; built with Go, a few minutes the first time); `make demo` runs the
+# main jobs on this repository; `make test` runs the test suite (what .ci/run calls), `make test-fast` all but the slow tests
 # (the inner loop); `make docs` regenerates the chart README's values table; `make example`
 # trains the README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 HELM   := .tools/helm/v4/helm
-HELM_DOCS := .tools/helm-docs/helm-docs
+GO_TOOLS := .tools/go
+HELM_DOCS := $(GO_TOOLS)/helm-docs
 # The README's local run, end to end (downloads TensorFlow once, about 600 MB).
 EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
 	--command "python examples/mnist/main.py" --keep-args --timeout 600
 
-.PHONY: setup dev demo example test test-fast lint docs clean
+.PHONY: setup dev go-tools demo example test test-fast lint docs clean
 
 setup: $(VENV)/.installed $(HELM)
 
-dev: setup $(VENV)/.dev-installed $(HELM_DOCS)
+dev: setup $(VENV)/.dev-installed go-tools
 
 $(VENV)/.installed: pyproject.toml
 	@echo "setup: creating $(VENV) and installing tfgen (a few MB) ..." >&2
@@ -34,8 +36,10 @@ $(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml
 $(HELM): $(VENV)/.installed generator/tfgen/gate/helminstall.py
 	$(BIN)/tfgen install-helm
 
-$(HELM_DOCS): scripts/install_helm_docs.py
-	$(PYTHON) scripts/install_helm_docs.py .tools/helm-docs
+# Always run: a pinned tool already built is kept, and Go's build cache rebuilds a referee in
+# tests/go/ only when its sources changed.
+go-tools:
+	$(PYTHON) scripts/install_go_tools.py $(GO_TOOLS)
 
 demo: setup
 	$(BIN)/tfgen render
@@ -61,7 +65,7 @@ lint: dev
 
 # The chart README's values table, from values.yaml's `# --` comments (tests/test_chart.py runs
 # the same command and fails when the committed README differs).
-docs: $(HELM_DOCS)
+docs: go-tools
 	$(HELM_DOCS) --chart-search-root charts --sort-values-order file
 
 clean:

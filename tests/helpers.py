@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tfgen.gate.helm import RenderJob
 from tfgen.gate.helm import template as helm_template
+from tfgen.gate.manifests import RenderedObject, parse_manifest
 from tfgen.validate import Experiment
 from tfgen.validate.defaults import apply_defaults
 
@@ -59,6 +62,16 @@ def experiment(data: dict[str, Any], rel: str | None = None) -> Experiment:
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The Go tools `make dev` builds (scripts/install_go_tools.py): helm-docs, kubeconform and the
+# referees of tests/go/. A test that needs one fails without it, naming `make dev`.
+GO_TOOLS = REPO_ROOT / ".tools" / "go"
+
+
+def go_tool(name: str) -> Path:
+    """The path of a Go tool of `make dev`; the test fails when it is not built."""
+    path = GO_TOOLS / name
+    assert path.is_file(), f"{path.relative_to(REPO_ROOT)} is missing: run `make dev`"
+    return path
 
 
 def copy_repo_parts(dest: Path, parts: tuple[str, ...] = (
@@ -138,3 +151,22 @@ def template(chart: Path, release: str, namespace: str, values: Sequence[Path] =
     """`helm template` of one release of `chart` with these value files (`gate.helm`)."""
     job = RenderJob(release, namespace, chart, tuple(values), kube_version=kube_version)
     return helm_template(job, helm=helm)
+
+
+@functools.cache
+def rendered_here() -> tuple[RenderedObject, ...]:
+    """Every object tfgen renders in this repository, by the real helm: each chart ci
+    scenario, each bundled experiment as its Application renders it, and the argo/ wiring.
+    The corpus the referees of tests/go/ judge beside tfgen."""
+    chart = REPO_ROOT / "charts" / "tfjob-experiment"
+    out: list[RenderedObject] = []
+    for values in sorted((chart / "ci").glob("*-values.yaml")):
+        out += parse_manifest(template(chart, values.name.removesuffix("-values.yaml"),
+                                       "default", [values], kube_version="1.30"))
+    for folder in sorted((REPO_ROOT / "argo" / "experiments").iterdir()):
+        namespace = yaml.safe_load((folder / "app.yaml").read_text())["namespace"]
+        out += parse_manifest(template(chart, folder.name, namespace, [folder / "values.yaml"],
+                                       kube_version="1.30"))
+    for wiring in sorted((REPO_ROOT / "argo").glob("*.yaml")):
+        out += parse_manifest(wiring.read_text(), helm_output=False)
+    return tuple(out)

@@ -3,7 +3,8 @@
 Every `ci/<scenario>-values.yaml` must lint clean under both helms, render byte-identically under
 both, match its golden file (`pytest --update-golden` rewrites them), and produce objects that are
 valid under the strict Kubernetes schemas (1.30 and the newest kubernetes-validate ships) and,
-for the TFJob, under schemas/tfjob-v1.schema.json. Bad values are rejected by a real
+for the TFJob, under schemas/kubeflow.org/tfjob_v1.json (converted from the operator's CRD) and
+the operator's own rules (gate/policy.py). Bad values are rejected by a real
 `helm template` run with a message that names the value. Each scenario is rendered once per helm
 (module-scoped fixtures): helm runs are the slow part of this suite.
 """
@@ -23,17 +24,19 @@ import jsonschema
 import kubernetes_validate.utils as kv
 import pytest
 import yaml
-from helpers import template
+from helpers import go_tool, template
 from referencing import Registry, Resource
 from tfgen.errors import HelmError
+from tfgen.gate import policy
 from tfgen.gate.helm import find_helm
+from tfgen.gate.manifests import RenderedObject
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"
 CI_DIR = CHART / "ci"
 GOLDEN_DIR = ROOT / "tests" / "golden" / "chart"
 INVALID_DIR = ROOT / "tests" / "fixtures" / "chart" / "invalid"
-TFJOB_SCHEMA = ROOT / "schemas" / "tfjob-v1.schema.json"
+TFJOB_SCHEMA = ROOT / "schemas" / "kubeflow.org" / "tfjob_v1.json"
 KUBE_VERSION = "1.30.0"
 K8S_VERSIONS = ("1.30", kv.major_minor(kv.latest_version()))  # oldest we target, newest shipped
 
@@ -245,9 +248,9 @@ def k8s_registry(version: str) -> Registry:
 
 @cache
 def tfjob_validator(version: str) -> jsonschema.Draft202012Validator:
-    """schemas/tfjob-v1.schema.json with the Kubernetes definitions of `version`: its $refs to
-    https://kubernetes.io/api/_definitions.json resolve to the registered `_definitions.json`
-    (that is the file's $id), offline."""
+    """The TFJob's CRD schema with the Kubernetes definitions of `version`: its $refs to
+    https://kubernetes.io/api/_definitions.json (ObjectMeta) resolve to the registered
+    `_definitions.json` (that is the file's $id), offline."""
     schema = json.loads(TFJOB_SCHEMA.read_text())
     return jsonschema.Draft202012Validator(schema, registry=k8s_registry(version))
 
@@ -272,8 +275,9 @@ def test_objects_valid_strict(renders: dict[str, dict[str, str]], scenario: str,
     assert checked >= 2
 
 
-def test_tfjob_schema_is_strict(renders: dict[str, dict[str, str]]) -> None:
-    """The TFJob schema rejects what the operator rejects (so the test above can fail)."""
+def test_tfjob_schema_and_rules_are_strict(renders: dict[str, dict[str, str]]) -> None:
+    """The TFJob's CRD schema and the operator's rules refuse what the operator refuses (so
+    the test above can fail)."""
     validator = tfjob_validator(K8S_VERSIONS[0])
     good = objects(renders["walkthrough"]["helm4"])[-1]
     assert errors_of(validator, good) == []
@@ -283,23 +287,30 @@ def test_tfjob_schema_is_strict(renders: dict[str, dict[str, str]]) -> None:
         mutate(obj)
         return errors_of(validator, obj)
 
+    def refused(mutate: Any) -> list[str]:
+        obj = json.loads(json.dumps(good))
+        mutate(obj)
+        return [p.message for p in policy.tfjob_problems(RenderedObject(doc=obj), "f")]
+
+    assert refused(lambda o: None) == []
     specs = "spec", "tfReplicaSpecs"
-    assert broken(lambda o: o[specs[0]][specs[1]].update(Launcher=o[specs[0]][specs[1]]["PS"]))
-    assert broken(lambda o: o[specs[0]][specs[1]].update(Chief=o[specs[0]][specs[1]]["Master"]))
-    assert broken(lambda o: o["spec"]["runPolicy"].update(cleanPodPolicy="Always"))
+    # the schema: unknown fields, wrong types
     assert broken(lambda o: o["spec"]["runPolicy"].update(ttlAfter=5))
-    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["PS"].update(restartPolicy="Sometimes"))
     assert broken(lambda o: o["spec"].update(cleanPodPolicy="All"))  # v1beta1 field
-    # the operator needs a container named tensorflow
-    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
-                  ["containers"][0].update(name="trainer"))
-    # every container needs an image (the operator's webhook checks all of them)
-    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
-                  ["containers"].append({"name": "sidecar"}))
-    # the pod template is the strict Kubernetes PodTemplateSpec
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["PS"].update(replicas="two"))
     assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
                   ["containers"][0].update(gpus=1))
-    assert broken(lambda o: o["metadata"].update(name="Distributed_MNIST"))
+    assert broken(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"]
+                  .update(generateName="x"))  # the API server prunes it from a template
+    assert broken(lambda o: o["metadata"].update(labelz={}))  # ObjectMeta is strict
+    # the operator's rules
+    assert refused(lambda o: o[specs[0]][specs[1]].update(Launcher=o[specs[0]][specs[1]]["PS"]))
+    assert refused(lambda o: o[specs[0]][specs[1]].update(Chief=o[specs[0]][specs[1]]["Master"]))
+    assert refused(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+                   ["containers"][0].update(name="trainer"))
+    assert refused(lambda o: o["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+                   ["containers"].append({"name": "sidecar"}))  # every container, an image
+    assert refused(lambda o: o["metadata"].update(name="Distributed_MNIST"))
     # what the operator itself writes later is allowed
     assert not broken(lambda o: o["spec"]["runPolicy"].update(ttlSecondsAfterFinished=60,
                                                               managedBy="kueue.x-k8s.io/multikueue"))
@@ -545,21 +556,13 @@ def test_values_schema_is_self_contained_closed_and_documented() -> None:
     assert refs and all(ref.startswith("#/") for ref in refs)
 
 
-def test_tfjob_schema_is_closed_and_documented() -> None:
-    assert closed_object_problems(json.loads(TFJOB_SCHEMA.read_text())) == []
-
-
-HELM_DOCS = ROOT / ".tools" / "helm-docs" / "helm-docs"
-
-
 def test_readme_values_table_is_what_helm_docs_writes(tmp_path: Path) -> None:
     """README.md is helm-docs' output from README.md.gotmpl and the `# --` comments of
     values.yaml, run as `make docs` runs it, into a copy: the committed one must be identical,
     and every value the table lists must have a description."""
-    assert HELM_DOCS.is_file(), f"{HELM_DOCS.relative_to(ROOT)} is missing: run `make dev`"
     charts = tmp_path / "charts"
     shutil.copytree(CHART, charts / CHART.name)
-    result = subprocess.run([str(HELM_DOCS), "--chart-search-root", str(charts),
+    result = subprocess.run([str(go_tool("helm-docs")), "--chart-search-root", str(charts),
                              "--sort-values-order", "file", "--log-level", "warning"],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import HOSTILE_RECORDS, HostileRecord, copy_repo_parts, git, git_init
+from helpers import HOSTILE_RECORDS, HostileRecord, copy_repo_parts, git, git_init, go_tool
 from tfgen.repo.cache import DATABASE
 
 CORPUS = Path(__file__).parent / "hostile"
@@ -367,7 +367,8 @@ def _read(path: Path) -> str:
 
 
 def tfgen_env(case: dict[str, Any], root: Path, outside: Path) -> dict[str, str]:
-    env = dict(os.environ)
+    # kubeconform found: every `tfgen check` (`--validator auto`) runs it beside the builtin
+    env = {**os.environ, "TFGEN_KUBECONFORM": str(go_tool("kubeconform"))}
     for name, value in (case.get("env") or {}).items():
         if value is None:
             env.pop(name, None)

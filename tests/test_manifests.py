@@ -20,8 +20,8 @@ from tfgen.gate.manifests import (
     json_pointer,
     kind_suffix,
     parse_manifest,
-    project_schemas,
 )
+from tfgen.repo import resources
 
 DEPLOYMENT = {
     "apiVersion": "apps/v1",
@@ -53,7 +53,8 @@ TFJOB_SCHEMA = {
 @pytest.fixture(scope="module")
 def validator(tmp_path_factory: pytest.TempPathFactory) -> ManifestValidator:
     schemas = tmp_path_factory.mktemp("schemas")
-    (schemas / "tfjob-v1.schema.json").write_text(json.dumps(TFJOB_SCHEMA))
+    (schemas / "kubeflow.org").mkdir()
+    (schemas / "kubeflow.org" / "tfjob_v1.json").write_text(json.dumps(TFJOB_SCHEMA))
     return ManifestValidator("1.30", schemas)
 
 
@@ -92,11 +93,27 @@ def test_unknown_kind_is_an_error(validator: ManifestValidator) -> None:
     assert errors and "no schema for v1 Secretz" in errors[0][1]
 
 
-def test_project_schema_is_found_by_declared_kind(validator: ManifestValidator) -> None:
+def test_crd_schema_is_found_by_group_kind_and_version(validator: ManifestValidator) -> None:
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "m"},
            "spec": {"tfReplicaSpecs": {}, "ttl": 1}}
     assert [p for p, _ in validator.errors(job)] == ["$.spec"]
-    assert ("kubeflow.org/v1", "TFJob") in project_schemas(validator.schema_dir)
+    assert validator.schema_file("kubeflow.org/v1", "TFJob") == (
+        validator.schema_dir / "kubeflow.org" / "tfjob_v1.json")
+    assert validator.schema_file("kubeflow.org/v2", "TFJob") is None
+
+
+@pytest.mark.parametrize(("api_version", "kind", "name"), [
+    ("kubeflow.org/v1", "TFJob", "kubeflow.org/tfjob_v1.json"),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet", "jobset.x-k8s.io/jobset_v1alpha2.json"),
+    ("argoproj.io/v1alpha1", "AppProject", "argoproj.io/appproject_v1alpha1.json"),
+    ("apps/v1", "Deployment", None),           # a Kubernetes group: no CRD of tfgen's
+    ("v1", "Pod", None),
+    ("../../etc/v1", "TFJob", None),            # never a path outside schemas/
+    ("kubeflow.org/v1", "../TFJob", None),
+    ("kubeflow.org/v1/x", "TFJob", None),
+])
+def test_crd_schema_names(api_version: str, kind: str, name: str | None) -> None:
+    assert resources.crd_schema_name(api_version, kind) == name
 
 
 def test_unsupported_kubernetes_version_is_an_environment_problem(tmp_path: Path) -> None:

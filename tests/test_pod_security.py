@@ -191,6 +191,41 @@ def test_sysctls_follow_the_kubernetes_version() -> None:
     assert not podsecurity.violations(pod, {}, "baseline", "1.30")
 
 
+# Pods the API server's evaluator (k8s.io/pod-security-admission) judges otherwise than a
+# reading of the Pod Security Standards page alone would: (case, change to GOOD, annotations,
+# level, Kubernetes version, the controls the pod breaks there). tests/test_podsecurity_referee.py
+# runs the evaluator itself.
+AS_THE_EVALUATOR_JUDGES: list[tuple[str, dict[str, Any], dict[str, str], str, str, set[str]]] = [
+    ("empty apparmor annotation", {}, {"container.apparmor.security.beta.kubernetes.io/c": ""},
+     "restricted", "1.30", set()),
+    ("container_engine_t before 1.31", {"c": {"seLinuxOptions": {"type": "container_engine_t"}}},
+     {}, "baseline", "1.30", {"SELinux"}),
+    ("container_engine_t from 1.31", {"c": {"seLinuxOptions": {"type": "container_engine_t"}}},
+     {}, "baseline", "1.31", set()),
+    # restricted's volume types replace baseline's hostPath rule (OverrideCheckIDs)
+    ("hostPath at restricted", {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, {},
+     "restricted", "1.30", {"Volume Types"}),
+    # with hostNetwork, the API server's defaulting makes a container port a host port
+    ("hostNetwork with a port", {"hostNetwork": True, "ports": [{"containerPort": 2222}]}, {},
+     "baseline", "1.30", {"Host Namespaces", "Host Ports"}),
+    # a Windows pod cannot set these fields, and is not asked to
+    ("windows pod", {"os": {"name": "windows"}, "pod": {"seccompProfile": None},
+                     "c": {"allowPrivilegeEscalation": None, "capabilities": None}}, {},
+     "restricted", "1.30", set()),
+    ("linux pod", {"os": {"name": "linux"}, "pod": {"seccompProfile": None},
+                   "c": {"allowPrivilegeEscalation": None, "capabilities": None}}, {},
+     "restricted", "1.30", {"Seccomp", "Privilege Escalation", "Capabilities"}),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "notes", "level", "version", "controls"),
+                         AS_THE_EVALUATOR_JUDGES, ids=[c[0] for c in AS_THE_EVALUATOR_JUDGES])
+def test_as_the_evaluator_judges(case: str, change: dict[str, Any], notes: dict[str, str],
+                                 level: str, version: str, controls: set[str]) -> None:
+    found = podsecurity.violations(breaking(change), notes, level, version)
+    assert {v.control for v in found} == controls, found
+
+
 # --- end to end ---------------------------------------------------------------------------------
 
 

@@ -82,17 +82,19 @@ def _compiled_text(text: str) -> _Fill:
         pieces.append((text[last:match.start()], match.group(0), match.group(1).split(".")))
         last = match.end()
     tail = text[last:]
+    # a `{{` outside the placeholders is syntax the resolver does not know; a `{{` in a value
+    # is text, printed as it is (Go parses the template, never the values)
+    unsupported = "{{" in tail or any("{{" in literal for literal, _, _ in pieces)
 
     def fill(params: Mapping[str, Any]) -> str:
+        if unsupported:
+            raise TemplateError(f"unsupported template syntax in {text!r}")
         out = []
         for literal, placeholder, keys in pieces:
             out.append(literal)
             out.append(_lookup(params, placeholder, keys))
         out.append(tail)
-        result = "".join(out)
-        if "{{" in result:
-            raise TemplateError(f"unsupported template syntax in {text!r}")
-        return result
+        return "".join(out)
 
     return fill
 

@@ -1,17 +1,23 @@
-"""kubeconform as an optional second validator of rendered objects.
+"""kubeconform as a second validator of rendered objects.
 
-kubeconform (a Go binary) is not required; when it is on PATH, `tfgen check --validator
-kubeconform|both` runs it over the rendered objects against exactly the schemas the builtin
-validator uses. kubeconform wants one self-contained ("standalone") schema file per kind under
+kubeconform (a Go binary) is not required to use tfgen; when it is on PATH (or named by
+`$TFGEN_KUBECONFORM`), `tfgen check --validator kubeconform|both` runs it over the rendered
+objects against exactly the schemas the builtin validator uses (tfgen's own test suite always
+does, with the pinned kubeconform `make dev` builds). Its findings are told as tfgen tells the
+builtin validator's: the object, a `$.pointer` into it and the innermost error, never
+kubeconform's text with its temporary paths.
+
+kubeconform wants one self-contained ("standalone") schema file per kind under
 `<dir>/v<version>-standalone-strict/<kind>-<group>-<version>.json`, and never a reference it
-would have to fetch, so `write_schema_layout` inlines the referenced Kubernetes definitions and
-copies the project's TFJob schema into that layout.
+would have to fetch, so `write_schema_layout` inlines the referenced Kubernetes definitions
+into the Kubernetes kinds' and the CRD kinds' schemas.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,12 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem
-from .manifests import ManifestValidator, RenderedObject, kind_suffix
+from .manifests import ManifestValidator, RenderedObject, in_words, json_pointer, kind_suffix
 
 INSTALL_HINT = (
-    "kubeconform is optional: install it from its release page onto PATH, "
+    "kubeconform is optional: put it on PATH or name it in $TFGEN_KUBECONFORM, "
     "or use `--validator builtin` (as strict: same schemas, unknown fields rejected)"
 )
+# kubeconform's text of a failed validation: `... - at '/spec/x': <what is wrong> - at ...`
+_AT = re.compile(r"\s*- at '((?:[^'\\]|\\.)*)': ")
+_ENCLOSING = "validation failed"  # what it says of an object holding a failing field
+_NO_SCHEMA = "could not find schema for"
+# What it says of metadata it cannot read (before any schema): Go's JSON decoder's words.
+_UNREADABLE = re.compile(r"cannot unmarshal (\w+) into Go struct field \.([\w.]+) of type (\w+)")
 _K8S_REF = "/api/_definitions.json#/$defs/"
 
 
@@ -118,11 +130,62 @@ def schema_location(dest: Path) -> str:
     )
 
 
+def _segments(pointer: str, doc: Any) -> list[str | int]:
+    """A JSON pointer's segments, list positions as numbers (found by walking `doc`)."""
+    out: list[str | int] = []
+    node = doc
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit():
+            out.append(int(part))
+            node = node[int(part)] if int(part) < len(node) else None
+        else:
+            out.append(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return out
+
+
+def errors_in(message: str, doc: dict[str, Any], scratch: str) -> list[tuple[str, str]]:
+    """(`$.pointer`, what is wrong) of each field kubeconform's message about one object finds
+    wrong, its innermost errors there joined; a message of another form whole, without the
+    `scratch` folder's path (a kind without a schema points at `$.kind`, as builtin's does)."""
+    parts = _AT.split(message)
+    found = [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+    where = [path for path, _ in found]
+    leaves: dict[str, list[str]] = {}
+    for path, text in found:
+        if text != _ENCLOSING or not any(q.startswith(f"{path}/") for q in where):
+            said = leaves.setdefault(json_pointer(_segments(path, doc)), [])
+            if in_words(text) not in said:
+                said.append(in_words(text))
+    if leaves:
+        return [(pointer, "; ".join(texts)) for pointer, texts in sorted(leaves.items())]
+    unreadable = _UNREADABLE.search(message)
+    if unreadable:
+        got, field, want = unreadable.groups()
+        pointer = json_pointer(part[:1].lower() + part[1:] for part in field.split("."))
+        return [(pointer, f"got {got}, want {'object' if want == 'struct' else want}")]
+    text = message.replace(f"file://{scratch}", "").replace(scratch, "").strip()
+    return [("$.kind" if text.startswith(_NO_SCHEMA) else "$", text)]
+
+
+def _index(entry: dict[str, Any], scratch: str) -> int:
+    """The object a report entry is about (its file is named by its position)."""
+    stem = Path(str(entry.get("filename", ""))).stem
+    if not stem.isdigit():
+        text = str(entry.get("msg", "")).replace(scratch, "")
+        raise EnvironmentProblem(f"kubeconform failed on no object of tfgen's: {text}")
+    return int(stem)
+
+
 def run(
     objects: list[RenderedObject], validator: ManifestValidator
-) -> list[tuple[int, str]]:
-    """Validate objects with kubeconform; returns (index into objects, message) per failure."""
+) -> list[tuple[int, str, str]]:
+    """Validate objects with kubeconform; returns (index into objects, `$.pointer`, message)
+    per error."""
     binary = require_kubeconform()
+    if not objects:  # nothing rendered: nothing to validate (kubeconform would read no folder)
+        return []
     with tempfile.TemporaryDirectory(prefix="tfgen-kubeconform-") as tmp:
         root = Path(tmp)
         write_schema_layout(validator, {(o.api_version, o.kind) for o in objects}, root / "s")
@@ -149,6 +212,7 @@ def run(
         for entry in report.get("resources", []):
             if entry.get("status") in ("statusValid", "statusSkipped"):
                 continue
-            index = int(Path(entry.get("filename", "0")).stem)
-            failures.append((index, str(entry.get("msg", "invalid"))))
+            index = _index(entry, tmp)
+            failures += [(index, pointer, text) for pointer, text in
+                         errors_in(str(entry.get("msg", "invalid")), objects[index].doc, tmp)]
         return failures

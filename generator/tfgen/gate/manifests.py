@@ -3,11 +3,11 @@
 Every object `helm template` produces (and every Argo CD object in argo/) is checked against a
 JSON Schema that rejects unknown fields: the Kubernetes schemas of the configured Kubernetes
 version as shipped by the `kubernetes-validate` package (its `-strict` variant), and the
-project's own schemas in schemas/ for kinds Kubernetes does not define (TFJob, the Argo CD
-kinds). Validators are compiled once per apiVersion/kind with jsonschema-rs and reused: a
-compiled validator checks an object in microseconds, where building one per object (what
-`kubernetes_validate.validate()` does) costs milliseconds. Results are `Problem`s whose
-pointer reads `Kind/name $.json.path`.
+schemas in schemas/ for the kinds Kubernetes does not define (TFJob, JobSet, the Argo CD
+kinds), converted from their upstream CRDs by scripts/crd_schemas.py. Validators are compiled
+once per apiVersion/kind with jsonschema-rs and reused: a compiled validator checks an object
+in microseconds, where building one per object (what `kubernetes_validate.validate()` does)
+costs milliseconds. Results are `Problem`s whose pointer reads `Kind/name $.json.path`.
 """
 
 from __future__ import annotations
@@ -225,46 +225,13 @@ def kind_suffix(api_version: str) -> str:
     return f"-{group.split('.')[0].lower()}-{version.lower()}"
 
 
-def _declared(schema: dict[str, Any], prop: str) -> list[str]:
-    """Values a schema pins for `apiVersion`/`kind` (const or enum), so project schemas are
-    found by what they describe rather than by file name."""
-    node = (schema.get("properties") or {}).get(prop) or {}
-    if "const" in node:
-        return [str(node["const"])]
-    return [str(v) for v in node.get("enum") or [] if v is not None]
-
-
-def project_schemas(schema_dir: Path) -> dict[tuple[str, str], Path]:
-    """Map (apiVersion, kind) -> schema file for the project's own object schemas.
-
-    Every `*.schema.json` in schemas/ that pins both `apiVersion` and `kind` describes a
-    Kubernetes object (TFJob, Argo CD kinds); the experiment and repo-config schemas pin
-    tfgen.io apiVersions and are left out because nothing renders those.
-    """
-    found: dict[tuple[str, str], Path] = {}
-    if not schema_dir.is_dir():
-        return found
-    for path in sorted(schema_dir.glob("*.schema.json")):
-        try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: not valid JSON: {exc}") from exc
-        if not isinstance(schema, dict):
-            continue
-        for api in _declared(schema, "apiVersion"):
-            if api.startswith("tfgen.io/"):
-                continue
-            for kind in _declared(schema, "kind"):
-                found[(api, kind)] = path
-    return found
-
-
 @dataclass
 class ManifestValidator:
     """Validates objects strictly; one compiled validator per apiVersion/kind, built on demand.
 
     `kube_version` selects the Kubernetes schemas; `schema_dir` is the project's schemas/
-    folder, whose object schemas take precedence (TFJob, Argo CD kinds).
+    folder, whose CRD schemas (TFJob, JobSet, the Argo CD kinds; converted from the upstream
+    CRDs) serve the kinds Kubernetes does not define.
     """
 
     kube_version: str
@@ -276,20 +243,17 @@ class ManifestValidator:
         return schema_dir_for(self.kube_version)
 
     @cached_property
-    def project(self) -> dict[tuple[str, str], Path]:
-        return project_schemas(self.schema_dir)
-
-    @cached_property
     def _registry(self) -> Any:
-        # The project's TFJob schema reuses Kubernetes definitions (PodTemplateSpec, ...) by
-        # their `$id`, so every schema is compiled against this one registry.
+        # The CRD schemas refer to the Kubernetes definitions (ObjectMeta) by their `$id`, so
+        # every schema is compiled against this one registry.
         definitions = json.loads((self.kube_dir / "_definitions.json").read_text())
         return jsonschema_rs.Registry([(definitions["$id"], definitions)], retriever=_offline)
 
     def schema_file(self, api_version: str, kind: str) -> Path | None:
         """The schema file for a kind, or None when neither Kubernetes nor the project has one."""
-        if (api_version, kind) in self.project:
-            return self.project[(api_version, kind)]
+        crd = resources.crd_schema(api_version, kind, self.schema_dir)
+        if crd is not None:
+            return crd
         candidate = self.kube_dir / f"{kind.lower()}{kind_suffix(api_version)}.json"
         return candidate if candidate.is_file() else None
 
@@ -332,7 +296,7 @@ class ManifestValidator:
 
     def problems(self, obj: RenderedObject, path: str) -> list[Problem]:
         """Schema violations of one object as Problems located at `path` (the file to open)."""
-        return [obj.problem(path, pointer, message, _hint(message))
+        return [obj.problem(path, pointer, message, schema_hint(message))
                 for pointer, message in self.errors(obj.doc)]
 
 
@@ -341,14 +305,31 @@ def _offline(uri: str) -> Any:
     raise ValueError(f"schema reference {uri} is not available offline")
 
 
+# The grammar of a Kubernetes quantity, as the CRDs' schemas write it (resources, sizes).
+QUANTITY_PATTERN = ("^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                    "([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$")
+QUANTITY_WORDS = "is not a Kubernetes quantity (such as 2, 500m or 4Gi)"
+
+
+def in_words(message: str) -> str:
+    """A schema error with the quantity pattern said in words (the builtin validator's
+    `"x" does not match "<pattern>"`, kubeconform's `'x' does not match pattern '<pattern>'`)."""
+    if QUANTITY_PATTERN in message and " does not match " in message:
+        return f"{message.split(' does not match ', 1)[0]} {QUANTITY_WORDS}"
+    return message
+
+
 def _tidy(message: str) -> str:
     # jsonschema-rs echoes whole sub-documents in some messages; keep a line readable.
+    message = in_words(message)
     return message if len(message) <= 300 else message[:297] + "..."
 
 
-def _hint(message: str) -> str:
-    if "Additional properties are not allowed" in message:
+def schema_hint(message: str) -> str:
+    """What to do about a schema error, in the builtin validator's words or kubeconform's."""
+    lowered = message.lower()
+    if "additional properties" in lowered:
         return "remove the field or fix its spelling; Kubernetes rejects unknown fields"
-    if "is a required property" in message:
+    if "is a required property" in lowered or "missing propert" in lowered:
         return "add the field"
     return ""

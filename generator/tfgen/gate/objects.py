@@ -25,7 +25,14 @@ from . import kubeconform, policy, wiring
 from .applications import ResolvedApplication
 from .batch import RenderResult
 from .helmvalues import load_yaml_file, merge_values
-from .manifests import ManifestValidator, ObjectKey, RenderedObject, object_key, parse_manifest
+from .manifests import (
+    ManifestValidator,
+    ObjectKey,
+    RenderedObject,
+    object_key,
+    parse_manifest,
+    schema_hint,
+)
 
 # Experiments per kubeconform process: few processes, and a bounded number of objects held.
 KUBECONFORM_SLICE = 500
@@ -244,8 +251,9 @@ def kubeconform_problems(
         flat = [(item, obj) for item in rendered[start:start + KUBECONFORM_SLICE]
                 for obj in item.objects]
         failures = kubeconform.run([obj for _, obj in flat], validator)
-        out += [Problem(flat[i][0].path, pointer=f"{flat[i][1].ref} $",
-                        message=f"kubeconform: {message}") for i, message in failures]
+        out += [flat[i][1].problem(flat[i][0].path, pointer, f"kubeconform: {message}",
+                                   schema_hint(message))
+                for i, pointer, message in failures]
     return out
 
 

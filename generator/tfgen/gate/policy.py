@@ -4,7 +4,8 @@ Three families, each returning `Problem`s located at the file a person should op
 pointing at `Kind/name $.path`:
 
 - TFJob: every replica type runs a container named `tensorflow` (the training operator finds
-  the port and injects TF_CONFIG by that name), at most one Chief/Master, no TF_CONFIG in the
+  the port and injects TF_CONFIG by that name), every container has an image, at most one
+  Chief/Master, no TF_CONFIG in the
   template (the operator owns it), no ttlSecondsAfterFinished (Argo CD self-heal would
   recreate the deleted TFJob and train again).
 - Pod security: every pod template meets the Pod Security Standard level its namespace
@@ -134,9 +135,12 @@ def _training_container(obj: RenderedObject, path: str, rtype: str, replica: dic
         return [obj.problem(path, where, "no container named 'tensorflow' (the operator "
                             "injects TF_CONFIG and the port into that container only)",
                             "name the training container 'tensorflow'")]
-    if not named[0].get("image"):
-        return [obj.problem(path, where, "container 'tensorflow' has no image")]
-    return []
+    # the operator's webhook wants an image in every container, not only the training one
+    return [obj.problem(path, f"{where}[{index}].image",
+                        f"container {container.get('name', '')!r} has no image",
+                        "give every container an image")
+            for index, container in enumerate(_replica_pod(replica).get("containers") or [])
+            if isinstance(container, dict) and not container.get("image")]
 
 
 def _no_tf_config(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]

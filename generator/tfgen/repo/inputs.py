@@ -339,7 +339,8 @@ class _Walk:
         keep = self.plain
         for entry in scanned:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in (".git", "__pycache__"):
+                if entry.name not in (".git", "__pycache__") and \
+                        f"{current}/{entry.name}" != layout.UPSTREAM_SCHEMAS_DIR:
                     subfolders.append(entry.name)
             elif entry.is_symlink() and _leads_to_folder(entry):
                 resolve_input(entry.path, layout.shown(entry.path), self.root)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from . import resources
+from . import layout, resources
 
 
 def digest(*parts: bytes | str) -> str:
@@ -86,7 +86,9 @@ def tool_digest() -> str:
     return digest(
         __version__,
         tree_digest(package),  # symlinked folders (the shipped schemas, chart) are not entered
-        tree_digest(resources.schema_dir()),
+        # the converted schemas, not the upstream CRDs they are made from
+        tree_digest(resources.schema_dir(),
+                    (".git", "__pycache__", Path(layout.UPSTREAM_SCHEMAS_DIR).name)),
         *installed_distributions(VERDICT_LIBRARIES),
         str(kubernetes), (kubernetes / "version.py").read_bytes(),  # its schemas' version
     )

@@ -52,6 +52,9 @@ CODEOWNERS_FILE = f"{CODEOWNERS_FOLDER}/CODEOWNERS"
 LOCAL_RUN_DIR = ".tfgen-run"
 # Changes under these affect every experiment's rendering (for `--changed`).
 SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
+# The upstream CRDs that tfgen's CRD schemas are converted from (by scripts/crd_schemas.py),
+# kept in tfgen's own repository: no input of tfgen, not shipped, not copied by `tfgen init`.
+UPSTREAM_SCHEMAS_DIR = "schemas/upstream"
 RUN_MARK = ".gitignore"
 RUN_MARK_TEXT = "# local data of `tfgen run-local`, one folder per experiment: never commit it\n*\n"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,14 @@ from typing import Any
 EXPERIMENT_SCHEMA = "experiment.schema.json"
 CONFIG_SCHEMA = "repo-config.schema.json"
 HEALTH_LUA = "tfjob-health.lua"
+# The `$id` of the Kubernetes definitions (kubernetes-validate's `_definitions.json` of the
+# target version), through which the CRD schemas refer to ObjectMeta.
+KUBERNETES_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
+# Where the schema of a CRD kind lives under schemas/: `kubeflow.org/tfjob_v1.json`, as
+# kubeconform names CRD schemas. scripts/crd_schemas.py writes them (from schemas/upstream/).
+_CRD_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)"
+                              r"/(v[0-9]+((alpha|beta)[0-9]+)?)")
+_CRD_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 def _package_dir(name: str) -> Path:
@@ -40,6 +49,26 @@ def templates_dir() -> Path:
 def chart_dir() -> Path:
     """The Helm chart as shipped with tfgen (a repository renders its own copy, see layout)."""
     return _package_dir("chart")
+
+
+def crd_schema_name(api_version: str, kind: str) -> str | None:
+    """`kubeflow.org/tfjob_v1.json` for `kubeflow.org/v1` `TFJob`: the path under schemas/ of
+    a CRD kind's schema; None for what cannot be a CRD's (a core group, or odd characters that
+    must never become a path)."""
+    group = _CRD_API_VERSION.fullmatch(api_version)
+    if group is None or _CRD_KIND.fullmatch(kind) is None:
+        return None
+    return f"{group.group(1)}/{kind.lower()}_{group.group(5)}.json"
+
+
+def crd_schema(api_version: str, kind: str, folder: Path | None = None) -> Path | None:
+    """The schema file tfgen ships for a CRD kind (in `folder`, by default tfgen's schemas),
+    None when it ships none."""
+    name = crd_schema_name(api_version, kind)
+    if name is None:
+        return None
+    path = (folder or schema_dir()) / name
+    return path if path.is_file() else None
 
 
 @cache

@@ -271,7 +271,7 @@ def repository_files(settings: InitSettings) -> dict[str, str]:
         ARGO_README: _template_text("argo-README.md"),
     }
     files.update(_tree(resources.chart_dir(), layout.CHART_PATH))
-    files.update(_tree(resources.schema_dir(), SCHEMAS_DIR))
+    files.update(_tree(resources.schema_dir(), SCHEMAS_DIR, skip=layout.UPSTREAM_SCHEMAS_DIR))
     return files
 
 
@@ -317,12 +317,15 @@ def _said(path: Path) -> str:
     return os.path.relpath(path)
 
 
-def _tree(source: Path, dest: str) -> dict[str, str]:
-    """The text files under `source` (tfgen's shipped chart or schemas), under `dest`."""
+def _tree(source: Path, dest: str, skip: str = "") -> dict[str, str]:
+    """The text files under `source` (tfgen's shipped chart or schemas), under `dest`; not
+    those under the folder `skip` (a path like `dest`'s files)."""
     found: dict[str, str] = {}
     for path in sorted(source.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             rel = path.relative_to(source).as_posix()
+            if skip and f"{dest}/{rel}".startswith(f"{skip}/"):
+                continue
             found[f"{dest}/{rel}"] = path.read_text(encoding="utf-8")
     return found
 

@@ -29,9 +29,13 @@ HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 # AppArmor: profile types, and the values of the legacy per-container annotation.
 APPARMOR_TYPES = frozenset({"RuntimeDefault", "Localhost"})
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
-APPARMOR_ANNOTATION_VALUES = ("runtime/default", "localhost/")  # localhost/<profile>
-SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t",
-                           "container_engine_t"})
+# "" (no profile), runtime/default, localhost/<profile>
+APPARMOR_ANNOTATION_VALUES = ("", "runtime/default", "localhost/")
+# SELinux types, by the Kubernetes minor version that allowed each ("" is unset).
+SELINUX_TYPES = {
+    0: ("", "container_t", "container_init_t", "container_kvm_t"),
+    31: ("container_engine_t",),
+}
 PROC_MOUNT_TYPES = frozenset({"Default"})
 SECCOMP_FORBIDDEN = frozenset({"Unconfined"})
 # Sysctls: the safe set, by the Kubernetes minor version that added each name.
@@ -83,11 +87,21 @@ def _minor(kube_version: str) -> int:
         return 99  # an unparsable version gets the newest list; config validation reports it
 
 
+def _since(table: dict[int, tuple[str, ...]], kube_version: str) -> frozenset[str]:
+    """The values of a table by the minor version that added each, up to `kube_version`."""
+    minor = _minor(kube_version)
+    return frozenset(name for since, names in table.items() if minor >= since
+                     for name in names)
+
+
 @functools.lru_cache(maxsize=16)
 def safe_sysctls(kube_version: str) -> frozenset[str]:
-    minor = _minor(kube_version)
-    return frozenset(name for since, names in SAFE_SYSCTLS.items() if minor >= since
-                     for name in names)
+    return _since(SAFE_SYSCTLS, kube_version)
+
+
+@functools.lru_cache(maxsize=16)
+def selinux_types(kube_version: str) -> frozenset[str]:
+    return _since(SELINUX_TYPES, kube_version)
 
 
 # Each control is one function yielding its violations; `baseline` and `restricted` run them in
@@ -107,32 +121,33 @@ def _host_namespaces(pod: dict[str, Any]) -> Found:
             yield Violation(key, "Host Namespaces", f"{key} is true; must be unset or false")
 
 
-def _host_process(where: str, sc: dict[str, Any]) -> Found:
+def _host_process(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     if _dict(sc.get("windowsOptions")).get("hostProcess"):
         yield Violation(f"{where}.windowsOptions.hostProcess", "HostProcess",
                         "HostProcess containers are not allowed")
 
 
-def _selinux(where: str, sc: dict[str, Any]) -> Found:
+def _selinux(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     selinux = _dict(sc.get("seLinuxOptions"))
-    if str(selinux.get("type") or "") not in SELINUX_TYPES:
+    allowed = selinux_types(kube_version)
+    if str(selinux.get("type") or "") not in allowed:
         yield Violation(f"{where}.seLinuxOptions.type", "SELinux",
                         f"type {selinux.get('type')!r} is not allowed; one of "
-                        f"{', '.join(sorted(t for t in SELINUX_TYPES if t))} or unset")
+                        f"{', '.join(sorted(t for t in allowed if t))} or unset")
     for field in ("user", "role"):
         if selinux.get(field):
             yield Violation(f"{where}.seLinuxOptions.{field}", "SELinux",
                             f"a custom SELinux {field} is not allowed")
 
 
-def _apparmor_profile(where: str, sc: dict[str, Any]) -> Found:
+def _apparmor_profile(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     apparmor = _dict(sc.get("appArmorProfile")).get("type")
     if apparmor is not None and apparmor not in APPARMOR_TYPES:
         yield Violation(f"{where}.appArmorProfile.type", "AppArmor",
                         f"{apparmor!r} is not allowed; RuntimeDefault, Localhost or unset")
 
 
-def _seccomp_unconfined(where: str, sc: dict[str, Any]) -> Found:
+def _seccomp_unconfined(where: str, sc: dict[str, Any], kube_version: str) -> Found:
     seccomp = _dict(sc.get("seccompProfile")).get("type")
     if seccomp in SECCOMP_FORBIDDEN:
         yield Violation(f"{where}.seccompProfile.type", "Seccomp",
@@ -161,11 +176,19 @@ def _proc_mount(where: str, container: dict[str, Any]) -> Found:
                         f"procMount {proc!r} is not allowed; Default or unset")
 
 
-def _host_ports(where: str, container: dict[str, Any]) -> Found:
-    for index, port in enumerate(_list(container.get("ports"))):
-        if _dict(port).get("hostPort"):
-            yield Violation(f"{where}.ports[{index}].hostPort", "Host Ports",
-                            "host ports are not allowed")
+def _host_ports(pod: dict[str, Any]) -> Found:
+    # With hostNetwork the API server's defaulting makes each container port (of containers
+    # and init containers) its host port too, before admission sees the pod.
+    host_network = bool(pod.get("hostNetwork"))
+    for where, container in _containers(pod):
+        defaulted = host_network and not where.startswith("ephemeralContainers")
+        for index, port in enumerate(_list(container.get("ports"))):
+            port = _dict(port)
+            if port.get("hostPort") or (defaulted and port.get("containerPort")):
+                yield Violation(f"{where}.ports[{index}].hostPort", "Host Ports",
+                                "host ports are not allowed (with hostNetwork, every "
+                                "container port is one)" if defaulted else
+                                "host ports are not allowed")
 
 
 def _host_path_volumes(pod: dict[str, Any]) -> Found:
@@ -186,8 +209,8 @@ def _sysctls(pod: dict[str, Any], kube_version: str) -> Found:
 
 
 def _apparmor_allowed(value: Any) -> bool:
-    return (value == APPARMOR_ANNOTATION_VALUES[0]
-            or str(value).startswith(APPARMOR_ANNOTATION_VALUES[1]))
+    return (value in APPARMOR_ANNOTATION_VALUES[:2]
+            or str(value).startswith(APPARMOR_ANNOTATION_VALUES[2]))
 
 
 def _apparmor_annotations(annotations: dict[str, Any]) -> Found:
@@ -197,10 +220,11 @@ def _apparmor_annotations(annotations: dict[str, Any]) -> Found:
                             f"{value!r} is not allowed; runtime/default or localhost/*")
 
 
-# The baseline controls on every securityContext (the pod's, then each container's), then those
-# on each container, in the order they are reported.
+# The baseline controls on every securityContext (the pod's, then each container's; some allow
+# more from one Kubernetes version on), then those on each container, in the order they are
+# reported.
 BASELINE_SCOPE_CONTROLS = (_host_process, _selinux, _apparmor_profile, _seccomp_unconfined)
-BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount, _host_ports)
+BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount)
 
 
 def _scopes(pod: dict[str, Any]) -> list[Scope]:
@@ -210,17 +234,22 @@ def _scopes(pod: dict[str, Any]) -> list[Scope]:
     return scopes
 
 
-def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str
-             ) -> list[Violation]:
-    """The baseline controls on one pod spec (and its template's annotations)."""
+def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str,
+             replaced: tuple[Any, ...] = ()) -> list[Violation]:
+    """The baseline controls on one pod spec (and its template's annotations), but those
+    `replaced` by a stricter control of their own."""
     out = list(_host_namespaces(pod))
     for where, sc in _scopes(pod):
         for scope_control in BASELINE_SCOPE_CONTROLS:
-            out += scope_control(where, sc)
+            if scope_control not in replaced:
+                out += scope_control(where, sc, kube_version)
     for where, container in _containers(pod):
         for container_control in BASELINE_CONTAINER_CONTROLS:
-            out += container_control(where, container)
-    out += _host_path_volumes(pod)
+            if container_control not in replaced:
+                out += container_control(where, container)
+    out += _host_ports(pod)
+    if _host_path_volumes not in replaced:
+        out += _host_path_volumes(pod)
     out += _sysctls(pod, kube_version)
     out += _apparmor_annotations(annotations)
     return out
@@ -303,17 +332,28 @@ def _restricted_capabilities(where: str, container: dict[str, Any], context: dic
 
 RESTRICTED_CONTAINER_CONTROLS = (_privilege_escalation, _container_non_root,
                                  _container_seccomp, _restricted_capabilities)
+# The restricted controls on fields a Windows pod cannot set: not applied to one (the API
+# server's validation refuses those fields there; the evaluator admits such a pod without them).
+LINUX_ONLY = (_privilege_escalation, _container_seccomp, _restricted_capabilities)
+# The baseline controls that restricted replaces with a stricter one (the evaluator's
+# OverrideCheckIDs): the volume types, the seccomp profiles and the capabilities are then
+# judged by restricted's rule alone, and each breach reported once.
+REPLACED_AT_RESTRICTED = (_host_path_volumes, _seccomp_unconfined, _baseline_capabilities)
 
 
 def restricted(pod: dict[str, Any]) -> list[Violation]:
-    """The controls restricted adds to baseline, on one pod spec."""
+    """The controls restricted adds to baseline, on one pod spec (a Windows pod, `os.name:
+    windows`, is spared those whose fields Windows pods cannot set, as the evaluator does)."""
     context = _dict(pod.get("securityContext"))
+    windows = _dict(pod.get("os")).get("name") == "windows"
     out = list(_volume_types(pod))
-    out += _pod_seccomp(context)
+    if not windows:
+        out += _pod_seccomp(context)
     out += _pod_non_root(context)
     for where, container in _containers(pod):
         for control in RESTRICTED_CONTAINER_CONTROLS:
-            out += control(where, container, context)
+            if not (windows and control in LINUX_ONLY):
+                out += control(where, container, context)
     return out
 
 
@@ -323,8 +363,10 @@ def violations(pod: dict[str, Any], annotations: dict[str, Any], level: str,
     if level not in LEVELS:
         raise ValueError(f"unknown Pod Security level {level!r}")
     out: list[Violation] = []
+    strict = LEVELS.index(level) >= LEVELS.index("restricted")
     if LEVELS.index(level) >= LEVELS.index("baseline"):
-        out += baseline(pod, annotations, kube_version)
-    if LEVELS.index(level) >= LEVELS.index("restricted"):
+        out += baseline(pod, annotations, kube_version,
+                        REPLACED_AT_RESTRICTED if strict else ())
+    if strict:
         out += restricted(pod)
     return out
