@@ -25,6 +25,10 @@ And, at the sizes given to `--peers-at`, the gates a user would script with the 
 
 each measured on `--peer-sample` experiments and extrapolated to N (said so in the output).
 
+`--helm PATH` (repeatable) names the helms to check with: each runs the check rows on the same
+repository, one after the other, and with more than one a second table puts their cold, warm,
+one-changed and one-added checks side by side.
+
 Wall time per command and the peak resident memory of the tfgen process (from wait4) are
 printed as a Markdown table. This is a benchmark, not a test: numbers depend on the machine.
 """
@@ -226,6 +230,7 @@ def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[floa
     from tfgen.gate.applications import resolve_applications
     from tfgen.gate.batch import BatchRenderer, jobs_for
     from tfgen.gate.helm import GC_SETTINGS, environment
+    from tfgen.gate.helmvalues import files_merged
 
     renderer = BatchRenderer(helm=helm)
     jobs = jobs_for(resolve_applications(root).applications, kube)
@@ -235,7 +240,7 @@ def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[floa
     with tempfile.TemporaryDirectory() as tmp:
         for number, first in enumerate(range(0, len(jobs), size)):
             chunk = jobs[first:first + size]
-            values = [renderer.over_defaults(renderer.file_values(job), chart) or {}
+            values = [renderer.over_defaults(files_merged(job.values_files), chart) or {}
                       for job in chunk]
             folder = Path(tmp) / str(number)
             folder.mkdir()
@@ -252,7 +257,17 @@ def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[floa
         return wall, cpu, len(commands)
 
 
-Row = tuple[int, str, float, float | None, str]
+Row = tuple[int, str, str, float, float | None, str]  # N, helm, what, wall, RSS, note
+# The rows the side-by-side table compares across helms.
+COMPARED = ("tfgen check, cold (empty cache)", "tfgen check, warm (nothing changed)",
+            "tfgen check, one experiment changed", "tfgen check, one experiment added")
+
+
+class Helm(NamedTuple):
+    """A helm to measure: its path, and its name in the tables (release, where it is)."""
+
+    path: str
+    name: str
 
 
 def median(runs: list[Measured]) -> Measured:
@@ -261,8 +276,10 @@ def median(runs: list[Measured]) -> Measured:
     return sorted(runs, key=lambda measured: measured.wall)[len(runs) // 2]
 
 
-def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], None]) -> None:
-    """Every row of one size, in a repository of its own (removed unless --keep)."""
+def measure(n: int, args: argparse.Namespace, helms: list[Helm],
+            add: Callable[[Row], None]) -> None:
+    """Every row of one size, in a repository of its own (removed unless --keep): the renders,
+    then the checks with each helm in turn, then the scripted peers (with the first helm)."""
     tmp = Path(tempfile.mkdtemp(prefix="tfgen-bench-"))
     root = tmp / "repo"
     root.mkdir()
@@ -275,62 +292,73 @@ def measure(n: int, args: argparse.Namespace, helm: str, add: Callable[[Row], No
                               capture_output=True, text=True, check=True).stdout.strip()
         for what in ("tfgen render, all files new", "tfgen render, all files unchanged"):
             render = run([TFGEN, "render"], root)
-            add((n, what, render.wall, render.rss,
+            add((n, "", what, render.wall, render.rss,
                  render.cpu_and(f"{n / render.wall:,.0f} specs/s")))
-        # what the renders remembered (spec verdicts, files in sync) is not there in CI
-        shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
-        cold = run([TFGEN, "check"], root)
-        add((n, "tfgen check, cold (empty cache)", cold.wall, cold.rss, cold.summary))
-        seconds, helm_cpu, processes = helm_alone(root, kube, helm, tfgens_env=True)
-        # tfgen's own CPU: the cold check's less its helm processes' (those of helm alone).
-        # With both cores busy, the cold check takes at least (helm's + tfgen's) / cores, so
-        # cold / helm alone is at least 1 + tfgen's / helm's.
-        own = cold.cpu - helm_cpu
-        add((n, "helm alone, batched as the cold check does", seconds, None,
-             f"{helm_cpu:.1f} s CPU, {counted(processes, 'helm process', 'helm processes')}; "
-             f"cold check / helm alone = {cold.wall / seconds:.2f}; per experiment, helm "
-             f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms: floor "
-             f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's)"))
-        seconds, _, _ = helm_alone(root, kube, helm, tfgens_env=False)
-        add((n, "helm alone, the same with Go's default collector", seconds, None,
-             f"cold check / this = {cold.wall / seconds:.2f}"))
-        warm = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
-        add((n, "tfgen check, warm (nothing changed)", warm.wall, warm.rss, warm.summary))
-
-        def one_changed(index: int) -> Measured:
-            changed = root / "experiments" / f"{experiment_name(index)}.yaml"
-            changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
-            run([TFGEN, "render"], root)
-            return run([TFGEN, "check"], root)
-
-        changed = median([one_changed(index) for index in range(REPEATS)])
-        add((n, "tfgen check, one experiment changed", changed.wall, changed.rss,
-             changed.summary))
-
-        def one_added(index: int) -> Measured:
-            # a copy of an experiment under a new name (its log folder and NAS path follow)
-            source, name = experiment_name(index), experiment_name(index, "added")
-            text = (root / "experiments" / f"{source}.yaml").read_text()
-            (root / "experiments" / f"{name}.yaml").write_text(text.replace(source, name))
-            run([TFGEN, "render"], root)
-            return run([TFGEN, "check"], root)
-
-        added = median([one_added(index) for index in range(REPEATS)])
-        add((n, "tfgen check, one experiment added", added.wall, added.rss, added.summary))
+        for number, helm in enumerate(helms):
+            measure_checks(root, n, kube, helm, number, add)
         if n in args.peers_at:
             names = [experiment_name(index) for index in range(n)]  # not those added
             sample = names[:args.peer_sample] if args.peer_sample > 0 else names
             for what, peer in (("sequential", peer_sequential), ("parallel", peer_parallel)):
-                seconds = peer(root, sample, kube, helm)
+                seconds = peer(root, sample, kube, helms[0].path)
                 note = (f"measured on all {len(names)}" if len(sample) == len(names) else
                         f"{seconds:.1f} s for {len(sample)}, extrapolated to {len(names)}")
-                add((n, f"scripted peer, {what}", seconds / len(sample) * len(names), None,
-                     note))
+                add((n, helms[0].name, f"scripted peer, {what}",
+                     seconds / len(sample) * len(names), None, note))
         if args.keep:
             print(f"repository for N={n} kept at {root}", file=sys.stderr)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int,
+                   add: Callable[[Row], None]) -> None:
+    """The check rows with one helm (the `number`-th: it edits and adds experiments of its
+    own), from an empty cache: what the renders remembered is not there in CI either."""
+    os.environ["TFGEN_HELM"] = helm.path  # the generated repositories have no .tools/
+    shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
+    cold = run([TFGEN, "check"], root)
+    add((n, helm.name, "tfgen check, cold (empty cache)", cold.wall, cold.rss, cold.summary))
+    seconds, helm_cpu, processes = helm_alone(root, kube, helm.path, tfgens_env=True)
+    # tfgen's own CPU: the cold check's less its helm processes' (those of helm alone).
+    # With both cores busy, the cold check takes at least (helm's + tfgen's) / cores, so
+    # cold / helm alone is at least 1 + tfgen's / helm's.
+    own = cold.cpu - helm_cpu
+    add((n, helm.name, "helm alone, batched as the cold check does", seconds, None,
+         f"{helm_cpu:.1f} s CPU, {counted(processes, 'helm process', 'helm processes')}; "
+         f"cold check / helm alone = {cold.wall / seconds:.2f}; per experiment, helm "
+         f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms: floor "
+         f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's)"))
+    seconds, _, _ = helm_alone(root, kube, helm.path, tfgens_env=False)
+    add((n, helm.name, "helm alone, the same with Go's default collector", seconds, None,
+         f"cold check / this = {cold.wall / seconds:.2f}"))
+    warm = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
+    add((n, helm.name, "tfgen check, warm (nothing changed)", warm.wall, warm.rss,
+         warm.summary))
+
+    def one_changed(index: int) -> Measured:
+        changed = root / "experiments" / f"{experiment_name(index)}.yaml"
+        changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
+        run([TFGEN, "render"], root)
+        return run([TFGEN, "check"], root)
+
+    first = number * REPEATS  # each helm its own experiments to change and to copy
+    changed = median([one_changed(first + index) for index in range(REPEATS)])
+    add((n, helm.name, "tfgen check, one experiment changed", changed.wall, changed.rss,
+         changed.summary))
+
+    def one_added(index: int) -> Measured:
+        # a copy of an experiment under a new name (its log folder and NAS path follow)
+        source, name = experiment_name(index), experiment_name(index, "added")
+        text = (root / "experiments" / f"{source}.yaml").read_text()
+        (root / "experiments" / f"{name}.yaml").write_text(text.replace(source, name))
+        run([TFGEN, "render"], root)
+        return run([TFGEN, "check"], root)
+
+    added = median([one_added(first + index) for index in range(REPEATS)])
+    add((n, helm.name, "tfgen check, one experiment added", added.wall, added.rss,
+         added.summary))
 
 
 def sizes(text: str) -> list[int]:
@@ -342,6 +370,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=sizes, default=[1000, 5000, 10000],
                         help="comma-separated numbers of experiments, one growth-table block "
                              "each (default 1000,5000,10000)")
+    parser.add_argument("--helm", action="append", metavar="PATH",
+                        help="a helm to check with (repeat for several: each measured on the "
+                             "same repository, one after the other; default: the one tfgen "
+                             "finds, $TFGEN_HELM, .tools/ or PATH)")
     parser.add_argument("--peers-at", type=sizes, default=[1000],
                         help="sizes at which the scripted peers are measured (default 1000)")
     parser.add_argument("--peer-sample", type=int, default=100,
@@ -353,10 +385,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "generator"))
-    from tfgen.gate.helm import find_helm
-
-    helm = find_helm(root=REPO)
-    os.environ["TFGEN_HELM"] = helm  # the generated repositories have no .tools/ of their own
+    helms = [helm_named(path) for path in args.helm or [None]]
+    if len({helm.name for helm in helms}) < len(helms):
+        parser.error("--helm: each helm once (two of them report the same release)")
     # tfgen measured as installed: with its bytecode written (once, by this first run) and
     # read by every measured run, not compiled again by each
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -365,15 +396,48 @@ def main() -> None:
 
     def add(row: Row) -> None:
         rows.append(row)
-        n, what, wall, rss, note = row
-        print(f"N={n} {what}: {wall:.2f} s", file=sys.stderr)  # progress, the table at the end
+        n, helm, what, wall, _, _ = row
+        print(f"N={n} {helm} {what}: {wall:.2f} s", file=sys.stderr)  # the tables at the end
 
     for n in args.sizes:
-        measure(n, args, helm, add)
-    print(f"\n{os.cpu_count()} CPUs, helm {helm}\n")
-    print("| N | what | wall time | peak RSS | note |\n| ---: | --- | ---: | ---: | --- |")
-    for n, what, wall, rss, note in rows:
-        print(f"| {n:,} | {what} | {wall:.2f} s | {f'{rss:.0f} MB' if rss else '-'} | {note} |")
+        measure(n, args, helms, add)
+    print(f"\n{os.cpu_count()} CPUs; " + "; ".join(f"{h.name}: {h.path}" for h in helms) + "\n")
+    print("| N | helm | what | wall time | peak RSS | note |\n"
+          "| ---: | --- | --- | ---: | ---: | --- |")
+    for n, helm, what, wall, rss, note in rows:
+        print(f"| {n:,} | {helm} | {what} | {wall:.2f} s | {f'{rss:.0f} MB' if rss else '-'} "
+              f"| {note} |")
+    if len(helms) > 1:
+        print(side_by_side(rows, helms))
+
+
+def helm_named(path: str | None) -> Helm:
+    """The helm at `path` (None: the one tfgen finds) with the release it reports."""
+    from tfgen.gate.helm import find_helm, identify
+    from tfgen.repo.cache import Cache
+
+    found = find_helm(root=REPO) if path is None else os.path.abspath(path)
+    helm = identify(found, Cache(None))
+    return Helm(found, helm.version.partition("+")[0] + ("" if helm.pinned else " (a script)"))
+
+
+def side_by_side(rows: list[Row], helms: list[Helm]) -> str:
+    """The checks of each size with each helm in a column: wall time, peak RSS and the ratio
+    to the first helm's wall time."""
+    got = {(n, helm, what): (wall, rss) for n, helm, what, wall, rss, _ in rows}
+    lines = ["", "| N | check | " + " | ".join(h.name for h in helms) + " |",
+             "| ---: | --- |" + " ---: |" * len(helms)]
+    for n in sorted({row[0] for row in rows}):
+        for what in COMPARED:
+            first = got[(n, helms[0].name, what)][0]
+            cells = []
+            for helm in helms:
+                wall, rss = got[(n, helm.name, what)]
+                cells.append(f"{wall:.2f} s / {rss or 0:.0f} MB"
+                             + (f" ({wall / first:.2f})" if helm != helms[0] else ""))
+            lines.append(f"| {n:,} | {what.removeprefix('tfgen check, ')} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

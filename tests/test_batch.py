@@ -20,6 +20,7 @@ from test_yaml_types import TRICKY
 from tfgen.gate import helm as helm_mod
 from tfgen.gate.batch import BatchRenderer, RenderJob
 from tfgen.gate.helm import find_helm
+from tfgen.gate.helmprobe import FAST
 from tfgen.gate.helmvalues import coalesce, merge_values
 from tfgen.gate.umbrella import canonical_manifest
 from tfgen.render.generated import GeneratedFile, dump_yaml
@@ -228,16 +229,19 @@ def test_batched_result_is_what_the_repo_server_renders(tmp_path: Path, helm: st
 
     renderer = BatchRenderer(helm=helm, workers=1)
     results = renderer.render(jobs)
-    # the chart's defaults, one batch of the six, each hand-written file alone
-    assert renderer.stats.helm_processes == 4
+    if renderer.shortcuts is FAST:  # the pinned helms; another release may batch otherwise
+        # the chart's defaults, one batch of the six, each hand-written file alone
+        assert renderer.stats.helm_processes == 4
     for job, result in zip(jobs, results, strict=True):
         argo = repo_server_render(helm, job)
-        if job.name.startswith("tricky-"):
-            assert argo.returncode == 0, argo.stderr
-            assert not result.error and result.manifest == canonical_manifest(argo.stdout)
-        else:
-            assert argo.returncode != 0 and "got boolean, want string" in argo.stderr
-            assert "got boolean, want string" in result.error, job.name
+        # the repo-server's verdict, whatever this helm's release says of the corpus (3.17
+        # and 3.18 refuse U+007F in their schema check)
+        assert bool(result.error) == (argo.returncode != 0), (job.name, argo.stderr)
+        if argo.returncode == 0:
+            assert result.manifest == canonical_manifest(argo.stdout), job.name
+        if renderer.shortcuts is FAST:  # the pinned helms take the corpus, refuse `y` as true
+            assert (argo.returncode == 0) == job.name.startswith("tricky-"), argo.stderr
+            assert job.name.startswith("tricky-") or "got boolean, want string" in result.error
 
 
 @pytest.mark.parametrize(("default", "kind", "batched"), [

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import REPO_ROOT, copy_repo_parts, git, git_init
+from helpers import GO_TOOLS, REPO_ROOT, copy_repo_parts, git, git_init
 from hypothesis import given
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -192,6 +192,35 @@ def test_every_experiment_is_rendered_again_after(repo: Path, change: str) -> No
     result = check(repo, **options)
     assert result.ok, result.problems
     assert not result.from_cache and result.cache_hits == 0 and result.helm_processes >= 1
+
+
+# the one `make dev` installs, as the kubeconform tests use it
+KUBECONFORM = str(GO_TOOLS / "kubeconform")
+
+
+def test_kubeconform_on_path_keeps_the_ledger_and_is_said(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # --validator auto takes kubeconform on when it is there, as a team's CI image with helm
+    # often has it: its verdicts stand in the ledger too, keyed by its build
+    program = tmp_path / "bin" / "kubeconform"
+    program.parent.mkdir()
+    shutil.copy2(KUBECONFORM, program)
+    monkeypatch.setenv("TFGEN_KUBECONFORM", str(program))
+    cold = check(repo)
+    assert cold.ok and any("kubeconform" in note for note in cold.notes), cold.notes
+    spec = repo / "experiments/distributed-mnist.yaml"
+    spec.write_text(spec.read_text().replace('value: "128"', 'value: "256"'))
+    assert CliRunner().invoke(main, ["render"]).exit_code == 0
+    with contextlib.closing(sqlite3.connect(cache_file(repo))) as db, db:
+        db.execute("DELETE FROM entry WHERE space = 'render'")  # the others' manifests gone
+    one = check(repo)
+    # the others stand as the ledger has them: neither rendered again nor read by kubeconform
+    specs = len(list((repo / "experiments").glob("*.yaml")))
+    assert one.ok and one.cache_hits == specs - 1 and not one.notes, one
+    with open(program, "ab") as changed:  # another kubeconform build: nothing stands
+        changed.write(b"\0")
+    again = check(repo)
+    assert again.ok and not again.from_cache and any("kubeconform" in n for n in again.notes)
 
 
 def test_a_tightened_schema_of_a_new_tfgen_is_not_answered_from_the_cache(

@@ -54,6 +54,8 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
         progress.close()
     if fmt == "json" or result.problems:
         click.echo(format_problems(result.problems, fmt))
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(result.summary(), err=True)
     sys.exit(1 if result.problems else 0)
 

@@ -30,13 +30,16 @@ The chart's own values.yaml is hand-written. tfgen reads it by go-yaml's rules
 (`helmvalues.load_yaml_file`), and before a chart is batched helm is asked once (per chart and
 helm version, then cached) what its defaults are; if helm reads them otherwise than tfgen does
 (a `!!binary` tag, a key that is not text), that chart's experiments are rendered one by one.
+
+Batches and the skipped schema check are shortcuts that rest on how helm behaves, which moves
+between releases: each helm build takes only the shortcuts it was seen to take on a probe
+chart (`helmprobe`, once per build by its content hash). Renders are remembered by the helm's
+identity (`helm.HelmIdentity`); a helm without one (a wrapper, a shim) has nothing remembered.
 """
 
 from __future__ import annotations
 
-import base64
 import itertools
-import json
 import os
 import shutil
 import tempfile
@@ -48,17 +51,14 @@ from typing import Any
 
 from ..errors import EnvironmentProblem, HelmError
 from ..repo import chart as chart_facts
-from ..repo.cache import Cache, tool_version
+from ..repo.cache import Cache, machine_cache
 from ..repo.keys import CacheKeys, content_hash, tool_digest
 from . import helm as helm_mod
+from . import helmprobe
 from .applications import ResolvedApplication
-from .helm import RenderJob
-from .helmvalues import (
-    canonical_values,
-    coalesce,
-    merge_values,
-    typed,
-)
+from .helm import HelmIdentity, RenderJob
+from .helmprobe import Shortcuts
+from .helmvalues import coalesce, files_merged
 from .umbrella import (
     UMBRELLA,
     ChartInfo,
@@ -132,15 +132,57 @@ class BatchRenderer:
         self.stats = BatchStats()
         self._charts: dict[Path, ChartInfo] = {}
         self._defaults: dict[str, str] = {}  # defaults_agree() without a cache
-        self._helm_version: str | None = None
+        self.one_by_one: list[str] = []  # charts whose defaults helm reads otherwise
+        self._identity: HelmIdentity | None = None
+        self._shortcuts: Shortcuts | None = None
+        # what this machine's helm builds are and do: asked once per machine, not per
+        # repository (a cache of its own, beside the machine's key), unless nothing is cached
+        where = self.cache.path
+        self.programs = machine_cache(where.parent.parent) if where is not None else self.cache
 
     @property
-    def helm_version(self) -> str:
-        if self._helm_version is None:
+    def identity(self) -> HelmIdentity:
+        """Which helm renders (`helm.identify`). One that is not the build it reports has
+        nothing remembered: its renders go to no cache."""
+        if self._identity is None:
             if not Path(self.helm).exists() and not shutil.which(self.helm):
                 raise EnvironmentProblem(f"helm not found at {self.helm}; {helm_mod.INSTALL_HINT}")
-            self._helm_version = tool_version(self.cache, self.helm, ["version", "--short"])
-        return self._helm_version
+            self._identity = helm_mod.identify(self.helm, self.programs)
+            if not self._identity.pinned:
+                self.cache.close()
+                self.cache = Cache(None)
+        return self._identity
+
+    @property
+    def remembers(self) -> bool:
+        """Whether what this helm renders may be remembered beyond this run."""
+        return self.identity.pinned
+
+    @property
+    def shortcuts(self) -> Shortcuts:
+        """The shortcuts this helm build takes: remembered, else verified now (`helmprobe`)."""
+        if self._shortcuts is None:
+            key = self.keys.helm_shortcuts(self.identity.key)
+            known = helmprobe.BY_NAME.get(self.programs.get("helm-shortcuts", key) or "")
+            if known is None:
+                known = helmprobe.verify(self.with_shortcuts)
+                if self.identity.pinned:
+                    self.programs.put("helm-shortcuts", key, known.name)
+                    self.programs.flush()
+            self._shortcuts = known
+        return self._shortcuts
+
+    def with_shortcuts(self, shortcuts: Shortcuts) -> BatchRenderer:
+        """A renderer of the same helm that remembers nothing and takes these shortcuts."""
+        other = BatchRenderer(helm=self.helm, workers=1, chunk_size=self.chunk_size)
+        other._identity, other._shortcuts = self.identity, shortcuts
+        return other
+
+    def slow_path_note(self, experiments: int) -> str | None:
+        """One line when this helm renders off the fast path (`helmprobe.slow_path_note`),
+        as far as this run has learnt (it probes nothing for it)."""
+        return helmprobe.slow_path_note(self.identity, self._shortcuts or helmprobe.FAST,
+                                        self.one_by_one, experiments)
 
     def key(self, job: RenderJob) -> str:
         """The content hash that names this job's rendered manifest in the cache."""
@@ -154,7 +196,8 @@ class BatchRenderer:
                     known = f"missing:{path}"
             values.append(known)
         release = (job.name, job.namespace, job.kube_version or "", ",".join(job.api_versions))
-        return self.keys.render(self.helm_version, self.chart(job.chart).digest, release, values)
+        return self.keys.render(self.identity.key, self.chart(job.chart).digest, release,
+                                values)
 
     def cached(self, job: RenderJob) -> str | None:
         """The job's manifest from the cache, if it was rendered before."""
@@ -170,27 +213,14 @@ class BatchRenderer:
     def defaults_agree(self, chart: ChartInfo) -> bool:
         """Does helm read the chart's values.yaml as tfgen does (`chart.defaults`)? Asked once
         per chart and helm version: a chart that prints its own values, rendered by helm."""
-        key = self.keys.chart_defaults(self.helm_version, chart.digest)
+        key = self.keys.chart_defaults(self.identity.key, chart.digest)
         known = self._defaults.get(key) or self.cache.get("chart-defaults", key)
         if known is None:
-            with tempfile.TemporaryDirectory(prefix="tfgen-defaults-") as tmp:
-                probe = Path(tmp) / "probe"
-                (probe / "templates").mkdir(parents=True)
-                (probe / "Chart.yaml").write_text("apiVersion: v2\nname: probe\nversion: 0.0.0\n",
-                                                  encoding="utf-8")
-                shutil.copyfile(chart.path / "values.yaml", probe / "values.yaml")
-                (probe / "templates" / "values.txt").write_text(
-                    "values: {{ toJson .Values | b64enc }}\n", encoding="utf-8")
-                self.stats.helm_processes += 1
-                try:
-                    out = helm_mod.run([self.helm, "template", "probe", str(probe),
-                                        "--show-only", "templates/values.txt"])
-                    line = next(x for x in out.splitlines() if x.startswith("values: "))
-                    seen = json.loads(base64.b64decode(line.removeprefix("values: ")))
-                    known = str(typed(seen) == typed(chart.defaults))
-                except (HelmError, ValueError, StopIteration):
-                    known = "False"  # helm refuses the file: the single renders say why
+            self.stats.helm_processes += 1
+            known = str(helmprobe.reads_defaults_alike(self.helm, chart.path, chart.defaults))
             self.cache.put("chart-defaults", key, known)
+        if key not in self._defaults and known != "True":
+            self.one_by_one.append(os.path.relpath(chart.path / "values.yaml"))
         self._defaults[key] = known
         return known == "True"
 
@@ -205,24 +235,9 @@ class BatchRenderer:
 
     # -- many experiments per process -------------------------------------------------------
     @staticmethod
-    def file_values(job: RenderJob) -> dict[str, Any] | None:
-        """The job's value files merged as helm merges them, or None when one is not in
-        canonical form: helm must read that one itself."""
-        merged: dict[str, Any] = {}
-        for path in job.values_files:
-            try:
-                data = canonical_values(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                data = None  # helm says what is wrong with the file
-            if data is None:
-                return None
-            merged = merge_values(merged, data)
-        return merged
-
-    @staticmethod
     def over_defaults(merged: dict[str, Any] | None, chart: ChartInfo) -> dict[str, Any] | None:
-        """A job's merged value files (`file_values`) as helm computes its values: coalesced
-        over the chart's defaults (None stays None)."""
+        """A job's merged value files (`helmvalues.files_merged`) as helm computes its values:
+        coalesced over the chart's defaults (None stays None)."""
         return None if merged is None else coalesce(merged, chart.defaults)
 
     def batch_size(self, count: int) -> int:
@@ -242,7 +257,8 @@ class BatchRenderer:
         return helm_mod.template_command(
             self.helm, job,
             # every alias passed the values schema already (see the module docstring)
-            skip_schema_validation=chart.values_validator is not None,
+            skip_schema_validation=(chart.values_validator is not None
+                                    and self.shortcuts.skip_schema),
         )
 
     def _render_chunk(
@@ -258,9 +274,10 @@ class BatchRenderer:
     def _render_group(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Render jobs sharing chart/kube version/api versions; bisect on failure."""
         chart = self.chart(jobs[0].chart)
-        if len(jobs) == 1 or not chart.batchable or not self.defaults_agree(chart):
+        if (len(jobs) == 1 or not chart.batchable or not self.shortcuts.batch
+                or not self.defaults_agree(chart)):
             return [self.render_single(job) for job in jobs]
-        read = [self.file_values(job) for job in jobs]
+        read = [files_merged(job.values_files) for job in jobs]
         values_of = [self.over_defaults(merged, chart) for merged in read]
         validator = chart.values_validator
         alone = [i for i, values in enumerate(values_of)
@@ -330,8 +347,9 @@ class BatchRenderer:
         chunks: list[list[tuple[int, str]]] = []
         for members in todo.values():
             chart = self.chart(jobs[members[0][0]].chart)
-            if len(members) > 1 and chart.batchable:
-                self.defaults_agree(chart)  # asked once, here, rather than by every worker
+            if len(members) > 1 and chart.batchable and self.shortcuts.batch:
+                # asked once, here, rather than by every worker
+                self.defaults_agree(chart)
             size = self.batch_size(len(members))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
         return chunks

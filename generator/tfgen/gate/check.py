@@ -46,7 +46,7 @@ from ..words import counted
 from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, retained, wiring
 from .applications import Resolution, ResolvedApplication, resolve_applications
 from .batch import BatchRenderer
-from .helm import find_helm
+from .helm import find_helm, program_digest
 from .judging import Judging, Progress
 from .resolutions import (
     RememberedApplications,
@@ -79,6 +79,9 @@ class CheckResult:
     helm_processes: int = 0
     cache_hits: int = 0  # experiments whose render or verdict came from .tfgen-cache/
     from_cache: bool = False
+    # Why this run's helm rendered off the fast path, what that costs and how to get it
+    # (`helmprobe.slow_path_note`); a stored result cost nothing more and says nothing.
+    notes: list[str] = field(default_factory=list)
     # What its Applications make helm read that the run's snapshot holds no hash of (by real
     # path: each chart, whose folders may be links or lie elsewhere, and any value file
     # outside the snapshot), by `keys.path_digest`: a stored result stands only while they do.
@@ -113,7 +116,7 @@ class CheckResult:
     def from_json(cls, text: str) -> CheckResult:
         data = json.loads(text)
         data["problems"] = [Problem(**p) for p in data["problems"]]
-        return cls(**{**data, "from_cache": True})
+        return cls(**{**data, "from_cache": True, "notes": []})
 
 
 def run_check(
@@ -125,12 +128,13 @@ def run_check(
         raise OptionsError(f"--validator {options.validator}: one of {', '.join(VALIDATORS)}")
     if options.changed_only and not options.base:
         raise OptionsError("--changed needs --base REF (changes are counted since REF)")
+    chosen = None  # kubeconform when --validator auto takes it on
     if options.validator == "auto":
-        found = kubeconform.find_kubeconform()
-        options = replace(options, validator="both" if found else "builtin")
+        chosen = kubeconform.find_kubeconform()
+        options = replace(options, validator="both" if chosen else "builtin")
     if options.validator in ("kubeconform", "both"):
         kubeconform.require_kubeconform()
-    gate = Gate(load_config(cwd=root), options)
+    gate = Gate(load_config(cwd=root), options, kubeconform_chosen=chosen)
     try:
         return gate.run(progress)
     finally:
@@ -151,8 +155,10 @@ class Pass:
 class Gate:
     """One run of the gate over one repository: its inputs, its cache, its helm."""
 
-    def __init__(self, config: RepoConfig, options: CheckOptions) -> None:
+    def __init__(self, config: RepoConfig, options: CheckOptions,
+                 kubeconform_chosen: str | None = None) -> None:
         self.config, self.options, self.root = config, options, config.root
+        self.kubeconform_chosen = kubeconform_chosen
         # The specs the pull request adds or alters: a problem between experiments is theirs.
         self.focus = base.changed_specs(self.root, options.base) if options.base else None
         self.memory = render.Memory(self.root, use_cache=options.use_cache)
@@ -169,32 +175,52 @@ class Gate:
     def close(self) -> None:
         self.cache.close()
         self.renderer.cache.close()
+        self.renderer.programs.close()
 
     def run(self, progress: Progress | None) -> CheckResult:
         """The result of the last identical run, else the stages over the experiments changed
         since the last all-clear run (`scope`), else over the whole repository."""
         base_commit = base.resolve(self.root, self.options.base) if self.options.base else ""
         options = asdict(self.options)
-        run_key = self.keys.run(self.renderer.helm_version, options, base_commit,
-                                self.inputs.digest)
-        stored = self.cache.get("check", run_key)
+        tools, remembers = self.tools(), self.renderer.remembers
+        run_key = self.keys.run(tools, options, base_commit, self.inputs.digest)
+        stored = self.cache.get("check", run_key) if remembers else None
         if stored is not None and unchanged((known := CheckResult.from_json(stored)).reads):
             return known
-        # --base compares with another revision, kubeconform reads every manifest: no ledger
-        ledger_key = (self.keys.ledger(str(self.root.resolve()), self.renderer.helm_version,
-                                       options)
-                      if not base_commit and self.options.validator == "builtin" else None)
+        # --base compares every experiment with another revision: no ledger
+        ledger_key = (self.keys.ledger(str(self.root.resolve()), tools, options)
+                      if remembers and not base_commit else None)
         found = self.check(self.scope(ledger_key), progress)
         if not found.scope.whole and not self.holds(found):
             found = self.check(WHOLE, progress)  # says what was found, as a full check does
         if ledger_key and self.holds(found):
             self.keep(ledger_key, found)
         result = found.result
-        self.cache.put("check", run_key, result.to_json())
+        result.notes = [note for note in (self.renderer.slow_path_note(result.applications),
+                                          self.kubeconform_note(found.scope)) if note]
+        if remembers:
+            self.cache.put("check", run_key, result.to_json())
         committed = tracked_problem(self.root)  # then the cache above was neither read nor written
         if committed is not None:
             result.problems = sorted({*result.problems, committed})
         return result
+
+    def kubeconform_note(self, scope: Scope) -> str | None:
+        """One line when --validator auto took kubeconform on and it read every object."""
+        if not (self.kubeconform_chosen and scope.whole):
+            return None
+        return (f"kubeconform at {self.kubeconform_chosen} validates every rendered object a "
+                "second time (--validator auto takes it on when it is on PATH): about half "
+                "as much CPU again on a full check; `--validator builtin` checks as strictly "
+                "without it")
+
+    def tools(self) -> str:
+        """The programs whose verdicts a stored result or the ledger stands on: helm's
+        build, and kubeconform's when it validates."""
+        helm = self.renderer.identity.key
+        found = kubeconform.find_kubeconform() if self.options.validator != "builtin" else None
+        return (f"{helm} kubeconform {program_digest(found, self.renderer.programs)}" if found
+                else helm)
 
     def scope(self, ledger_key: str | None) -> Scope:
         """The experiments changed since the last all-clear run, when its ledger stands;

@@ -5,13 +5,20 @@ re-implementation, and with the same command line everywhere (`template_command`
 `$TFGEN_HELM` (`$TFGEN_HELM3` for helm 3), the project-local `.tools/helm/v<major>/helm` of the
 repository that `tfgen install-helm` installs (`helminstall.py`), then `helm` on PATH (helm 4
 only).
+
+What tfgen remembers of a helm's renders is keyed by the helm's identity (`identify`): the
+content hash of its program file, so that only the very same build reuses them, whichever path
+it is found at. A file that is not the helm build it reports (a wrapper script, a version
+manager's shim, which may run another helm tomorrow) has no such identity.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +26,9 @@ from pathlib import Path
 from ..errors import EnvironmentProblem, HelmError
 from ..repo import chart as chart_facts
 from ..repo import layout
+from ..repo.cache import Cache
+from ..repo.inputs import file_ident, settled
+from ..repo.keys import CacheKeys
 
 TOOLS_DIR = Path(".tools") / "helm"
 INSTALL_HINT = ("run `tfgen install-helm` to install the pinned helm into .tools/ (or set "
@@ -127,3 +137,96 @@ def run(cmd: Sequence[str], cwd: Path | None = None) -> str:
 def template(job: RenderJob, *, helm: str | None = None, cwd: Path | None = None) -> str:
     """Render one release; returns the rendered multi-document YAML."""
     return run(template_command(helm or find_helm(), job), cwd)
+
+
+@dataclass(frozen=True)
+class HelmIdentity:
+    """Which helm renders: where it was found, the release and build it reports, and the
+    content hash of its program file when that file holds the build it reports (`pinned`)."""
+
+    path: str
+    version: str  # "v4.2.3+g43e8b7f", as `helm version --short` says ("": none said)
+    digest: str = ""  # the program file's content hash; "" when it does not pin the build
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the file found is the helm build itself, so that its content hash names
+        what renders (a wrapper's or a shim's does not: it may run another helm tomorrow)."""
+        return bool(self.digest)
+
+    @property
+    def key(self) -> str:
+        """What every cache key holds of helm: the build, by its content hash."""
+        return f"{self.version} {self.digest}"
+
+
+# `helm version` fields printed by helm 3 and 4 alike: the release, and the commit it was built
+# from, which a helm build carries in its program file as text.
+_VERSION_TEMPLATE = "{{.Version}} {{.GitCommit}}"
+
+
+def identify(helm: str, cache: Cache) -> HelmIdentity:
+    """The identity of the helm at `helm`, remembered by its program file's status (path,
+    size, times, inode): hashing a 60 MB binary on every run would cost a tenth of a second."""
+    real = os.path.realpath(helm)
+    try:
+        status = os.stat(real)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read {helm}: {exc.strerror}; {INSTALL_HINT}") from exc
+    entry = CacheKeys.program_file(real, file_ident(status))
+    known = cache.get_json("helm-file", entry)
+    if isinstance(known, dict) and set(known) == {"version", "digest"}:
+        return HelmIdentity(helm, str(known["version"]), str(known["digest"]))
+    taken = time.time_ns()
+    found = _look_at(helm, real)
+    if settled(status, taken):  # a file being written now is looked at again next time
+        cache.put_json("helm-file", entry, {"version": found.version, "digest": found.digest})
+        cache.flush()
+    return found
+
+
+def program_digest(program: str, cache: Cache) -> str:
+    """The content hash of another program the gate runs (kubeconform), remembered by its
+    file's status as helm's identity is."""
+    real = os.path.realpath(program)
+    try:
+        status = os.stat(real)
+    except OSError:
+        return ""  # running it says what is wrong
+    entry = CacheKeys.program_file(real, file_ident(status))
+    known = cache.get("program-file", entry)
+    if known is None:
+        taken = time.time_ns()
+        known, _ = _content(real, b"")
+        if settled(status, taken):
+            cache.put("program-file", entry, known)
+    return known
+
+
+def _look_at(helm: str, real: str) -> HelmIdentity:
+    """Ask helm which build it is, and hash its program file: pinned when the file holds the
+    commit helm reports (a helm build does, as text; a script or a shim that runs one does
+    not, and neither does a build that reports no commit)."""
+    try:
+        answer = subprocess.run([helm, "version", "--template", _VERSION_TEMPLATE],
+                                capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot run {helm}: {exc.strerror}; {INSTALL_HINT}") from exc
+    release, _, commit = answer.stdout.strip().partition(" ")
+    if answer.returncode != 0 or not release.startswith("v"):
+        return HelmIdentity(helm, "")  # no helm build it names: its renders say the rest
+    version = f"{release}+g{commit[:7]}" if commit else release
+    digest, holds = _content(real, commit.encode())
+    return HelmIdentity(helm, version, digest if len(commit) == 40 and holds else "")
+
+
+def _content(path: str, text: bytes) -> tuple[str, bool]:
+    """A file's content hash, and whether it holds `text`: read a megabyte at a time (a
+    helm binary is 60 MB, which the check need not hold)."""
+    hasher, holds, tail = hashlib.sha256(), False, b""
+    with open(path, "rb") as program:
+        while chunk := program.read(1 << 20):
+            hasher.update(chunk)
+            holds = holds or bool(text) and text in tail + chunk
+            tail = chunk[-len(text):] if text else b""
+    return hasher.hexdigest(), holds

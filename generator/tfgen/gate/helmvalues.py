@@ -1,14 +1,15 @@
 """Helm values as helm reads, merges and compares them, mirrored by the batch renderer: a
 YAML file of a chart loaded (`load_yaml_file`), one in the writer's canonical form recognised
-(`canonical_values`), successive `-f` files merged (`merge_values`), user values coalesced over
-chart defaults (`coalesce`), and values written for a strict comparison of two readers
-(`typed`).
+(`canonical_values`), successive `-f` files merged (`merge_values`, `files_merged`), user
+values coalesced over chart defaults (`coalesce`), and values written for a strict comparison
+of two readers (`typed`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,21 @@ def canonical_values(text: str) -> dict[str, Any] | None:
     gate/batch.py docstring), else None."""
     data = read_canonical(text)
     return data if isinstance(data, dict) and data else None
+
+
+def files_merged(paths: Sequence[Path]) -> dict[str, Any] | None:
+    """Value files merged as helm merges successive `-f` files, or None when one is not in
+    the writer's canonical form: helm must read that one itself."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        try:
+            data = canonical_values(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            data = None  # helm says what is wrong with the file
+        if data is None:
+            return None
+        merged = merge_values(merged, data)
+    return merged
 
 
 def typed(data: Any) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from ..problems import Problem
 from ..render import Memory
 from ..repo import layout, resources
+from ..repo.cache import Cache
 from ..validate import RepoConfig
 from . import objects, wiring
 from .applications import ResolvedApplication
@@ -31,7 +32,9 @@ class Judging:
 
     def __init__(self, apps: list[ResolvedApplication], *, config: RepoConfig, memory: Memory,
                  renderer: BatchRenderer, validator: str, every_one: bool) -> None:
-        self.apps, self.renderer, self.cache = apps, renderer, memory.cache
+        self.apps, self.renderer = apps, renderer
+        # verdicts on what a helm renders are remembered only when its renders are
+        self.cache = memory.cache if renderer.remembers else Cache(None)
         keys, kube = memory.keys, config.kubernetes_version
         self.jobs = jobs_for(apps, kube)
         self.argo, self._argo_problems = objects.argo_objects(config.root, memory.inputs.files)

@@ -11,10 +11,11 @@ The next check uses the ledger when every file that differs from it belongs to a
 (its spec, or a file below argo/experiments/<name>/): its scope (`scope`) is those
 experiments, which go through the same stages as in a full check, with the others as the
 ledger has them for every rule across experiments. Anything else changed (tfgen.yaml, the
-chart, argo/*.yaml, another tfgen, helm or option: its key) means a full check, but for
-CODEOWNERS, which lists every spec: the drift stage judges it again from every experiment's
-namespace (`judged`). An unchanged experiment's verdict cannot have changed: its files are
-the ones that were all clear, and whatever else its checks read is unchanged too. That holds
+chart, argo/*.yaml, another tfgen, helm or kubeconform build or option: its key) means a full
+check, but for CODEOWNERS, which lists every spec: the drift stage judges it again from every
+experiment's namespace (`judged`). An unchanged experiment's verdict cannot have changed: its
+files are the ones that were all clear, and whatever else its checks read is unchanged too
+(kubeconform's verdicts included, by its build in the key). That holds
 when each Application reads files of its own experiment only (its values; a ledger is kept
 only then: `keeps`) and helm reads the same charts (their digests are kept beside it:
 `CheckResult.reads`).

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..words import counted
-from .keys import CacheKeys, tool_digest
+from .keys import tool_digest
 
 CACHE_DIRNAME = ".tfgen-cache"
 # Bump when the meaning of cached content changes (a new check, a different layout, MAC).
@@ -166,6 +166,19 @@ def tracked_problem(repository: Path) -> Problem | None:
         f"{tracked[0]}); "
         "tfgen never reads a committed cache: anyone who can push could write its verdicts"),
         hint=f"git rm -r --cached {CACHE_DIRNAME} and commit; it is in .gitignore")
+
+
+MACHINE_DIRNAME = "programs"  # beside the key: what this machine's programs are
+
+
+def machine_cache(repository: Path) -> Cache:
+    """What tfgen remembers of this machine's programs (a helm build's content hash and the
+    shortcuts it takes), signed as a repository's cache is and kept beside the key, so that
+    every repository and test folder on the machine asks once. A key that cannot be had for
+    `repository` (the one being checked: never a key inside it) remembers nothing."""
+    secret = machine_key(repository)
+    folder = key_path().absolute().parent / MACHINE_DIRNAME
+    return Cache(folder if secret is not None else None, secret)
 
 
 class Cache:
@@ -307,22 +320,3 @@ class Cache:
     def put_json(self, space: str, key: str, value: Any) -> None:
         self.put(space, key, json.dumps(value, separators=(",", ":"), default=str))
 
-
-def tool_version(cache: Cache, binary: str, args: list[str]) -> str:
-    """Output of `<binary> <args>` (e.g. `helm version --short`), remembered per binary file
-    identity (path, size, mtime): asking helm costs tens of milliseconds on every run."""
-    try:
-        stat = os.stat(binary)
-        identity = CacheKeys.tool_identity(binary, stat.st_size, stat.st_mtime_ns, args)
-    except OSError:
-        identity = ""
-    if identity:
-        known = cache.get("tool-version", identity)
-        if known is not None:
-            return known
-    result = subprocess.run([binary, *args], capture_output=True, text=True, check=False)
-    version = result.stdout.strip() or result.stderr.strip()
-    if identity and result.returncode == 0:
-        cache.put("tool-version", identity, version)
-        cache.flush()
-    return version

@@ -198,7 +198,7 @@ class _Looking:
         """The folder's files hashed, by their known status where it vouches for them; its
         entry for the table."""
         rels = [f"{listing.rel}/{name}" for name in listing.files]
-        idents = [_file_ident(status) if status is not None else ""
+        idents = [file_ident(status) if status is not None else ""
                   for status in listing.statuses]
         before = self.known.get(listing.rel)
         if (before is not None and before.files == listing.files
@@ -224,7 +224,7 @@ class _Looking:
               was: tuple[str, str]) -> str:
         """One file of a folder whose listing differs from the known one: its hash, by its
         known status when that vouches for it; the status kept for the next run ("": none)."""
-        ident = _file_ident(status) if status is not None else ""
+        ident = file_ident(status) if status is not None else ""
         regular = status is not None and stat.S_ISREG(status.st_mode)
         if ident and ident == was[0]:
             self.hashes[rel] = was[1]
@@ -236,12 +236,13 @@ class _Looking:
                     raise
                 self.refused[rel] = exc.reason
         trusted = (regular and rel in self.hashes and status is not None
-                   and _settled(status, self.taken))
+                   and settled(status, self.taken))
         return ident if trusted else ""
 
 
-def _settled(status: os.stat_result, taken: int) -> bool:
-    """Whether a status is old enough to be told apart from the next edit's (racy-git)."""
+def settled(status: os.stat_result, taken: int) -> bool:
+    """Whether a status (`os.stat` at `taken`, in ns) is old enough to be told apart from
+    the next edit's (racy-git)."""
     return max(status.st_mtime_ns, status.st_ctime_ns) < taken - RACY_NS
 
 
@@ -356,7 +357,7 @@ class _Walk:
                 keep = keep and regular
                 files.append(entry.name)
                 statuses.append(looked)
-        trusted = keep and _settled(status, self.taken)
+        trusted = keep and settled(status, self.taken)
         return _Listing(current, path, _folder_ident(status) if trusted else "", subfolders,
                         files, statuses)
 
@@ -367,7 +368,9 @@ def _not_input(folder: str, name: str) -> bool:
     return layout.is_temp_name(name) or f"{folder}/{name}" == layout.RENDER_LOCK
 
 
-def _file_ident(status: os.stat_result) -> str:
+def file_ident(status: os.stat_result) -> str:
+    """What a file's status says of it, to be told apart from any other content: type and
+    mode, size, times (the change time no tool sets back), inode and device."""
     return (f"{status.st_mode} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} "
             f"{status.st_ino} {status.st_dev}")
 

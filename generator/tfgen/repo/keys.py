@@ -3,7 +3,7 @@
 A key is a SHA-256 over everything that decides its entry's content, never a time or a name:
 a changed input is a different key, so a stale entry cannot be hit. `CacheKeys` is the one
 place every key is made, each from all of its inputs (tfgen's code and shipped schemas, the
-chart, tfgen.yaml, helm's version, the Kubernetes version, ...).
+chart, tfgen.yaml, helm's program, the Kubernetes version, ...).
 """
 
 from __future__ import annotations
@@ -137,10 +137,15 @@ class CacheKeys:
         return str(hasher.hexdigest())
 
     @staticmethod
-    def tool_identity(binary: str, size: int, mtime_ns: int, args: Sequence[str]) -> str:
-        """The entry of what a tool prints when run with `args` (`repo.cache.tool_version`):
-        the same binary file (path, size, mtime) and the same arguments."""
-        return digest("tool-version", binary, str(size), str(mtime_ns), *args)
+    def program_file(real_path: str, ident: str) -> str:
+        """The entry of what a program file is (`gate.helm.identify`, `program_digest`): its
+        real path and its status (`inputs.file_ident`), which any change to the file changes."""
+        return digest("program-file", real_path, ident)
+
+    def helm_shortcuts(self, helm: str) -> str:
+        """Which of the batch renderer's shortcuts give exactly a helm's own per-experiment
+        verdicts (`gate.helmprobe`): that helm (`HelmIdentity.key`) and tfgen (the probe)."""
+        return digest("helm-shortcuts", self.tool, helm)
 
     @staticmethod
     def stat_table(root: str) -> str:
@@ -148,17 +153,19 @@ class CacheKeys:
         content hashes, whatever tfgen reads them for."""
         return digest("stat-table", root)
 
-    def run(self, helm_version: str, options: Mapping[str, Any], base_commit: str,
+    def run(self, tools: str, options: Mapping[str, Any], base_commit: str,
             inputs: str) -> str:
-        """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen,
-        helm, the options and the base revision."""
-        return digest("check", self.tool, self.cwd, helm_version,
+        """A whole `tfgen check` result: every input file (`inputs` digests them), tfgen, the
+        programs it ran (helm's `HelmIdentity.key`, kubeconform's content hash), the options
+        and the base revision."""
+        return digest("check", self.tool, self.cwd, tools,
                       json.dumps(options, sort_keys=True), base_commit, inputs)
 
-    def ledger(self, root: str, helm_version: str, options: Mapping[str, Any]) -> str:
-        """The last all-clear check of the repository at `root` (`gate.ledger`): tfgen, helm
-        and the options; not the input files (the ledger holds their hashes)."""
-        return digest("ledger", self.tool, self.cwd, root, helm_version,
+    def ledger(self, root: str, tools: str, options: Mapping[str, Any]) -> str:
+        """The last all-clear check of the repository at `root` (`gate.ledger`): tfgen, the
+        programs it ran (as for `run`) and the options; not the input files (the ledger
+        holds their hashes)."""
+        return digest("ledger", self.tool, self.cwd, root, tools,
                       json.dumps(options, sort_keys=True))
 
     @staticmethod
@@ -195,18 +202,19 @@ class CacheKeys:
         their paths) and tfgen."""
         return self._after(("application", self.tool, root, appset), rel, content)
 
-    def render(self, helm_version: str, chart_digest: str, release: Sequence[str],
+    def render(self, helm: str, chart_digest: str, release: Sequence[str],
                values: Sequence[str]) -> str:
-        """One experiment's rendered manifest: everything its `helm template` reads, and
-        tfgen (which splits and normalises helm's output). `release`: its release name,
+        """One experiment's rendered manifest: the helm that rendered it (`HelmIdentity.key`:
+        its program's content hash), everything its `helm template` reads, and tfgen (which
+        splits and normalises helm's output). `release`: its release name,
         namespace, Kubernetes version and API versions (joined by commas); `values`: the
         values files' content hashes, in order."""
-        return self._after(("render", self.tool, helm_version, chart_digest), *release,
+        return self._after(("render", self.tool, helm, chart_digest), *release,
                            *values)
 
-    def chart_defaults(self, helm_version: str, chart_digest: str) -> str:
+    def chart_defaults(self, helm: str, chart_digest: str) -> str:
         """Whether helm reads a chart's values.yaml as tfgen does: the chart and helm."""
-        return digest("chart-defaults", self.tool, helm_version, chart_digest)
+        return digest("chart-defaults", self.tool, helm, chart_digest)
 
     def objects(self, render_key: str, namespace: str, project: str, *, kube_version: str,
                 schema_check: bool, projects: str) -> str:
