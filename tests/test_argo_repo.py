@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from tfgen.gate import applications, helm
-from tfgen.repo import layout, naming
+from tfgen.repo import layout, naming, runtimes
 from tfgen.validate import sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,17 +46,19 @@ def test_every_spec_becomes_one_application(resolution: applications.Resolution)
         assert all(REPO in p.parents for p in app.value_files)
 
 
-def test_tfjob_matches_the_spec(resolution: applications.Resolution,
+def test_job_matches_the_spec(resolution: applications.Resolution,
                                rendered: dict[str, list[dict[str, Any]]]) -> None:
     assert resolution.applications
     for app in resolution.applications:
         spec = yaml.safe_load((REPO / "experiments" / f"{app.name}.yaml").read_text())
-        tfjobs = [d for d in rendered[app.name] if d["kind"] == "TFJob"]
-        # one TFJob per run: the experiment's name, or <name>-<suffix> for a sweep's runs
+        runtime = runtimes.by_name(spec["spec"].get("runtime", runtimes.DEFAULT.name))
+        jobs = [d for d in rendered[app.name] if runtimes.of_object(d["apiVersion"], d["kind"])]
+        assert {runtimes.of_object(d["apiVersion"], d["kind"]) for d in jobs} == {runtime}
+        # one job per run: the experiment's name, or <name>-<suffix> for a sweep's runs
         runs = sweep.runs(spec["spec"])
-        assert [t["metadata"]["name"] for t in tfjobs] == [
+        assert [t["metadata"]["name"] for t in jobs] == [
             naming.job_name(app.name, run.suffix) for run in runs]
-        for tfjob in tfjobs:
+        for tfjob in map(runtime.as_tfjob, jobs):
             assert tfjob["metadata"]["namespace"] == app.namespace == spec["metadata"].get(
                 "namespace", "default")
             replica_specs = tfjob["spec"]["tfReplicaSpecs"]

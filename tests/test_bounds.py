@@ -92,6 +92,10 @@ SHARED = {
     "spec.securityContext.runAsGroup": "podSecurityContext.runAsGroup",
     "spec.securityContext.fsGroup": "podSecurityContext.fsGroup",
     "spec.securityContext.supplementalGroups.[]": "podSecurityContext.supplementalGroups.[]",
+    "spec.runtime": "runtime",
+    "spec.queue": "kueue.queue",
+    "spec.priority": "kueue.priority",
+    "spec.runPolicy.successPolicy": "runPolicy.successPolicy",
 }
 
 # Values tfgen writes as "" for "not set": the chart accepts "" besides the spec's grammar
@@ -100,6 +104,9 @@ EMPTY_IS_UNSET = {
     "experiment.name", "experiment.namespace", "experiment.owner", "image", "roles.worker.image",
     "storage.existingClaim", "storage.nas.server", "storage.nas.mode",
 }
+
+# Enums whose absent spec field tfgen writes as "" (the chart's "not set").
+EMPTY_IN_ENUM = {"runPolicy.successPolicy"}
 
 # Constrained chart fields with no spec field of the same meaning, and why.
 CHART_ONLY = {
@@ -114,6 +121,8 @@ CHART_ONLY = {
     "experiment.rerunOf",
     # from tfgen.yaml's networkPolicy (same pattern in repo-config.schema.json), not the spec
     "networkPolicy",
+    # from tfgen.yaml's clusterDomain (the same pattern in repo-config.schema.json)
+    "clusterDomain",
     # a sweep's runs: names, suffixes and log dirs derived by tfgen (validate/sweep.py checks
     # their budget), args and env the spec's own after substitution (checked by the same schema)
     "runs",
@@ -190,6 +199,8 @@ def test_shared_field_has_the_same_bounds(spec_path: str) -> None:
     if values_path in EMPTY_IS_UNSET:
         spec["pattern"] = {p if p == LINE else f"^$|{p}" for p in spec["pattern"]}
         spec.pop("minLength", None)
+    if values_path in EMPTY_IN_ENUM:
+        spec["enum"] = spec["enum"] | {""}
     assert chart == spec, f"{spec_path} (spec) vs {values_path} (chart values)"
 
 

@@ -30,6 +30,7 @@ from tfgen.errors import HelmError
 from tfgen.gate import policy
 from tfgen.gate.helm import find_helm
 from tfgen.gate.manifests import RenderedObject
+from tfgen.repo import runtimes
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"
@@ -37,6 +38,9 @@ CI_DIR = CHART / "ci"
 GOLDEN_DIR = ROOT / "tests" / "golden" / "chart"
 INVALID_DIR = ROOT / "tests" / "fixtures" / "chart" / "invalid"
 TFJOB_SCHEMA = ROOT / "schemas" / "kubeflow.org" / "tfjob_v1.json"
+# The runtimes' CRD schemas, by kind (converted from the upstream CRDs, schemas/upstream/).
+CRD_SCHEMAS = {"TFJob": TFJOB_SCHEMA,
+               "JobSet": ROOT / "schemas" / "jobset.x-k8s.io" / "jobset_v1alpha2.json"}
 KUBE_VERSION = "1.30.0"
 K8S_VERSIONS = ("1.30", kv.major_minor(kv.latest_version()))  # oldest we target, newest shipped
 
@@ -247,12 +251,20 @@ def k8s_registry(version: str) -> Registry:
 
 
 @cache
-def tfjob_validator(version: str) -> jsonschema.Draft202012Validator:
-    """The TFJob's CRD schema with the Kubernetes definitions of `version`: its $refs to
+def tfjob_validator(version: str, kind: str = "TFJob") -> jsonschema.Draft202012Validator:
+    """A runtime's CRD schema with the Kubernetes definitions of `version`: its $refs to
     https://kubernetes.io/api/_definitions.json (ObjectMeta) resolve to the registered
     `_definitions.json` (that is the file's $id), offline."""
-    schema = json.loads(TFJOB_SCHEMA.read_text())
+    schema = json.loads(CRD_SCHEMAS[kind].read_text())
     return jsonschema.Draft202012Validator(schema, registry=k8s_registry(version))
+
+
+def training_job(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run's job, as the TFJob its runtime stands for (`Runtime.as_tfjob`)."""
+    job = next(o for o in objs if runtimes.of_object(o["apiVersion"], o["kind"]))
+    runtime = runtimes.of_object(job["apiVersion"], job["kind"])
+    assert runtime is not None
+    return runtime.as_tfjob(job)
 
 
 def errors_of(validator: jsonschema.Draft202012Validator, obj: dict[str, Any]) -> list[str]:
@@ -266,8 +278,8 @@ def test_objects_valid_strict(renders: dict[str, dict[str, str]], scenario: str,
                               version: str) -> None:
     checked = 0
     for obj in objects(renders[scenario]["helm4"]):
-        if obj["kind"] == "TFJob":
-            validator = tfjob_validator(version)
+        if obj["kind"] in CRD_SCHEMAS:
+            validator = tfjob_validator(version, obj["kind"])
         else:
             validator = k8s_validator(version, obj["kind"], obj["apiVersion"])
         assert errors_of(validator, obj) == [], f"{obj['kind']}/{obj['metadata']['name']}"
@@ -357,8 +369,8 @@ def test_storage_is_kept_and_synced_first(renders: dict[str, dict[str, str]],
         assert (waves["PersistentVolume"], waves["PersistentVolumeClaim"]) == ("-2", "-1")
     assert {w for k, w in waves.items() if k not in ("PersistentVolume",
                                                      "PersistentVolumeClaim")} == {"0"}
-    tfjob = next(o for o in objs if o["kind"] == "TFJob")
-    assert "ttlSecondsAfterFinished" not in tfjob["spec"]["runPolicy"]
+    job = next(o for o in objs if runtimes.of_object(o["apiVersion"], o["kind"]))
+    assert "ttlSecondsAfterFinished" not in job["spec"].get("runPolicy", job["spec"])
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -622,7 +634,7 @@ def test_chief_evaluator_gang(renders: dict[str, dict[str, str]]) -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_istio_sidecar_only_when_asked(renders: dict[str, dict[str, str]], scenario: str) -> None:
     allowed = scenario_values(scenario)["istioSidecar"]
-    tfjob = next(o for o in objects(renders[scenario]["helm4"]) if o["kind"] == "TFJob")
+    tfjob = training_job(objects(renders[scenario]["helm4"]))
     assert tfjob["spec"]["tfReplicaSpecs"]
     for spec in tfjob["spec"]["tfReplicaSpecs"].values():
         annotations = spec["template"]["metadata"]["annotations"]

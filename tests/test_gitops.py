@@ -72,7 +72,7 @@ def test_project_is_least_privilege(repo: Path) -> None:
     assert spec["clusterResourceWhitelist"] == [{"group": "", "kind": "PersistentVolume"}]
     assert sorted((k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]) == [
         ("", "PersistentVolumeClaim"), ("", "Service"), ("apps", "Deployment"),
-        ("kubeflow.org", "TFJob"), ("networking.k8s.io", "Ingress"),
+        ("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "TFJob"), ("networking.k8s.io", "Ingress"),
         ("networking.k8s.io", "NetworkPolicy"),
     ]
     assert spec["orphanedResources"] == {"warn": True}

@@ -1,9 +1,9 @@
 """The chart's NetworkPolicies, checked against the labels the training operator puts on pods.
 
 Two experiments in one namespace are rendered by the real helm; every pod the operator would
-create is given the labels it sets (`repo/chart.py`, read from training-operator v1.9) on top of
-the template's, and the policies' selectors are evaluated as Kubernetes evaluates them. A pod of
-one job must be an allowed peer of its own job and of no other; TensorBoard must not reach the
+create is given the labels it sets (`repo/runtimes/tfjob.py`, read from training-operator v1.9)
+on top of the template's, and the policies' selectors are evaluated as Kubernetes evaluates them.
+A pod of one job must be an allowed peer of its own job and of no other; TensorBoard must not reach the
 training pods.
 """
 
@@ -16,7 +16,7 @@ import pytest
 import yaml
 from helpers import template
 from tfgen.gate.helm import find_helm
-from tfgen.repo import chart
+from tfgen.repo.runtimes import tfjob
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"
@@ -65,7 +65,7 @@ def pods(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
             for rtype, spec in replicas.items():
                 for index in range(spec.get("replicas", 1)):
                     labels = dict(spec["template"]["metadata"].get("labels") or {})
-                    labels.update(chart.operator_pod_labels(job, replicas, rtype, index))
+                    labels.update(tfjob.operator_pod_labels(job, replicas, rtype, index))
                     out[f"{job}-{rtype.lower()}-{index}"] = labels
         elif obj["kind"] == "Deployment":
             out[obj["metadata"]["name"]] = dict(obj["spec"]["template"]["metadata"]["labels"])
@@ -98,10 +98,11 @@ def two_jobs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 
 
 def test_policies_select_on_the_operator_labels(two_jobs: list[dict[str, Any]]) -> None:
-    """The chart's selector and repo/chart.py name the same labels: one fact, held in step."""
+    """The chart's selector and repo/runtimes/tfjob.py name the same labels: one fact, held in
+    step."""
     policy = policies(two_jobs)["job-a"]
     assert policy["spec"]["podSelector"] == {"matchLabels": {
-        chart.OPERATOR_NAME_LABEL: chart.OPERATOR_NAME, chart.JOB_NAME_LABEL: "job-a"}}
+        tfjob.OPERATOR_NAME_LABEL: tfjob.OPERATOR_NAME, tfjob.JOB_NAME_LABEL: "job-a"}}
     assert policy["spec"]["policyTypes"] == ["Ingress"]  # egress stays open (NAS, registries)
 
 
@@ -110,12 +111,12 @@ def test_each_job_admits_its_own_pods_and_no_other(two_jobs: list[dict[str, Any]
     found = policies(two_jobs)
     jobs = {"job-a", "job-b"}
     training = {name: labels for name, labels in all_pods.items()
-                if labels.get(chart.JOB_NAME_LABEL) in jobs}
+                if labels.get(tfjob.JOB_NAME_LABEL) in jobs}
     assert len(training) == 2 * 5  # master, 2 workers, 2 PS per job
     for job in jobs:
         policy = found[job]
         for pod, labels in all_pods.items():
-            own = labels.get(chart.JOB_NAME_LABEL) == job
+            own = labels.get(tfjob.JOB_NAME_LABEL) == job
             # the policy guards exactly the job's own pods ...
             assert selects(policy["spec"]["podSelector"], labels) is own, (job, pod)
             # ... and admits exactly them: not the other job, not any TensorBoard
@@ -153,12 +154,12 @@ def test_the_repository_can_turn_them_off(tmp_path: Path) -> None:
 
 def test_operator_labels_match_the_operator() -> None:
     """training-operator v1.9: job-role=master on the Chief/Master, else on worker 0."""
-    with_chief = chart.operator_pod_labels("j", ["Chief", "Worker"], "Chief", 0)
-    assert with_chief == {chart.OPERATOR_NAME_LABEL: "tfjob-controller",
-                          chart.JOB_NAME_LABEL: "j", chart.REPLICA_TYPE_LABEL: "chief",
-                          chart.REPLICA_INDEX_LABEL: "0", chart.JOB_ROLE_LABEL: "master"}
-    assert chart.JOB_ROLE_LABEL not in chart.operator_pod_labels(
+    with_chief = tfjob.operator_pod_labels("j", ["Chief", "Worker"], "Chief", 0)
+    assert with_chief == {tfjob.OPERATOR_NAME_LABEL: "tfjob-controller",
+                          tfjob.JOB_NAME_LABEL: "j", tfjob.REPLICA_TYPE_LABEL: "chief",
+                          tfjob.REPLICA_INDEX_LABEL: "0", tfjob.JOB_ROLE_LABEL: "master"}
+    assert tfjob.JOB_ROLE_LABEL not in tfjob.operator_pod_labels(
         "j", ["Chief", "Worker"], "Worker", 0)
-    assert chart.operator_pod_labels("j", ["Worker", "PS"], "Worker", 0)[
-        chart.JOB_ROLE_LABEL] == "master"
-    assert chart.JOB_ROLE_LABEL not in chart.operator_pod_labels("j", ["Worker"], "Worker", 1)
+    assert tfjob.operator_pod_labels("j", ["Worker", "PS"], "Worker", 0)[
+        tfjob.JOB_ROLE_LABEL] == "master"
+    assert tfjob.JOB_ROLE_LABEL not in tfjob.operator_pod_labels("j", ["Worker"], "Worker", 1)

@@ -99,10 +99,10 @@ def test_every_rendered_object_is_strictly_valid(rendered: dict[str, str]) -> No
     problems += [p for o in objects for p in policy.tfjob_problems(o, "")]
     problems += policy.data_safety_problems(objects, "")
     jobs = [naming.job_name("lr-sweep", r.suffix) for r in sweep.runs(_values_spec())]
-    problems += policy.run_tfjob_problems(objects, jobs, "")
+    problems += policy.run_job_problems(objects, jobs, "TFJob", "")
     assert problems == []
-    assert policy.run_tfjob_problems(objects, jobs[:5], "")  # a run too many is caught
-    assert policy.run_tfjob_problems(objects[:3], jobs, "")  # and a missing one
+    assert policy.run_job_problems(objects, jobs[:5], "TFJob", "")  # a run too many is caught
+    assert policy.run_job_problems(objects[:3], jobs, "TFJob", "")  # and a missing one
 
 
 def _values_spec() -> dict[str, Any]:

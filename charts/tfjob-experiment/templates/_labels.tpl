@@ -65,3 +65,36 @@ Usage: {{ include "tfjob-experiment.operatorSelector" $run.name }} (one run's TF
 training.kubeflow.org/operator-name: "tfjob-controller"
 training.kubeflow.org/job-name: {{ . | quote }}
 {{- end }}
+
+{{/*
+The label the JobSet controller sets on every pod of one JobSet (the run): the NetworkPolicy of
+runtime jobset selects the run's pods by it. Its one home on the Python side is
+tfgen/repo/runtimes/jobset.py.
+Usage: {{ include "tfjob-experiment.jobsetSelector" $run.name }}
+*/}}
+{{- define "tfjob-experiment.jobsetSelector" -}}
+jobset.sigs.k8s.io/jobset-name: {{ . | quote }}
+{{- end }}
+
+{{/*
+The labels of one task's pod of a JobSet run: the JobSet's, the replicated job's (the role),
+and the completion index the Job controller sets (the task index).
+Usage: {{ include "tfjob-experiment.jobsetTaskSelector" (dict "run" $run.name "key" "worker" "index" 0) }}
+*/}}
+{{- define "tfjob-experiment.jobsetTaskSelector" -}}
+{{ include "tfjob-experiment.jobsetSelector" .run }}
+jobset.sigs.k8s.io/replicatedjob-name: {{ .key | quote }}
+batch.kubernetes.io/job-completion-index: {{ .index | toString | quote }}
+{{- end }}
+
+{{/*
+The labels selecting every training pod of one run, on the experiment's runtime.
+Usage: {{ include "tfjob-experiment.runSelector" (dict "root" $root "run" $run.name) }}
+*/}}
+{{- define "tfjob-experiment.runSelector" -}}
+{{- if eq .root.Values.runtime "jobset" }}
+{{- include "tfjob-experiment.jobsetSelector" .run }}
+{{- else }}
+{{- include "tfjob-experiment.operatorSelector" .run }}
+{{- end }}
+{{- end }}

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..problems import Problem
-from ..repo import chart, layout
+from ..repo import chart, layout, runtimes
 from ..validate.config import RepoConfig, builtin_policy
 from . import kubeconform, policy, wiring
 from .applications import ResolvedApplication
@@ -102,8 +102,8 @@ def app_is_retired(app: ResolvedApplication, values: dict[str, Any] | None = Non
 
 
 def expected_jobs(app: ResolvedApplication, values: dict[str, Any] | None = None) -> list[str]:
-    """The TFJob names an Application's values ask for: none once retired, each run's of a
-    sweep, else the experiment's."""
+    """The job names (of the experiment's runtime) an Application's values ask for: none once
+    retired, each run's of a sweep, else the experiment's."""
     values = app_values(app) if values is None else values
     if app_is_retired(app, values):
         return []
@@ -148,7 +148,8 @@ class Judge:
                 found += self.validator.problems(obj, "")
             found += policy.tfjob_problems(obj, "")
         values = app_values(app) if values is None else values
-        found += policy.run_tfjob_problems(objects, expected_jobs(app, values), "")
+        found += policy.run_job_problems(objects, expected_jobs(app, values),
+                                         runtimes.of_values(values).kind, "")
         found += policy.retired_problems(objects, app_is_retired(app, values), "")
         found += policy.data_safety_problems(objects, "")
         level, source = self.pod_security(app.namespace)

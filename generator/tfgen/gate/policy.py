@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..problems import Problem
-from ..repo import chart, naming
+from ..repo import chart, naming, runtimes
 from ..validate import pods, podsecurity
 from .manifests import RenderedObject
 
@@ -48,15 +48,16 @@ def kept_by_argo(obj: RenderedObject) -> bool:
 
 
 def _pod_specs(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any]]]:
-    """(pointer, pod spec) of every pod template in a workload or TFJob."""
+    """(pointer, pod spec) of every pod template in a workload or a runtime's job."""
     spec = obj.doc.get("spec") or {}
     if not isinstance(spec, dict):
         return
-    if (obj.api_version, obj.kind) == chart.TFJOB:
-        for rtype, replica in (spec.get("tfReplicaSpecs") or {}).items():
-            pod = ((replica or {}).get("template") or {}).get("spec")
+    runtime = runtimes.of_object(obj.api_version, obj.kind)
+    if runtime is not None:
+        for template in runtime.pod_templates(obj.doc):
+            pod = template.template.get("spec")
             if isinstance(pod, dict):
-                yield f"$.spec.tfReplicaSpecs.{rtype}.template.spec", pod
+                yield f"{template.pointer}.spec", pod
     elif obj.kind == "Pod":
         yield "$.spec", spec
     elif obj.kind == "CronJob":
@@ -219,7 +220,7 @@ def _claims(pod: dict[str, Any]) -> dict[str, str]:
 
 def retired_problems(objects: Sequence[RenderedObject], retired: bool, path: str
                      ) -> list[Problem]:
-    """A retired experiment renders no TFJob (run_tfjob_problems expects none) but still
+    """A retired experiment renders no TFJob (run_job_problems expects none) but still
     something, or Argo CD never prunes its last objects."""
     if not retired or objects:
         return []
@@ -231,23 +232,27 @@ def retired_problems(objects: Sequence[RenderedObject], retired: bool, path: str
                     "policy a retired experiment on an existing claim keeps")]
 
 
-def run_tfjob_problems(
-    objects: Sequence[RenderedObject], expected: Sequence[str], path: str
+def run_job_problems(
+    objects: Sequence[RenderedObject], expected: Sequence[str], kind: str, path: str
 ) -> list[Problem]:
     """An experiment is one training run, a sweep one run per combination: its Application
-    renders exactly the TFJobs its values name (`expected`: the runs' names, or the experiment's
-    name without a sweep). None, or fewer, would pass every other rule while Argo CD trains
-    nothing (a chart without the template, a `helm` that is not helm and prints nothing)."""
-    names = sorted(o.name for o in objects if o.kind == "TFJob")
-    if names == sorted(expected):
+    renders exactly the jobs (`kind`: its runtime's) its values name (`expected`: the runs'
+    names, or the experiment's name without a sweep). None, or fewer, would pass every other
+    rule while Argo CD trains nothing (a chart without the template, a `helm` that is not
+    helm and prints nothing)."""
+    jobs = [o for o in objects if runtimes.of_object(o.api_version, o.kind)]
+    names = sorted(o.name for o in jobs if o.kind == kind)
+    others = sorted(o.ref for o in jobs if o.kind != kind)
+    if names == sorted(expected) and not others:
         return []
     missing = sorted(set(expected) - set(names))
     extra = sorted(set(names) - set(expected))
     said = "; ".join(x for x in (
         f"missing {', '.join(missing)}" if missing else "",
         f"not a run of this experiment: {', '.join(extra)}" if extra else "",
-        "a name twice" if not missing and not extra else "") if x)
-    return [Problem(path, pointer="TFJob", message=f"the chart rendered {len(names)} TFJobs for "
+        f"not its runtime's kind: {', '.join(others)}" if others else "",
+        "a name twice" if not missing and not extra and not others else "") if x)
+    return [Problem(path, pointer=kind, message=f"the chart rendered {len(names)} {kind}s for "
                     f"this experiment; it must render one per run ({len(expected)}): {said}",
                     hint="check charts/tfjob-experiment/templates and the helm tfgen runs")]
 
@@ -258,7 +263,7 @@ def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[P
     pvcs = [o for o in objects if o.kind == chart.CLAIM]
     return (_no_hooks_or_classes(objects, path) + _nas_only(pvs, path)
             + _storage_kept(pvs, pvcs, path)
-            + _storage_first(objects, pvs, pvcs, path) + _only_tfjob_writes(objects, path))
+            + _storage_first(objects, pvs, pvcs, path) + _only_training_writes(objects, path))
 
 
 def _no_hooks_or_classes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
@@ -358,11 +363,11 @@ def _storage_first(
     return out
 
 
-def _only_tfjob_writes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
-    """Only the TFJob trains (writes); anything else mounting the volume does so read-only."""
+def _only_training_writes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
+    """Only the training job writes; anything else mounting the volume does so read-only."""
     out = []
     for obj in objects:
-        if (obj.api_version, obj.kind) == chart.TFJOB or obj.kind not in WORKLOAD_KINDS:
+        if runtimes.of_object(obj.api_version, obj.kind) or obj.kind not in WORKLOAD_KINDS:
             continue
         for where, pod in _pod_specs(obj):
             claims = _claims(pod)
@@ -372,6 +377,6 @@ def _only_tfjob_writes(objects: Sequence[RenderedObject], path: str) -> list[Pro
                         if mount.get("name") in claims and not mount.get("readOnly"):
                             out.append(obj.problem(
                                 path, f"{where}.{kind}[{index}].volumeMounts[{mindex}]",
-                                "mounts the experiment's volume writable; only the TFJob "
-                                "writes to the NAS", "readOnly: true"))
+                                "mounts the experiment's volume writable; only the "
+                                "training job writes to the NAS", "readOnly: true"))
     return out

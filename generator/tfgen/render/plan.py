@@ -114,7 +114,8 @@ def experiment_files(
         values = build_values(experiment.data)
     else:
         values = build_values(experiment.data, config.network_policy,
-                              config.namespace_policy(experiment.namespace)["runAsNonRoot"])
+                              config.namespace_policy(experiment.namespace)["runAsNonRoot"],
+                              config.cluster_domain)
     meta = values["experiment"]
     values_path, _ = layout.generated_paths(meta["name"])
     return [

@@ -152,6 +152,7 @@ def _run_policy(policy: Mapping[str, Any]) -> dict[str, Any]:
         "cleanPodPolicy": policy["cleanPodPolicy"],
         "activeDeadlineSeconds": policy.get("activeDeadlineSeconds"),
         "backoffLimit": policy.get("backoffLimit"),
+        "successPolicy": policy.get("successPolicy", ""),
         "suspend": policy["suspend"],
         "schedulingPolicy": _sorted_map(policy["schedulingPolicy"]),
     }
@@ -189,13 +190,15 @@ def build_values(
     experiment: Mapping[str, Any],
     network_policy: Mapping[str, Any] | None = None,
     run_as_non_root: bool = False,
+    cluster_domain: str = "",
 ) -> dict[str, Any]:
     """A validated experiment document (apiVersion/kind/metadata/spec) -> chart values.
 
     `network_policy` is tfgen.yaml's `networkPolicy` block (a repository's choice, not the
     spec's: whoever writes a spec must not be able to open the job's ports); None means the
     schema's defaults. `run_as_non_root` is the namespace's policy in tfgen.yaml asking for
-    non-root training pods.
+    non-root training pods. `cluster_domain` is tfgen.yaml's `clusterDomain`, the DNS domain
+    the runtime jobset's TF_CONFIG addresses end in.
     """
     metadata, spec = experiment["metadata"], experiment["spec"]
     roles = spec["roles"]
@@ -211,6 +214,9 @@ def build_values(
             "rerunOf": metadata["annotations"].get(naming.RERUN_ANNOTATION, ""),
         },
         "lifecycle": spec["lifecycle"],
+        "runtime": spec["runtime"],
+        "kueue": {"queue": spec["queue"], "priority": spec["priority"]},
+        "clusterDomain": cluster_domain,
         "image": spec.get("image", ""),
         "imagePullPolicy": spec["imagePullPolicy"],
         "imagePullSecrets": list(spec["imagePullSecrets"]),

@@ -8,11 +8,11 @@ the chart emits exactly these kinds.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import naming
+from . import runtimes
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,11 @@ class Kind:
     namespaced: bool = True
 
 
-TFJOB_API_VERSION = "kubeflow.org/v1"
-TFJOB = (TFJOB_API_VERSION, "TFJob")
+TFJOB_API_VERSION = runtimes.TFJOB.api_version
+TFJOB = runtimes.TFJOB.key
+JOBSET = runtimes.JOBSET.key
 # The training operator finds the port and injects TF_CONFIG into this container only.
-TFJOB_CONTAINER = "tensorflow"
+TFJOB_CONTAINER = runtimes.CONTAINER
 VOLUME = "PersistentVolume"
 # The volume sources the chart's PersistentVolume uses (storage.nas.driver): the NAS CSI driver,
 # the 2018 FlexVolume driver, or in-tree NFS. Anything else (hostPath above all) is not NAS.
@@ -45,7 +46,8 @@ RETIRED = "retired"
 # experiment, none once retired. The objects stage checks each render against them.
 RUNS_KEY = "runs"
 EXPERIMENT_KEY = "experiment"
-JOB_VALUES = (LIFECYCLE_KEY, RUNS_KEY, EXPERIMENT_KEY)
+RUNTIME_KEY = runtimes.VALUES_KEY  # which runtime's job each run is (runtimes.of_values)
+JOB_VALUES = (LIFECYCLE_KEY, RUNS_KEY, EXPERIMENT_KEY, RUNTIME_KEY)
 
 
 def job_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,38 +62,12 @@ KINDS = (
     Kind("", CLAIM),
     Kind("", "Service"),
     Kind("apps", "Deployment"),
-    Kind("kubeflow.org", "TFJob"),
+    *(Kind(runtime.group, runtime.kind)
+      for runtime in sorted(runtimes.RUNTIMES, key=lambda r: (r.group, r.kind))),
     Kind("networking.k8s.io", "Ingress"),
     Kind("networking.k8s.io", "NetworkPolicy"),
 )
 
 # APIs helm is told the cluster serves (`--api-versions`), as Argo CD passes every group/version
-# of the cluster; the training operator's is the one the chart needs beyond Kubernetes itself.
-API_VERSIONS = (TFJOB_API_VERSION,)
-
-# The labels training-operator v1.9 puts on every pod of a TFJob (GenLabels in the common job
-# controller, plus replica type and index in its pod reconciler; job-role on the Chief or
-# Master, or on worker 0 of a job with neither). Kept in one place here; the chart's
-# NetworkPolicy selects on the first two, and a test holds the chart and this in step.
-OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
-OPERATOR_NAME = "tfjob-controller"  # the TFJob controller's name in the operator
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"  # the replica type, lower-cased
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
-
-
-def operator_pod_labels(
-    job: str, replica_types: Collection[str], replica_type: str, index: int
-) -> dict[str, str]:
-    """The labels the operator sets on pod `index` of `replica_type` of TFJob `job`, whose
-    replica types are `replica_types`."""
-    labels = {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job,
-              REPLICA_TYPE_LABEL: replica_type.lower(), REPLICA_INDEX_LABEL: str(index)}
-    if any(t in replica_types for t in naming.LEADER_REPLICA_TYPES):
-        leader = replica_type in naming.LEADER_REPLICA_TYPES
-    else:
-        leader = replica_type == "Worker" and index == 0
-    if leader:
-        labels[JOB_ROLE_LABEL] = "master"
-    return labels
+# of the cluster; the runtimes' are the ones the chart needs beyond Kubernetes itself.
+API_VERSIONS = tuple(runtime.api_version for runtime in runtimes.RUNTIMES)

@@ -123,7 +123,8 @@ RERUN_ANNOTATION = "tfgen.io/rerun-of"
 COPY_ANNOTATION = "tfgen.io/copy-of"
 SOURCE_ANNOTATIONS = (RERUN_ANNOTATION, COPY_ANNOTATION)
 RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/",
-                     "training.kubeflow.org/")
+                     "training.kubeflow.org/", "jobset.sigs.k8s.io/", "batch.kubernetes.io/",
+                     "kueue.x-k8s.io/")
 # Keys the chart writes from a spec field of their own (a second one in the pod template's
 # annotations would be a duplicate key, which helm refuses).
 SIDECAR_ANNOTATION = "sidecar.istio.io/inject"

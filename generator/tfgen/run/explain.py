@@ -21,7 +21,7 @@ from ..gate.manifests import ManifestValidator, parse_manifest
 from ..problems import Problem
 from ..render.generated import dump_yaml
 from ..render.values import build_values
-from ..repo import chart, layout, naming, resources
+from ..repo import chart, layout, naming, resources, runtimes
 from ..validate import sweep, validate_repo
 from ..words import counted
 from . import tfconfig
@@ -34,7 +34,8 @@ class Explanation:
     job: str
     namespace: str
     pods: list[tfconfig.Pod]
-    tfjob: dict[str, Any]
+    tfjob: dict[str, Any]  # the job as rendered: a TFJob, or a JobSet
+    runtime: str = runtimes.DEFAULT.name
     objects: list[dict[str, Any]] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
     source: str = ""
@@ -97,15 +98,18 @@ def explain_objects(
     """Explain already-rendered objects: the TFJob among them (the one named `job`, for a
     sweep's run) gives the pods. With a `validator`, the TFJob is first checked as the gate
     checks it: the chart is the repository's own, so what it renders is input like any other."""
-    tfjobs = [o for o in objects if o.get("kind") == "TFJob"]
+    runtime = runtimes.of_values(values or {})
+    tfjobs = [o for o in objects if runtimes.of_object(o.get("apiVersion"), o.get("kind"))]
     if not tfjobs and values is not None and values.get(chart.LIFECYCLE_KEY) == chart.RETIRED:
         raise InputError(f"{source or 'rendered chart'}: the experiment is retired: it runs "
-                         "no TFJob any more (rerun it under a new name: `tfgen rerun`)")
+                         f"no {runtime.kind} any more (rerun it under a new name: `tfgen rerun`)")
     if job is not None:
         tfjobs = [o for o in tfjobs if (o.get("metadata") or {}).get("name") == job]
     if len(tfjobs) != 1:
-        raise InputError(f"{source or 'rendered chart'}: expected one TFJob, found {len(tfjobs)}")
+        raise InputError(f"{source or 'rendered chart'}: expected one {runtime.kind}, found "
+                         f"{len(tfjobs)}")
     tfjob = tfjobs[0]
+    runtime = runtimes.of_object(tfjob.get("apiVersion"), tfjob.get("kind")) or runtime
     if validator is not None:
         errors = validator.errors(tfjob)
         if errors:
@@ -113,17 +117,18 @@ def explain_objects(
             meta = tfjob.get("metadata")
             name = meta.get("name", "") if isinstance(meta, dict) else ""
             raise ProblemsFound(
-                [Problem(where, pointer=f"TFJob/{name} {pointer}", message=message)
+                [Problem(where, pointer=f"{runtime.kind}/{name} {pointer}", message=message)
                  for pointer, message in errors],
-                f"the chart renders a TFJob the training operator would refuse "
+                f"the chart renders a {runtime.kind} its controller would refuse "
                 f"({counted(len(errors), 'problem')}); fix the chart",
             )
     meta = tfjob.get("metadata") or {}
     return Explanation(
         job=str(meta.get("name", "")),
         namespace=str(meta.get("namespace") or "default"),
-        pods=tfconfig.pods(tfjob, cluster_domain),
+        pods=tfconfig.pods(runtime.as_tfjob(tfjob), cluster_domain),
         tfjob=tfjob,
+        runtime=runtime.name,
         objects=objects,
         values=dict(values or {}),
         source=source,
@@ -219,7 +224,7 @@ def explain_runs(
     config = result.config
     assert config is not None  # validate_repo always loads one
     chosen = sweep.select(experiment.spec, run, one=one)
-    values = build_values(experiment.data)
+    values = build_values(experiment.data, cluster_domain=config.cluster_domain)
     kube_version = config.kubernetes_version
     objects = render_values(values, chart=chart_path(config.root), kube_version=kube_version,
                             helm_binary=helm.find_helm(root=config.root))

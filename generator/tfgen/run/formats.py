@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..repo import runtimes
 from ..words import counted
 from . import EXPLAIN_FORMATS
 from .explain import Explanation
@@ -48,6 +49,7 @@ def as_json(explanation: Explanation) -> dict[str, Any]:
     dense = shared is not None and not any(p.dynamic_worker for p in pods)
     return {
         "job": explanation.job,
+        "runtime": explanation.runtime,
         **({"run": explanation.run} if explanation.run else {}),
         "namespace": explanation.namespace,
         "cluster": {k: list(v) for k, v in sorted(shared.items())} if dense and shared else None,
@@ -109,12 +111,26 @@ def _tensorboard_text(explanation: Explanation) -> str:
     return f"TensorBoard: {deployment['metadata']['name']} reads {explanation.log_dir}{port}"
 
 
+def _queue_text(explanation: Explanation) -> list[str]:
+    """Who admits the run: a Kueue LocalQueue (a sweep's runs each on their own), or nobody."""
+    kueue = explanation.values.get("kueue") or {}
+    if not kueue.get("queue"):
+        return []
+    priority = f", priority {kueue['priority']}" if kueue.get("priority") else ""
+    each = (" Each run of the sweep is a workload of its own: Kueue admits them one by one, "
+            "as quota allows." if explanation.values.get("runs") else "")
+    return [f"Queued by Kueue: LocalQueue {kueue['queue']}{priority}; no pod starts before "
+            f"admission.{each}"]
+
+
 def as_text(explanation: Explanation) -> str:
     pods = explanation.pods
+    runtime = runtimes.by_name(explanation.runtime)
     lines = [
-        f"TFJob {explanation.job} in namespace {explanation.namespace}: "
-        f"{counted(len(pods), 'pod')}, one headless Service each",
+        f"{runtime.kind} {explanation.job} in namespace {explanation.namespace} (runtime "
+        f"{runtime.name}): {counted(len(pods), 'pod')}, one headless Service each",
         *([f"Run of the sweep: {explanation.run}"] if explanation.run else []),
+        *_queue_text(explanation),
         "",
     ]
     rows = [["POD", "TYPE", "INDEX", "ADDRESS", "GPUS"]]
@@ -127,10 +143,9 @@ def as_text(explanation: Explanation) -> str:
             "one replica in total"
         )
         return "\n".join(lines)
-    lines.append(
-        "TF_CONFIG set by the training operator in each pod (use --format json for the "
-        "exact strings):"
-    )
+    setter = ("set by the training operator" if runtime is runtimes.DEFAULT else
+              "written by the chart, as the training operator would set it,")
+    lines.append(f"TF_CONFIG {setter} in each pod (use --format json for the exact strings):")
     for p in pods:
         lines += ["", f"{p.name}:"]
         lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
@@ -195,7 +210,8 @@ def _label(text: str) -> str:
 def as_mermaid(explanation: Explanation) -> str:
     """A flowchart: Services -> pods -> claim -> volume -> NAS, and TensorBoard on the claim."""
     out = ["flowchart LR"]
-    out.append(f"  subgraph tfjob[{_label(f'TFJob {explanation.job} ({explanation.namespace})')}]")
+    kind = runtimes.by_name(explanation.runtime).kind
+    out.append(f"  subgraph tfjob[{_label(f'{kind} {explanation.job} ({explanation.namespace})')}]")
     for i, p in enumerate(explanation.pods):
         gpu = f" · {p.gpus} GPU" if p.gpus else ""
         out.append(f"    pod{i}[{_label(f'{p.name}<br/>{p.replica_type} {p.index}{gpu}')}]")

@@ -22,6 +22,10 @@ from .defaults import apply_defaults
 from .loader import Document, LoadError, load_file
 from .schema import schema_problems
 
+# The spec fields a namespace's policy gives a default to (`policy.<namespace>.<field>`): how
+# its runs are run and queued. A spec's own value wins, then these, then `defaults`.
+NAMESPACE_DEFAULTS = ("runtime", "queue", "priority")
+
 
 @dataclass
 class RepoConfig:
@@ -103,6 +107,16 @@ class RepoConfig:
     @property
     def defaults(self) -> dict[str, Any]:
         return dict(self.data["defaults"])
+
+    def spec_defaults(self, namespace: object) -> dict[str, Any]:
+        """What is laid under a spec of `namespace`: the `defaults` block, with the namespace
+        policy's own defaults of the spec fields it names (NAMESPACE_DEFAULTS) over it."""
+        policy = self.namespace_policy(namespace) if isinstance(namespace, str) else {}
+        own = {key: policy[key] for key in NAMESPACE_DEFAULTS if key in policy}
+        if not own:
+            return self.defaults
+        defaults = self.defaults
+        return {**defaults, "spec": {**(defaults.get("spec") or {}), **own}}
 
     @property
     def experiments_dir(self) -> Path:

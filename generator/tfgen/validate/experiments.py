@@ -21,8 +21,8 @@ from ..errors import TfgenError
 from ..problems import Problem
 from ..repo import layout
 from ..words import counted
-from . import capacity, pods, sweep, team
-from .checked import across_files
+from . import capacity, pods, runtime, sweep, team
+from .checked import across_files, lookup
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
 from .document import Locator
@@ -153,7 +153,8 @@ def check_file(
         return None, [exc.problem()]
     # The loaded data is used only here: the merge takes it over instead of copying it, and
     # the defaults are then filled in without another copy.
-    merged = merge_defaults(config.defaults, document.data, own_spec=True)
+    merged = merge_defaults(config.spec_defaults(_namespace(document.data, config)),
+                            document.data, own_spec=True)
     problems = schema_problems(document, merged, config=config.document)
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
@@ -163,9 +164,16 @@ def check_file(
                  + team.namespace_policy_problems(checked, config)
                  + capacity.fit_problems(checked, config)
                  + pods.pod_level_problems(checked, config)
+                 + runtime.runtime_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs))
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
+
+
+def _namespace(data: Any, config: RepoConfig) -> object:
+    """The namespace a spec will have once tfgen.yaml's defaults are under it."""
+    own = lookup(data, "metadata", "namespace")
+    return own if own is not None else lookup(config.defaults, "metadata", "namespace")
 
 
 def _check(

@@ -134,6 +134,9 @@ def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Prob
                       lookup(board, "service", "type"), "Service type")
     policy.one_of("nasServers", ("spec", "storage", "nas", "server"),
                   lookup(spec, "storage", "nas", "server"), "NAS server")
+    policy.one_of("queues", ("spec", "queue"), spec.get("queue"), "Kueue LocalQueue")
+    policy.one_of("priorities", ("spec", "priority"), spec.get("priority"),
+                  "Kueue WorkloadPriorityClass")
     return out.problems
 
 
@@ -168,7 +171,9 @@ def quota_problems(experiments: Sequence[Checked], config: RepoConfig,
     by_namespace: dict[str, list[tuple[Checked, int]]] = {}
     for item in experiments:
         namespace, spec = lookup(item.data, "metadata", "namespace"), item.data.get("spec")
-        if isinstance(namespace, str) and isinstance(spec, dict) and active(spec):
+        # A queued run's GPUs are Kueue's to admit against the namespace's ClusterQueue.
+        if (isinstance(namespace, str) and isinstance(spec, dict) and active(spec)
+                and not spec.get("queue")):
             by_namespace.setdefault(namespace, []).append((item, gpus(spec)))
     problems: list[Problem] = []
     for namespace, items in sorted(by_namespace.items()):
