@@ -26,6 +26,12 @@ class Kind:
 
 TFJOB_API_VERSION = "kubeflow.org/v1"
 TFJOB = (TFJOB_API_VERSION, "TFJob")
+# The second runtime: a JobSet (kubernetes-sigs JobSet v0.12) runs each role as batch Jobs.
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+JOBSET = (JOBSET_API_VERSION, "JobSet")
+# The label that queues a TFJob or JobSet in a Kueue LocalQueue (Kueue v0.19); Kueue's webhook
+# then creates it suspended and unsuspends it on admission.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # The training operator finds the port and injects TF_CONFIG into this container only.
 TFJOB_CONTAINER = "tensorflow"
 VOLUME = "PersistentVolume"
@@ -46,6 +52,12 @@ RETIRED = "retired"
 RUNS_KEY = "runs"
 EXPERIMENT_KEY = "experiment"
 JOB_VALUES = (LIFECYCLE_KEY, RUNS_KEY, EXPERIMENT_KEY)
+
+
+def api_group(api_version: str) -> str:
+    """`kubeflow.org` of `kubeflow.org/v1`: the group Argo CD's settings name a kind by ("" for
+    the core group's `v1`)."""
+    return api_version.rpartition("/")[0]
 
 
 def job_values(values: Mapping[str, Any]) -> dict[str, Any]:
