@@ -1,5 +1,5 @@
 """The argo/ wiring: strict schemas, least privilege, the ApplicationSet resolved as Argo CD
-would, and the TFJob and JobSet Lua health checks run in a real Lua
+would, Kueue's fields ignored, and the TFJob and JobSet Lua health checks run in a real Lua
 5.1 interpreter with only the libraries Argo CD opens."""
 
 from __future__ import annotations
@@ -93,6 +93,27 @@ def test_applicationset_safety_settings(repo: Path) -> None:
     # No ServerSideApply, so no ServerSideDiff needed; if one is added, both must be.
     options = " ".join(template["syncPolicy"]["syncOptions"])
     assert ("ServerSideApply=true" in options) == ("ServerSideDiff" in json.dumps(spec))
+
+
+def test_applications_leave_what_kueue_writes_to_kueue(repo: Path) -> None:
+    template = load(repo, "argo/applicationset.yaml")["spec"]["template"]["spec"]
+    # written out by hand from Kueue v0.19's webhook and the two runtimes' APIs
+    assert template["ignoreDifferences"] == [
+        {"group": "kubeflow.org", "kind": "TFJob",
+         "jsonPointers": ["/spec/runPolicy/suspend"],
+         "jqPathExpressions": [".spec.tfReplicaSpecs[]?.template.spec.nodeSelector",
+                               ".spec.tfReplicaSpecs[]?.template.spec.tolerations"]},
+        {"group": "jobset.x-k8s.io", "kind": "JobSet",
+         "jsonPointers": ["/spec/suspend"],
+         "jqPathExpressions": [
+             ".spec.replicatedJobs[]?.template.spec.template.spec.nodeSelector",
+             ".spec.replicatedJobs[]?.template.spec.template.spec.tolerations"]},
+    ]
+    # ... from the kinds' one home
+    assert [(rule["group"], rule["kind"]) for rule in template["ignoreDifferences"]] == [
+        (chart.api_group(api_version), kind) for api_version, kind in (chart.TFJOB, chart.JOBSET)]
+    # and a sync applies them as they are live, so self-heal never writes Git's back
+    assert "RespectIgnoreDifferences=true" in template["syncPolicy"]["syncOptions"]
 
 
 def test_bootstrap_syncs_only_project_and_applicationset(repo: Path) -> None:

@@ -46,6 +46,16 @@ ARGO_TEMPLATES = {
     HEALTH_FILE: "argocd-cm-health.yaml.j2",
 }
 
+# What Kueue's webhook writes into a queued TFJob or JobSet (Kueue v0.19): `suspend`, true at
+# create and false on admission, and the admitted flavour's nodeSelector and tolerations in
+# every pod template (jq: each replica's, or each replicated Job's, pod spec). Every
+# Application ignores them, in the diff and in what a sync applies (RespectIgnoreDifferences).
+KUEUE_WRITES = (
+    (chart.TFJOB, "/spec/runPolicy/suspend", ".spec.tfReplicaSpecs[]?.template.spec"),
+    (chart.JOBSET, "/spec/suspend", ".spec.replicatedJobs[]?.template.spec.template.spec"),
+)
+KUEUE_POD_FIELDS = ("nodeSelector", "tolerations")
+
 
 def _go_placeholder(key: str) -> str:
     """`{{.key}}` for the ApplicationSet template (Jinja2 would otherwise eat the braces)."""
@@ -109,6 +119,15 @@ def health_checks() -> dict[str, str]:
     return {health_key(*kind): resources.health_lua(lua) for kind, lua in HEALTH_CHECKS}
 
 
+def kueue_ignored() -> list[dict[str, Any]]:
+    """The Applications' ignoreDifferences: per runtime kind, what Kueue writes into it."""
+    return [
+        {"group": chart.api_group(api_version), "kind": kind, "jsonPointers": [suspend],
+         "jqPathExpressions": [f"{pod_spec}.{field}" for field in KUEUE_POD_FIELDS]}
+        for (api_version, kind), suspend, pod_spec in KUEUE_WRITES
+    ]
+
+
 def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
     """The cluster-wide argo/ files for the `argocd` block of tfgen.yaml."""
     context = {
@@ -125,6 +144,7 @@ def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
         "namespaced_kinds": [k for k in chart.KINDS if k.namespaced],
         "health_checks": {key: lua.rstrip("\n") for key, lua in health_checks().items()},
         "health_file": HEALTH_FILE,
+        "kueue_ignored": kueue_ignored(),
     }
     files = []
     for path, template in ARGO_TEMPLATES.items():
