@@ -159,4 +159,5 @@ def lookup(data: Any, path: str) -> Any:
 def test_schemas_ship_with_the_package() -> None:
     assert resources.schema_dir().resolve() == (REPO_ROOT / "schemas").resolve()
     assert (resources.chart_dir() / "Chart.yaml").resolve() == (CHART / "Chart.yaml").resolve()
-    assert Path(resources.templates_dir(), resources.HEALTH_LUA).is_file()
+    for lua in (resources.TFJOB_HEALTH_LUA, resources.JOBSET_HEALTH_LUA):
+        assert Path(resources.templates_dir(), lua).is_file()

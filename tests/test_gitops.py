@@ -1,5 +1,6 @@
 """The argo/ wiring: strict schemas, least privilege, the ApplicationSet resolved as Argo CD
-would, and the TFJob Lua health check run in a real Lua interpreter."""
+would, Kueue's fields ignored, and the TFJob and JobSet Lua health checks run in a real Lua
+5.1 interpreter with only the libraries Argo CD opens."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import lupa
+import lupa.lua51
 import pytest
 import yaml
 from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
@@ -16,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.gate import applications
 from tfgen.gate.manifests import ManifestValidator
-from tfgen.render import apply_plan, plan_render
-from tfgen.repo import layout, resources
+from tfgen.render import apply_plan, argo, plan_render
+from tfgen.repo import chart, layout, resources, runtimes
 
 # The Argo CD kinds' schemas, converted from Argo CD's CRDs, as the gate finds them.
 VALIDATOR = ManifestValidator("1.30", resources.schema_dir())
@@ -91,6 +93,27 @@ def test_applicationset_safety_settings(repo: Path) -> None:
     # No ServerSideApply, so no ServerSideDiff needed; if one is added, both must be.
     options = " ".join(template["syncPolicy"]["syncOptions"])
     assert ("ServerSideApply=true" in options) == ("ServerSideDiff" in json.dumps(spec))
+
+
+def test_applications_leave_what_kueue_writes_to_kueue(repo: Path) -> None:
+    template = load(repo, "argo/applicationset.yaml")["spec"]["template"]["spec"]
+    # written out by hand from Kueue v0.19's webhook and the two runtimes' APIs
+    assert template["ignoreDifferences"] == [
+        {"group": "kubeflow.org", "kind": "TFJob",
+         "jsonPointers": ["/spec/runPolicy/suspend"],
+         "jqPathExpressions": [".spec.tfReplicaSpecs[]?.template.spec.nodeSelector",
+                               ".spec.tfReplicaSpecs[]?.template.spec.tolerations"]},
+        {"group": "jobset.x-k8s.io", "kind": "JobSet",
+         "jsonPointers": ["/spec/suspend"],
+         "jqPathExpressions": [
+             ".spec.replicatedJobs[]?.template.spec.template.spec.nodeSelector",
+             ".spec.replicatedJobs[]?.template.spec.template.spec.tolerations"]},
+    ]
+    # ... from the kinds' one home
+    assert [(rule["group"], rule["kind"]) for rule in template["ignoreDifferences"]] == [
+        (runtimes.group_of(api_version), kind) for api_version, kind in (chart.TFJOB, chart.JOBSET)]
+    # and a sync applies them as they are live, so self-heal never writes Git's back
+    assert "RespectIgnoreDifferences=true" in template["syncPolicy"]["syncOptions"]
 
 
 def test_bootstrap_syncs_only_project_and_applicationset(repo: Path) -> None:
@@ -243,16 +266,42 @@ def test_refresh_paths_relative_and_rooted() -> None:
         "apps/one", "apps/shared", "argo/x"]
 
 
-# --- the Lua health check --------------------------------------------------------------------
+# --- the Lua health checks ------------------------------------------------------------------
 
-LUA_FILE = resources.templates_dir() / resources.HEALTH_LUA
+TFJOB_LUA = resources.templates_dir() / resources.TFJOB_HEALTH_LUA
+JOBSET_LUA = resources.templates_dir() / resources.JOBSET_HEALTH_LUA
+TFJOB_KEY = "resource.customizations.health.kubeflow.org_TFJob"
+JOBSET_KEY = "resource.customizations.health.jobset.x-k8s.io_JobSet"
+HEALTH_PATCH = "argo/argocd-cm-health.yaml"
 
 
 def test_patch_embeds_the_standalone_lua(repo: Path) -> None:
-    patch = load(repo, "argo/argocd-cm-tfjob-health.yaml")
+    patch = load(repo, HEALTH_PATCH)
     assert patch["metadata"]["name"] == "argocd-cm"
-    assert patch["data"]["resource.customizations.health.kubeflow.org_TFJob"] == \
-        LUA_FILE.read_text()
+    assert patch["data"] == {TFJOB_KEY: TFJOB_LUA.read_text(), JOBSET_KEY: JOBSET_LUA.read_text()}
+    # the keys come from the kinds' one home
+    assert argo.health_key(*chart.TFJOB) == TFJOB_KEY
+    assert argo.health_key(*chart.JOBSET) == JOBSET_KEY
+
+
+def argo_lua(script: Path, obj: dict[str, Any]) -> dict[str, str]:
+    """A health check run as Argo CD runs it: gopher-lua speaks Lua 5.1 and opens only the
+    base, table and package libraries (no string.*, not even as methods on strings)."""
+    runtime = lupa.lua51.LuaRuntime(unpack_returned_tuples=True)
+    runtime.execute('getmetatable("").__index = nil')
+    for library in ("string", "math", "io", "os", "debug", "coroutine"):
+        runtime.globals()[library] = None
+    runtime.globals().obj = runtime.table_from(obj, recursive=True)
+    result = runtime.execute(script.read_text())
+    return dict(result)
+
+
+def test_the_sandbox_refuses_the_string_library(tmp_path: Path) -> None:
+    script = tmp_path / "uses-string.lua"
+    for body in ('return {status = string.upper("x")}', 'return {status = ("x"):upper()}'):
+        script.write_text(body)
+        with pytest.raises(lupa.lua51.LuaError):
+            argo_lua(script, {})
 
 
 def condition(kind: str, status: str = "True", message: str = "") -> dict[str, str]:
@@ -261,10 +310,7 @@ def condition(kind: str, status: str = "True", message: str = "") -> dict[str, s
 
 
 def health(obj: dict[str, Any]) -> dict[str, str]:
-    runtime = lupa.LuaRuntime(unpack_returned_tuples=True)
-    runtime.globals().obj = runtime.table_from(obj, recursive=True)
-    result = runtime.execute(LUA_FILE.read_text())
-    return dict(result)
+    return argo_lua(TFJOB_LUA, obj)
 
 
 CREATED = condition("Created")
@@ -300,12 +346,135 @@ def test_tfjob_health_with_empty_status() -> None:
     assert health(obj)["status"] == "Progressing"
 
 
+# JobSet v0.12's conditions, with the reasons and messages its controller writes
+# (pkg/constants/constants.go, pkg/controllers/jobset_controller.go, failure_policy.go).
+def js_condition(kind: str, reason: str, message: str, status: str = "True") -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": reason, "message": message}
+
+
+SUSPENDED = js_condition("Suspended", "SuspendedJobs", "jobset is suspended")
+RESUMED = js_condition("Suspended", "ResumeJobs", "jobset is resumed", "False")
+NOT_RESTARTING = js_condition("RestartingJobSet", "JobsReady", "all jobs are ready", "False")
+RESTARTING = js_condition("RestartingJobSet", "DefaultFailurePolicy",
+                          "applying RestartJobSet failure policy action "
+                          "(first failed job: mnist-worker-1)")
+IN_ORDER = js_condition("StartupPolicyInProgress", "InOrderStartupPolicyInProgress",
+                        "in order startup policy is in progress")
+IN_ORDER_DONE = js_condition("StartupPolicyCompleted", "InOrderStartupPolicyCompleted",
+                             "in order startup policy has completed")
+COMPLETED = js_condition("Completed", "AllJobsCompleted", "jobset completed successfully")
+FAILED = js_condition("Failed", "FailedJobs", "jobset failed due to one or more job failures "
+                      "(first failed job: mnist-worker-0)")
+QUEUE = {"kueue.x-k8s.io/queue-name": "team-gpus"}
+
+
+def jobs(ps: int, worker: int, succeeded: int = 0) -> list[dict[str, Any]]:
+    return [{"name": "ps", "ready": ps, "succeeded": 0, "failed": 0, "active": ps,
+             "suspended": 0},
+            {"name": "worker", "ready": worker, "succeeded": succeeded, "failed": 0,
+             "active": worker, "suspended": 0}]
+
+
+# Each row: spec.suspend, labels, status, and the health Argo CD shows.
+JOBSET_ROWS = {
+    "created, no status yet": (
+        None, {}, None,
+        "Progressing", "Waiting for the JobSet controller to report status"),
+    "empty status": (
+        None, {}, {},
+        "Progressing", "Waiting for the JobSet controller to report status"),
+    "queued by Kueue, before the controller saw it": (
+        True, QUEUE, None,
+        "Progressing", "Queued: suspended until Kueue admits it to LocalQueue team-gpus"),
+    "queued by Kueue": (
+        True, QUEUE, {"conditions": [SUSPENDED], "replicatedJobsStatus": jobs(0, 0)},
+        "Progressing", "Queued: suspended until Kueue admits it to LocalQueue team-gpus"),
+    "suspended by Git or a person, no queue": (
+        True, {}, {"conditions": [SUSPENDED]},
+        "Suspended", "Suspended: jobset is suspended"),
+    "suspended, no status yet": (
+        True, {}, None,
+        "Suspended", "Suspended: spec.suspend is true"),
+    "an empty queue label is no queue": (
+        True, {"kueue.x-k8s.io/queue-name": ""}, {"conditions": [SUSPENDED]},
+        "Suspended", "Suspended: jobset is suspended"),
+    "admitted, jobs starting": (
+        False, QUEUE, {"conditions": [RESUMED], "replicatedJobsStatus": jobs(1, 0)},
+        "Progressing", "Running: 1/4 jobs ready"),
+    "running": (
+        None, {}, {"conditions": [NOT_RESTARTING], "replicatedJobsStatus": jobs(2, 2)},
+        "Progressing", "Running: 4/4 jobs ready"),
+    "running after a restart, a worker done": (
+        False, {}, {"conditions": [NOT_RESTARTING], "restarts": 1,
+                    "replicatedJobsStatus": jobs(2, 1, succeeded=1)},
+        "Progressing", "Running: 4/4 jobs ready, restarts: 1"),
+    "restarting after a failed job": (
+        None, {}, {"conditions": [RESTARTING], "replicatedJobsStatus": jobs(2, 1)},
+        "Progressing", "RestartingJobSet: applying RestartJobSet failure policy action "
+                       "(first failed job: mnist-worker-1)"),
+    "starting in order": (
+        None, {}, {"conditions": [IN_ORDER], "replicatedJobsStatus": jobs(1, 0)},
+        "Progressing", "StartupPolicyInProgress: in order startup policy is in progress"),
+    "started in order": (
+        None, {}, {"conditions": [{**IN_ORDER, "status": "False"}, IN_ORDER_DONE],
+                   "replicatedJobsStatus": jobs(2, 1)},
+        "Progressing", "Running: 3/4 jobs ready"),
+    "completed": (
+        None, {}, {"conditions": [NOT_RESTARTING, COMPLETED], "terminalState": "Completed",
+                   "replicatedJobsStatus": jobs(0, 0, succeeded=2)},
+        "Healthy", "Completed: jobset completed successfully"),
+    "failed": (
+        None, {}, {"conditions": [NOT_RESTARTING, FAILED], "terminalState": "Failed"},
+        "Degraded", "Failed: jobset failed due to one or more job failures "
+                    "(first failed job: mnist-worker-0)"),
+    "failed while queued again: finished wins": (
+        True, QUEUE, {"conditions": [SUSPENDED, FAILED], "terminalState": "Failed"},
+        "Degraded", "Failed: jobset failed due to one or more job failures "
+                    "(first failed job: mnist-worker-0)"),
+    "failed without a message": (
+        None, {}, {"conditions": [{**FAILED, "message": ""}], "terminalState": "Failed"},
+        "Degraded", "Failed: FailedJobs"),
+    "terminal state alone": (
+        None, {}, {"terminalState": "Failed"}, "Degraded", "Failed"),
+    "a condition turned False does not count": (
+        None, {}, {"conditions": [{**FAILED, "status": "False"}],
+                   "replicatedJobsStatus": jobs(2, 2)},
+        "Progressing", "Running: 4/4 jobs ready"),
+}
+
+
+@pytest.mark.parametrize("row", JOBSET_ROWS)
+def test_jobset_health(row: str) -> None:
+    suspend, labels, status, health_status, message = JOBSET_ROWS[row]
+    spec: dict[str, Any] = {"replicatedJobs": [{"name": "ps", "replicas": 2},
+                                               {"name": "worker", "replicas": 2}]}
+    if suspend is not None:
+        spec["suspend"] = suspend
+    obj: dict[str, Any] = {"apiVersion": chart.JOBSET[0], "kind": chart.JOBSET[1],
+                           "metadata": {"name": "mnist", "labels": labels}, "spec": spec}
+    if status is not None:
+        obj["status"] = status
+    assert argo_lua(JOBSET_LUA, obj) == {"status": health_status, "message": message}
+
+
+def test_jobset_health_reads_the_queue_label_of_its_one_home() -> None:
+    assert f'"{chart.KUEUE_QUEUE_LABEL}"' in JOBSET_LUA.read_text()
+    assert set(QUEUE) == {chart.KUEUE_QUEUE_LABEL}
+
+
+def test_jobset_replicas_default_to_one() -> None:
+    obj = {"kind": "JobSet", "spec": {"replicatedJobs": [{"name": "w"}, {"name": "ps"}]},
+           "status": {"replicatedJobsStatus": [{"name": "w", "ready": 1}]}}
+    assert argo_lua(JOBSET_LUA, obj) == {"status": "Progressing",
+                                         "message": "Running: 1/2 jobs ready"}
+
+
 def test_health_patch_is_a_valid_configmap(repo: Path) -> None:
     import kubernetes_validate
 
-    patch = load(repo, "argo/argocd-cm-tfjob-health.yaml")
+    patch = load(repo, HEALTH_PATCH)
     kubernetes_validate.validate(patch, "1.30", strict=True)  # raises on any unknown field
-    assert set(patch["data"]) == {"resource.customizations.health.kubeflow.org_TFJob"}
+    assert set(patch["data"]) == {TFJOB_KEY, JOBSET_KEY}
 
 
 ODD_APPLICATIONSETS = {

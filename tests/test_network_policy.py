@@ -3,8 +3,8 @@
 Two experiments in one namespace are rendered by the real helm; every pod the operator would
 create is given the labels it sets (`repo/runtimes/tfjob.py`, read from training-operator v1.9)
 on top of the template's, and the policies' selectors are evaluated as Kubernetes evaluates them.
-A pod of one job must be an allowed peer of its own job and of no other; TensorBoard must not reach the
-training pods.
+A pod of one job must be an allowed peer of its own job and of no other; TensorBoard must not
+reach the training pods.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def test_golden_files(tmp_path: Path, update_golden: bool) -> None:
     rendered(tmp_path)
     produced = snapshot(tmp_path)
     assert sorted(produced) == [
-        "argo/applicationset.yaml", "argo/argocd-cm-tfjob-health.yaml", "argo/bootstrap.yaml",
+        "argo/applicationset.yaml", "argo/argocd-cm-health.yaml", "argo/bootstrap.yaml",
         APP, VALUES, "argo/project.yaml",
     ]
     if update_golden:

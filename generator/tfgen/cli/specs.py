@@ -106,7 +106,7 @@ def render(check: bool, prune: bool, fmt: str, no_cache: bool, root: Path | None
 
     Per experiment: argo/experiments/<name>/values.yaml (chart values) and app.yaml (the
     ApplicationSet's input); once: argo/project.yaml, applicationset.yaml, bootstrap.yaml and
-    argocd-cm-tfjob-health.yaml, and .github/CODEOWNERS when tfgen.yaml declares owners.
+    argocd-cm-health.yaml, and .github/CODEOWNERS when tfgen.yaml declares owners.
     Specs are validated first; nothing is written when any is invalid. Files are written
     atomically and only when their content changes. Specs and files that an earlier render or
     check found in order are known again by their content hashes (.tfgen-cache/).

@@ -14,15 +14,24 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ..repo import chart, layout, naming, resources
+from ..repo import chart, layout, naming, resources, runtimes
 from .generated import GeneratedFile, dump_yaml, quoted
 
 if TYPE_CHECKING:
     import jinja2
 
+# The Lua health checks the argocd-cm patch carries, by the kind each judges: Argo CD ships
+# none for either runtime.
+HEALTH_CHECKS = (
+    (chart.TFJOB, resources.TFJOB_HEALTH_LUA),
+    (chart.JOBSET, resources.JOBSET_HEALTH_LUA),
+)
+# The merge patch for argocd-cm that holds them (one file, one `kubectl patch`).
+HEALTH_FILE = f"{layout.ARGO_DIR}/argocd-cm-health.yaml"
+
 # What the generated headers name as the source of the cluster-wide files.
 CONFIG_SOURCE = layout.CONFIG_NAME
-HEALTH_LUA_SOURCE = f"generator/tfgen/templates/{resources.HEALTH_LUA}"
+HEALTH_LUA_SOURCES = tuple(f"generator/tfgen/templates/{lua}" for _, lua in HEALTH_CHECKS)
 # The files the ApplicationSet's git files generator reads: one per experiment.
 GENERATOR_GLOB = f"{layout.GENERATED_DIR}/*/{layout.APP_FILE}"
 
@@ -34,8 +43,18 @@ ARGO_TEMPLATES = {
     layout.PROJECT_FILE: "project.yaml.j2",
     layout.APPLICATIONSET_FILE: "applicationset.yaml.j2",
     f"{layout.ARGO_DIR}/bootstrap.yaml": "bootstrap.yaml.j2",
-    f"{layout.ARGO_DIR}/argocd-cm-tfjob-health.yaml": "argocd-cm-tfjob-health.yaml.j2",
+    HEALTH_FILE: "argocd-cm-health.yaml.j2",
 }
+
+# What Kueue's webhook writes into a queued TFJob or JobSet (Kueue v0.19): `suspend`, true at
+# create and false on admission, and the admitted flavour's nodeSelector and tolerations in
+# every pod template (jq: each replica's, or each replicated Job's, pod spec). Every
+# Application ignores them, in the diff and in what a sync applies (RespectIgnoreDifferences).
+KUEUE_WRITES = (
+    (chart.TFJOB, "/spec/runPolicy/suspend", ".spec.tfReplicaSpecs[]?.template.spec"),
+    (chart.JOBSET, "/spec/suspend", ".spec.replicatedJobs[]?.template.spec.template.spec"),
+)
+KUEUE_POD_FIELDS = ("nodeSelector", "tolerations")
 
 
 def _go_placeholder(key: str) -> str:
@@ -89,6 +108,26 @@ def cluster_whitelist(argocd: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def health_key(api_version: str, kind: str) -> str:
+    """The argocd-cm key of a kind's Lua health check: `resource.customizations.health.
+    <group>_<kind>`."""
+    return f"resource.customizations.health.{runtimes.group_of(api_version)}_{kind}"
+
+
+def health_checks() -> dict[str, str]:
+    """Each argocd-cm health key with the Lua it holds."""
+    return {health_key(*kind): resources.health_lua(lua) for kind, lua in HEALTH_CHECKS}
+
+
+def kueue_ignored() -> list[dict[str, Any]]:
+    """The Applications' ignoreDifferences: per runtime kind, what Kueue writes into it."""
+    return [
+        {"group": runtimes.group_of(api_version), "kind": kind, "jsonPointers": [suspend],
+         "jqPathExpressions": [f"{pod_spec}.{field}" for field in KUEUE_POD_FIELDS]}
+        for (api_version, kind), suspend, pod_spec in KUEUE_WRITES
+    ]
+
+
 def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
     """The cluster-wide argo/ files for the `argocd` block of tfgen.yaml."""
     context = {
@@ -103,13 +142,15 @@ def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
         "experiments_dir": layout.GENERATED_DIR,
         "values_file": layout.VALUES_FILE,
         "namespaced_kinds": [k for k in chart.KINDS if k.namespaced],
-        "health_lua": resources.health_lua().rstrip("\n"),
+        "health_checks": {key: lua.rstrip("\n") for key, lua in health_checks().items()},
+        "health_file": HEALTH_FILE,
+        "kueue_ignored": kueue_ignored(),
     }
     files = []
     for path, template in ARGO_TEMPLATES.items():
         sources: tuple[str, ...] = (CONFIG_SOURCE,)
-        if template.startswith("argocd-cm"):
-            sources = (CONFIG_SOURCE, HEALTH_LUA_SOURCE)
+        if path == HEALTH_FILE:
+            sources = (CONFIG_SOURCE, *HEALTH_LUA_SOURCES)
         body = _environment().get_template(template).render(context)
         files.append(GeneratedFile(path=path, sources=sources, body=body))
     return files

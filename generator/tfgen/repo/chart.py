@@ -27,6 +27,9 @@ class Kind:
 TFJOB_API_VERSION = runtimes.TFJOB.api_version
 TFJOB = runtimes.TFJOB.key
 JOBSET = runtimes.JOBSET.key
+# The label that queues a TFJob or JobSet in a Kueue LocalQueue (Kueue v0.19); Kueue's webhook
+# then creates it suspended and unsuspends it on admission.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # The training operator finds the port and injects TF_CONFIG into this container only.
 TFJOB_CONTAINER = runtimes.CONTAINER
 VOLUME = "PersistentVolume"

@@ -18,7 +18,9 @@ from typing import Any
 
 EXPERIMENT_SCHEMA = "experiment.schema.json"
 CONFIG_SCHEMA = "repo-config.schema.json"
-HEALTH_LUA = "tfjob-health.lua"
+# The Lua health checks the argocd-cm patch embeds, one per kind Argo CD has no health for.
+TFJOB_HEALTH_LUA = "tfjob-health.lua"
+JOBSET_HEALTH_LUA = "jobset-health.lua"
 # The `$id` of the Kubernetes definitions (kubernetes-validate's `_definitions.json` of the
 # target version), through which the CRD schemas refer to ObjectMeta.
 KUBERNETES_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
@@ -42,7 +44,7 @@ def schema_dir() -> Path:
 
 
 def templates_dir() -> Path:
-    """The Jinja2 templates of the argo/ wiring, and the TFJob health check they embed."""
+    """The Jinja2 templates of the argo/ wiring, and the Lua health checks they embed."""
     return _package_dir("templates")
 
 
@@ -87,9 +89,10 @@ def role_bounds() -> tuple[int, int]:
     return int(many["maximum"]), int(roles["role"]["properties"]["gpus"]["maximum"])
 
 
-def health_lua() -> str:
-    """The Lua health check for kubeflow.org/TFJob that the argocd-cm patch embeds."""
-    return (templates_dir() / HEALTH_LUA).read_text(encoding="utf-8")
+def health_lua(name: str) -> str:
+    """One of the Lua health checks (`TFJOB_HEALTH_LUA`, `JOBSET_HEALTH_LUA`) that the
+    argocd-cm patch embeds."""
+    return (templates_dir() / name).read_text(encoding="utf-8")
 
 
 def kubernetes_schemas_package() -> Path:
