@@ -12,42 +12,20 @@ gives the same bytes once dumped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..repo import naming
-from ..validate import sweep
+from ..validate import sweep, valuesfile
 from ..validate.config import builtin_data
 from ..validate.defaults import object_defaults
+from ..validate.valuesfile import env_list, env_var
+
+__all__ = ["build_values", "env_list", "env_var", "resources"]
 
 
 def _sorted_map(value: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value[key] for key in sorted(value)}
-
-
-def env_var(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """One spec env entry -> a Kubernetes EnvVar (`value` or `valueFrom.<kind>KeyRef`)."""
-    out: dict[str, Any] = {"name": entry["name"]}
-    if "value" in entry:
-        out["value"] = str(entry["value"])
-        return out
-    for ref in ("secretKeyRef", "configMapKeyRef"):
-        if ref in entry:
-            source = entry[ref]
-            selector: dict[str, Any] = {"name": source["name"], "key": source["key"]}
-            if "optional" in source:
-                selector["optional"] = bool(source["optional"])
-            out["valueFrom"] = {ref: selector}
-            return out
-    # The schema requires exactly one source; an entry without any is an empty value, which
-    # is what Kubernetes does with a bare `name` too.
-    out["value"] = ""
-    return out
-
-
-def env_list(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Spec env list -> Kubernetes EnvVar list, order kept (later entries may use earlier ones)."""
-    return [env_var(entry) for entry in entries]
 
 
 def resources(
@@ -131,9 +109,7 @@ def _tensorboard(tb: Mapping[str, Any], mount_path: str) -> dict[str, Any]:
         "enabled": tb["enabled"],
         "keep": tb["keep"],
         "image": tb["image"],
-        # A disabled TensorBoard may have no logDir; the chart still wants an absolute path,
-        # so it gets the conventional one (unused while disabled) rather than an invalid "".
-        "logDir": tb.get("logDir") or f"{mount_path.rstrip('/')}/logs",
+        "logDir": valuesfile.tensorboard_log_dir(tb, mount_path),
         "reloadInterval": tb["reloadInterval"],
         "resources": _tensorboard_resources(tb["cpu"], tb["memory"]),
         "service": {"type": service["type"], "port": service["port"]},
@@ -164,26 +140,9 @@ def _network_policy(block: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _runs(name: str, spec: Mapping[str, Any], logs: str) -> list[dict[str, Any]]:
-    """A sweep's runs as the chart ranges over them: every placeholder replaced here, so Helm
-    only ever sees literal text."""
-    out = []
-    for run in sweep.runs(dict(spec)):
-        own = sweep.run_spec(dict(spec), name, run)
-        out.append({
-            "name": naming.job_name(name, run.suffix),
-            "suffix": run.suffix,
-            "logDir": sweep.run_log_dir(logs, run),
-            "args": list(own["args"]),
-            "env": env_list(own["env"]),
-            # only the roles with args or env of their own; the others take the run's
-            "roles": {
-                role: {"args": list(own["roles"][role].get("args", [])),
-                       "env": env_list(own["roles"][role]["env"])}
-                for role in naming.ROLES
-                if own["roles"].get(role, {}).get("args") or own["roles"].get(role, {}).get("env")
-            },
-        })
-    return out
+    """A sweep's runs as the chart ranges over them (built where the validate stage measures
+    them against the one-file limit)."""
+    return [valuesfile.run_values(dict(spec), name, logs, run) for run in sweep.runs(dict(spec))]
 
 
 def build_values(

@@ -21,7 +21,7 @@ from ..errors import TfgenError
 from ..problems import Problem
 from ..repo import layout
 from ..words import counted
-from . import capacity, pods, runtime, sweep, team
+from . import capacity, pods, runtime, sweep, team, valuesfile
 from .checked import across_files, lookup
 from .config import RepoConfig, load_config
 from .defaults import apply_defaults, merge_defaults
@@ -159,13 +159,17 @@ def check_file(
     complete = apply_defaults(merged, in_place=True)
     locator = Locator(document, config.document)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
+    # The values file is measured only on a spec the schema accepts (its runs are built as
+    # render builds them); a sweep too large to write is not then judged run by run.
+    too_large = [] if problems else valuesfile.size_problems(checked, config.max_runs)
     problems += (semantic_problems(checked, config.namespaces,
                                      config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
                  + capacity.fit_problems(checked, config)
                  + pods.pod_level_problems(checked, config)
                  + runtime.runtime_problems(checked, config)
-                 + sweep.sweep_problems(checked, config.max_runs))
+                 + sweep.sweep_problems(checked, config.max_runs, each_run=not too_large)
+                 + too_large)
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
 

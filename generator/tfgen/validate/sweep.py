@@ -227,9 +227,10 @@ def _one_line() -> re.Pattern[str]:
     return python_pattern(resources.schema(EXPERIMENT_SCHEMA)["$defs"]["line"]["pattern"])
 
 
-def sweep_problems(checked: Checked, max_runs: int) -> list[Problem]:
+def sweep_problems(checked: Checked, max_runs: int, *, each_run: bool = True) -> list[Problem]:
     """Every problem of one spec's sweep and placeholders; `max_runs` is tfgen.yaml's
-    `sweep.maxRuns`."""
+    `sweep.maxRuns`. `each_run` False leaves out judging each run's substituted fields (a
+    sweep whose values file is too large to write is not built run by run)."""
     data, spec = checked.data, checked.data.get("spec")
     if not isinstance(spec, dict):
         return []
@@ -253,7 +254,7 @@ def sweep_problems(checked: Checked, max_runs: int) -> list[Problem]:
                     "add spec.sweep with this parameter, or write the value itself", key=False)
         return out.problems
     if _sweep_shape(spec, max_runs, out):
-        _placeholders(checked, used, out)
+        _placeholders(checked, used, out, each_run)
     return out.problems
 
 
@@ -292,7 +293,8 @@ def _sweep_shape(spec: dict[str, Any], max_runs: int, out: Collector) -> bool:
     return ok
 
 
-def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: Collector) -> None:
+def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: Collector,
+                  each_run: bool) -> None:
     spec, name = checked.data["spec"], str(lookup(checked.data, "metadata", "name"))
     params = _parameters(spec)
     has_logs = isinstance(lookup(spec, "tensorboard", "logDir"), str)
@@ -326,7 +328,7 @@ def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: C
                 f"(its pods are <job>-evaluator-0, at most {naming.MAX_LABEL})",
                 f"the name leaves {max(left, 0)} characters for a run suffix; shorten "
                 "metadata.name or the values", key=False)
-    if not out.problems:
+    if each_run and not out.problems:
         for run in every:
             _run_problems(checked, name, run, out)
 

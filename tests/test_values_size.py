@@ -1,0 +1,139 @@
+"""A spec whose values file would pass the one-file limit (repo/files.py's MAX_BYTES) is refused
+by the validate stage at its sweep's line, before render writes anything: `validate`, `render`
+and `check` say the same; the measure is in UTF-8 bytes, is what render writes for the runs,
+and a hostile sweep is refused without being built."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from helpers import REPO_ROOT, copy_repo_parts
+from tfgen.cli import main
+from tfgen.render.generated import dump_yaml
+from tfgen.render.values import build_values
+from tfgen.repo.files import MAX_BYTES
+from tfgen.validate import sweep, valuesfile
+from tfgen.validate.config import load_config
+from tfgen.validate.experiments import check_file
+
+FIXTURE = REPO_ROOT / "tests/fixtures/specs/invalid/sweep-values-too-large.yaml"
+MNIST = REPO_ROOT / "experiments/distributed-mnist.yaml"
+
+
+def _spec(name: str, sweep_block: dict[str, Any], args: list[str]) -> str:
+    data = yaml.safe_load(MNIST.read_text(encoding="utf-8"))
+    data["metadata"]["name"] = name
+    data["spec"]["args"] = args
+    data["spec"]["tensorboard"]["logDir"] = f"/training/{name}/logs"
+    data["spec"]["sweep"] = sweep_block
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _check(text: str, name: str = "big") -> list[str]:
+    path = REPO_ROOT / "experiments" / f"{name}.yaml"
+    _, problems = check_file(path, f"experiments/{name}.yaml", text.encode("utf-8"),
+                             load_config([REPO_ROOT]))
+    return [p.text() for p in problems]
+
+
+def _values_bytes(text: str) -> tuple[int, int]:
+    """(the whole values file render writes, its runs) in bytes, built by render itself."""
+    path = REPO_ROOT / "experiments" / "big.yaml"
+    checked, _ = check_file(path, "experiments/big.yaml", text.encode("utf-8"),
+                            load_config([REPO_ROOT]))
+    assert checked is not None
+    values = build_values(checked.data)
+    runs = dump_yaml({"runs": values["runs"]}).encode("utf-8")
+    return len(dump_yaml(values).encode("utf-8")), len(runs) - len(b"runs:\n")
+
+
+@pytest.mark.parametrize("command", ["validate", "render", "check"])
+def test_validate_render_and_check_refuse_at_the_sweep_s_line(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    repo = copy_repo_parts(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    spec = repo / "experiments" / "sweep-values-too-large.yaml"
+    spec.write_bytes(FIXTURE.read_bytes())
+    before = sorted(p.relative_to(repo) for p in (repo / "argo").rglob("*"))
+    out = runner.invoke(main, [command], catch_exceptions=False)
+    assert out.exit_code == 1, out.output
+    line = ("experiments/sweep-values-too-large.yaml:21:3: $.spec.sweep: the sweep's 64 runs make "
+            "a values file of about 1.23 MB; the limit of one file is 1 MiB (1,048,576 bytes) "
+            "(at most 54 runs of this size fit: fewer values, or split the sweep into several "
+            "experiments)")
+    assert line in out.output, out.output
+    assert "bytes; the limit is" not in out.output  # never the gate's refusal of a file
+    assert sorted(p.relative_to(repo) for p in (repo / "argo").rglob("*")) == before
+    assert not (repo / "argo/experiments/sweep-values-too-large").exists()
+
+
+def test_the_runs_are_measured_as_render_writes_them() -> None:
+    for text in (FIXTURE.read_text(encoding="utf-8"),
+                 (REPO_ROOT / "experiments/lr-sweep.yaml").read_text(encoding="utf-8")):
+        checked, _ = check_file(REPO_ROOT / "experiments/big.yaml", "big.yaml",
+                                text.encode("utf-8"), load_config([REPO_ROOT]))
+        assert checked is not None
+        spec = checked.data["spec"]
+        whole, runs = _values_bytes(text)
+        measured = valuesfile._run_sizes(spec, str(checked.data["metadata"]["name"]), 10 * whole)
+        assert sum(measured) == runs and len(measured) == sweep.run_count(spec)
+
+
+def test_the_size_is_counted_in_bytes_not_characters() -> None:
+    # 60 runs of a 10,000-character argument of 'é': 0.6 million characters, 1.2 MB of UTF-8.
+    block = {"parameters": {"p": [f"v{i}" for i in range(60)]}}
+    args = ["--p=((p))", "--text=" + "é" * 10_000]
+    text = _spec("big", block, args)
+    whole, _ = _values_bytes(text)
+    assert len(text) < MAX_BYTES < whole
+    found = _check(text)
+    assert len(found) == 1 and "$.spec.sweep: the sweep's 60 runs make a values file of " \
+        "about 1.23 MB; the limit of one file is 1 MiB" in found[0], found
+    # the same runs in ASCII fit: characters, not bytes, would have let the first through
+    assert _check(_spec("big", block, ["--p=((p))", "--text=" + "e" * 10_000])) == []
+
+
+def test_a_sweep_just_under_the_limit_passes_and_render_writes_it_under() -> None:
+    block = {"parameters": {"p": [f"v{i}" for i in range(64)]}}
+    text = _spec("big", block, ["--p=((p))", "--text=" + "x" * 15_500])
+    whole, _ = _values_bytes(text)
+    assert whole <= MAX_BYTES and _check(text) == []
+
+
+def test_a_hostile_sweep_is_refused_without_being_built() -> None:
+    # 64 runs, each putting a 1,000-character value in 150,000 times: 150 MB a run, 10 GB in
+    # all; measured from the placeholders, never substituted.
+    block = {"parameters": {"p": [f"{i:02d}" + "v" * 998 for i in range(64)]}}
+    text = _spec("big", block, ["((p))" * 150_000])
+    start = time.perf_counter()
+    found = _check(text)
+    assert time.perf_counter() - start < 1.5
+    assert len(found) == 1 and "the sweep's 64 runs make a values file of about 9.6 GB" \
+        in found[0] and "not even one run of this size fits" in found[0], found
+
+
+def test_a_grid_of_ten_billion_runs_is_refused_by_its_run_count_at_once() -> None:
+    block = {"parameters": {f"p{i}": [f"v{j}" for j in range(10)] for i in range(10)}}
+    text = _spec("big", block, [f"--p{i}=((p{i}))" for i in range(10)])
+    start = time.perf_counter()
+    found = _check(text)
+    assert time.perf_counter() - start < 0.5
+    assert any("makes 10000000000 runs, more than the limit" in line for line in found), found
+    assert not any("values file" in line for line in found)
+
+
+def test_a_spec_without_sweep_is_refused_at_spec() -> None:
+    # A C1 control character: four bytes in the spec ("\x9f"), six in the values file.
+    text = _spec("big", {"parameters": {"p": ["a"]}}, ["--p=((p))", "\x9f" * 200_000])
+    text = text.replace("  sweep:\n    parameters:\n      p:\n      - a\n", "")
+    text = text.replace("- --p=((p))\n", "")
+    assert len(text.encode("utf-8")) < MAX_BYTES
+    found = _check(text)
+    assert len(found) == 1 and ":9:1: $.spec: this experiment makes a values file of about 1.2" \
+        in found[0], found
