@@ -49,7 +49,7 @@ def _name_budget(data: dict[str, Any], spec: dict[str, Any], runtime: runtimes.R
         suffixes = [run.suffix for run in sweep.runs(spec)] if sweep.has_sweep(spec) else [""]
     except (TypeError, ValueError, KeyError, AttributeError):
         return  # a sweep too broken to expand: its own problems say why
-    job = max((naming.job_name(name, suffix) for suffix in suffixes), key=len)
+    job = max((naming.job_name(name, suffix) for suffix in suffixes), key=len, default=name)
     pod = job + runtime.longest_pod_suffix(_replicas(spec))
     if len(pod) <= naming.MAX_LABEL:
         return

@@ -1,0 +1,183 @@
+"""Runtime jobset: every pod's TF_CONFIG is what training-operator v1.9 injects for the same
+experiment as a TFJob, and a synced JobSet is what the cluster keeps.
+
+The real helm renders each experiment twice, as a TFJob and as a JobSet (the same values, the
+runtime switched). The JobSet's pods are expanded as the kubelet expands them: the Job controller
+annotates pod `i` with its completion index, the env var declared from that annotation comes
+first, and `$(VAR)` in TF_CONFIG's value expands from the variables declared before it. The
+result must be byte-identical to tfgen's TF_CONFIG of the TFJob (run/tfconfig.py, held to the
+operator's own code by tests/test_tfconfig_referee.py). Role layouts come from every bundled
+experiment and from hypothesis. The JobSet's upstream CRD defaults, applied to what the chart
+renders, change nothing (a defaulted field inside the immutable replicatedJobs would be a
+diff Argo CD can never sync).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import template
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tfgen.gate.helm import find_helm
+from tfgen.render.generated import dump_yaml
+from tfgen.render.values import build_values
+from tfgen.repo import naming, runtimes
+from tfgen.repo.runtimes import jobset
+from tfgen.run import tfconfig
+from tfgen.validate import validate_repo
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "charts" / "tfjob-experiment"
+JOBSET_SCHEMA = ROOT / "schemas" / "jobset.x-k8s.io" / "jobset_v1alpha2.json"
+BUNDLED = sorted((ROOT / "experiments").glob("*.yaml"))
+_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\$")
+
+
+def expand(value: str, declared: dict[str, str]) -> str:
+    """The kubelet's `$(VAR)` expansion: a variable declared earlier is replaced, `$$` is `$`,
+    anything else stays as written."""
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return declared.get(match.group(1), match.group(0))
+    return _REFERENCE.sub(one, value)
+
+
+def pod_env(container: dict[str, Any], index: int) -> dict[str, str]:
+    """The env of pod `index` of an Indexed Job: fieldRefs to the completion-index annotation
+    read as the Job controller writes it, each value expanded from those before it."""
+    declared: dict[str, str] = {}
+    for entry in container.get("env") or []:
+        ref = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        if ref == f"metadata.annotations['{jobset.COMPLETION_INDEX_ANNOTATION}']":
+            declared[entry["name"]] = str(index)
+        elif "value" in entry:
+            declared[entry["name"]] = expand(entry["value"], declared)
+    return declared
+
+
+def render(values: dict[str, Any], runtime: str, tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / f"{runtime}.yaml"
+    path.write_text(dump_yaml({**values, "runtime": runtime}), encoding="utf-8")
+    name, namespace = values["experiment"]["name"], values["experiment"]["namespace"]
+    text = template(CHART, name, namespace, [path], helm=find_helm())
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def jobs_of(objects: list[dict[str, Any]], runtime: runtimes.Runtime) -> list[dict[str, Any]]:
+    return [o for o in objects if runtimes.of_object(o["apiVersion"], o["kind"]) is runtime]
+
+
+def jobset_tf_configs(job: dict[str, Any]) -> dict[tuple[str, int], str | None]:
+    """(replica type, index) -> the TF_CONFIG each pod of a rendered JobSet sees."""
+    out = {}
+    for replicated in job["spec"]["replicatedJobs"]:
+        spec = replicated["template"]["spec"]
+        [container] = [c for c in spec["template"]["spec"]["containers"]
+                       if c["name"] == runtimes.CONTAINER]
+        replica_type = naming.REPLICA_TYPES[replicated["name"]]
+        for index in range(spec["completions"]):
+            out[replica_type, index] = pod_env(container, index).get("TF_CONFIG")
+    return out
+
+
+def operator_tf_configs(job: dict[str, Any], domain: str) -> dict[tuple[str, int], str | None]:
+    return {(p.replica_type, p.index): p.tf_config for p in tfconfig.pods(job, domain)}
+
+
+def assert_same_tf_config(values: dict[str, Any], tmp_path: Path) -> int:
+    """The JobSet's TF_CONFIG, pod by pod, is the operator's for the TFJob; the pods compared."""
+    tfjobs = jobs_of(render(values, "tfjob", tmp_path), runtimes.TFJOB)
+    jobsets = jobs_of(render(values, "jobset", tmp_path), runtimes.JOBSET)
+    assert [j["metadata"]["name"] for j in tfjobs] == [j["metadata"]["name"] for j in jobsets]
+    compared = 0
+    for tfjob, job in zip(tfjobs, jobsets, strict=True):
+        ours = jobset_tf_configs(job)
+        theirs = operator_tf_configs(tfjob, values["clusterDomain"])
+        assert ours == theirs, job["metadata"]["name"]
+        compared += len(ours)
+    return compared
+
+
+@pytest.mark.parametrize("spec", BUNDLED, ids=lambda p: p.stem)
+def test_bundled_experiments_get_the_operators_tf_config(spec: Path, tmp_path: Path) -> None:
+    result = validate_repo([spec])
+    assert not result.problems
+    values = build_values(result.experiments[0].data, cluster_domain="cluster.local")
+    assert assert_same_tf_config(values, tmp_path) >= 2
+
+
+ROLE_LAYOUTS = st.fixed_dictionaries(
+    {"worker": st.integers(1, 4)},
+    optional={"ps": st.integers(1, 3), "evaluator": st.just(1),
+              "leader": st.sampled_from(["chief", "master"])})
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=ROLE_LAYOUTS, domain=st.sampled_from(["", "cluster.local"]))
+def test_any_role_layout_gets_the_operators_tf_config(layout: dict[str, Any], domain: str,
+                                                      tmp_path: Path) -> None:
+    result = validate_repo([ROOT / "experiments" / "distributed-mnist.yaml"])
+    data = json.loads(json.dumps(result.experiments[0].data))
+    base = data["spec"]["roles"]["worker"]
+    roles: dict[str, Any] = {"worker": {**base, "replicas": layout["worker"]}}
+    for role in ("ps", "evaluator"):
+        if role in layout:
+            roles[role] = {**base, "replicas": layout[role], "gpus": 0}
+    if "leader" in layout:
+        roles[layout["leader"]] = {**base, "replicas": 1}
+    data["spec"]["roles"] = roles
+    data["spec"]["runPolicy"]["successPolicy"] = "AllWorkers"
+    values = build_values(data, cluster_domain=domain)
+    total = sum(role["replicas"] for role in roles.values())
+    assert assert_same_tf_config(values, tmp_path) == total
+
+
+def _defaults(schema: dict[str, Any], node: Any) -> Any:
+    """`node` with every default of the CRD schema filled in where absent, as the API server
+    fills in a custom resource's defaults."""
+    types = schema.get("type")
+    if isinstance(node, dict) and "object" in (types if isinstance(types, list) else [types]):
+        out = dict(node)
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in out and "default" in sub:
+                out[key] = sub["default"]
+            if key in out:
+                out[key] = _defaults(sub, out[key])
+        return out
+    if isinstance(node, list) and isinstance(schema.get("items"), dict):
+        return [_defaults(schema["items"], item) for item in node]
+    return node
+
+
+def test_crd_defaults_change_no_rendered_jobset(tmp_path: Path) -> None:
+    schema = json.loads(JOBSET_SCHEMA.read_text())
+    jobsets = []
+    for spec in BUNDLED:
+        values = build_values(validate_repo([spec]).experiments[0].data)
+        jobsets += jobs_of(render(values, "jobset", tmp_path), runtimes.JOBSET)
+    assert len(jobsets) >= len(BUNDLED)
+    for job in jobsets:
+        assert _defaults(schema, job) == job, job["metadata"]["name"]
+    # the test can fail: a port without its protocol would be defaulted
+    broken = json.loads(json.dumps(jobsets[0]))
+    pod = broken["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    del pod["containers"][0]["ports"][0]["protocol"]
+    assert _defaults(schema, broken) != broken
+
+
+def test_expansion_follows_the_declared_order() -> None:
+    """TF_CONFIG declared before the index would keep `$(JOB_COMPLETION_INDEX)` as written."""
+    late = {"env": [{"name": "TF_CONFIG", "value": '{"index":$(JOB_COMPLETION_INDEX)}'},
+                    {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                        "fieldPath": "metadata.annotations"
+                                     "['batch.kubernetes.io/job-completion-index']"}}}]}
+    assert pod_env(late, 3)["TF_CONFIG"] == '{"index":$(JOB_COMPLETION_INDEX)}'
+    assert pod_env({"env": late["env"][::-1]}, 3)["TF_CONFIG"] == '{"index":3}'
