@@ -13,7 +13,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from tfgen.run import runlocal, tfconfig
+from tfgen.repo.runtimes import tfconfig
+from tfgen.run import runlocal
 
 MAIN = Path(__file__).resolve().parents[1] / "examples" / "mnist" / "main.py"
 

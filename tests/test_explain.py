@@ -16,8 +16,8 @@ import yaml
 from click.testing import CliRunner
 from tfgen.cli import main
 from tfgen.errors import InputError
+from tfgen.repo.runtimes.tfconfig import go_json
 from tfgen.run import explain, formats
-from tfgen.run.tfconfig import go_json
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKTHROUGH = ROOT / "experiments" / "distributed-mnist.yaml"

@@ -5,8 +5,8 @@ The real helm renders each experiment twice, as a TFJob and as a JobSet (the sam
 runtime switched). The JobSet's pods are expanded as the kubelet expands them: the Job controller
 annotates pod `i` with its completion index, the env var declared from that annotation comes
 first, and `$(VAR)` in TF_CONFIG's value expands from the variables declared before it. The
-result must be byte-identical to tfgen's TF_CONFIG of the TFJob (run/tfconfig.py, held to the
-operator's own code by tests/test_tfconfig_referee.py). Role layouts come from every bundled
+result must be byte-identical to tfgen's TF_CONFIG of the TFJob (repo/runtimes/tfconfig.py,
+held to the operator's own code by tests/test_tfconfig_referee.py). Role layouts come from every bundled
 experiment and from hypothesis. The JobSet's upstream CRD defaults, applied to what the chart
 renders, change nothing (a defaulted field inside the immutable replicatedJobs would be a
 diff Argo CD can never sync).
@@ -28,8 +28,7 @@ from tfgen.gate.helm import find_helm
 from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo import naming, runtimes
-from tfgen.repo.runtimes import jobset
-from tfgen.run import tfconfig
+from tfgen.repo.runtimes import jobset, tfconfig
 from tfgen.validate import validate_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,3 +180,53 @@ def test_expansion_follows_the_declared_order() -> None:
                                      "['batch.kubernetes.io/job-completion-index']"}}}]}
     assert pod_env(late, 3)["TF_CONFIG"] == '{"index":$(JOB_COMPLETION_INDEX)}'
     assert pod_env({"env": late["env"][::-1]}, 3)["TF_CONFIG"] == '{"index":3}'
+
+
+@pytest.fixture(scope="module")
+def walkthrough_jobset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    values = build_values(validate_repo([ROOT / "experiments" / "mnist-jobset.yaml"])
+                          .experiments[0].data)
+    [job] = jobs_of(render(values, "jobset", tmp_path_factory.mktemp("js")), runtimes.JOBSET)
+    return job
+
+
+def _broken(job: dict[str, Any], change: Any) -> list[str]:
+    copy = json.loads(json.dumps(job))
+    change(copy)
+    return [f"{p.pointer}: {p.message}" for p in runtimes.JOBSET.job_problems(copy)]
+
+
+def _replicated(job: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    replicated: dict[str, Any] = job["spec"]["replicatedJobs"][index]
+    return replicated
+
+
+def _container(job: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    container: dict[str, Any] = (
+        _replicated(job, index)["template"]["spec"]["template"]["spec"]["containers"][0])
+    return container
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda j: _container(j, 1)["env"][1].update(value='{"cluster":{}}'),
+     "PS 0 would see TF_CONFIG"),
+    (lambda j: _container(j)["env"].reverse(), "the training operator gives it"),
+    (lambda j: _container(j).update(name="trainer"), "no container named 'tensorflow'"),
+    (lambda j: j["spec"].update(ttlSecondsAfterFinished=60), "ttlSecondsAfterFinished"),
+    (lambda j: _replicated(j).update(replicas=2), "a role is one Job"),
+    (lambda j: _replicated(j, 1)["template"]["spec"].update(parallelism=1),
+     "every task of a TensorFlow cluster runs at once"),
+    (lambda j: _replicated(j).update(name="launcher"), "is not a role"),
+])
+def test_the_gate_refuses_a_jobset_tfgen_would_not_render(
+        walkthrough_jobset: dict[str, Any], change: Any, expected: str) -> None:
+    assert runtimes.JOBSET.job_problems(walkthrough_jobset) == []
+    found = _broken(walkthrough_jobset, change)
+    assert any(expected in line for line in found), found
+
+
+def test_the_gates_expansion_is_the_kubelets() -> None:
+    """runtimes/jobset.py's expansion against this file's, on hostile text."""
+    declared = {"A": "1", "B": "$(A)"}
+    for value in ["$(A)", "$$(A)", "$(C)", "$(A", "x$", "$(A)$(B)", "$$$(A)", "(A)$", ""]:
+        assert jobset.expand(value, declared) == expand(value, declared), value

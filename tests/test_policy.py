@@ -7,7 +7,7 @@ from typing import Any
 
 from tfgen.gate.immutability import immutability_changes
 from tfgen.gate.manifests import RenderedObject
-from tfgen.gate.policy import data_safety_problems, tfjob_problems
+from tfgen.gate.policy import data_safety_problems, job_problems
 from tfgen.gate.wiring import Project, kind_allowed
 
 KEEP = {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
@@ -47,14 +47,14 @@ def messages(problems: list[Any]) -> str:
 
 
 def test_good_tfjob_passes() -> None:
-    assert tfjob_problems(tfjob(Master=pod(), Worker=pod()), "s.yaml") == []
+    assert job_problems(tfjob(Master=pod(), Worker=pod()), "s.yaml") == []
 
 
 def test_tfjob_rules() -> None:
     job = tfjob(Chief=pod(), Master=pod(), Worker=pod(name="trainer"),
                 PS=pod(env=[{"name": "TF_CONFIG", "value": "{}"}]))
     job.doc["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60
-    text = messages(tfjob_problems(job, "s.yaml"))
+    text = messages(job_problems(job, "s.yaml"))
     assert "both Chief and Master" in text
     assert "TFJob/mnist $.spec.tfReplicaSpecs.Worker.template.spec.containers: no container " \
            "named 'tensorflow'" in text

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 from tfgen.errors import EnvironmentProblem, InputError, OptionsError
-from tfgen.run import runlocal, tfconfig
+from tfgen.repo.runtimes import tfconfig
+from tfgen.run import runlocal
 
 REPLICA = Path(__file__).parent / "fixtures" / "runlocal" / "replica.py"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from tfgen.errors import InputError
-from tfgen.run import tfconfig
+from tfgen.repo.runtimes import tfconfig
 
 
 def replica(replicas: int | None, *, port: int | None = None, gpus: int = 0) -> dict[str, Any]:

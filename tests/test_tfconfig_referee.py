@@ -1,4 +1,4 @@
-"""TF_CONFIG as the training operator computes it: tfgen's run/tfconfig.py against its code.
+"""TF_CONFIG as the training operator computes it: repo/runtimes/tfconfig.py against its code.
 
 tests/go/tfconfig calls the training operator's own functions (v1.9, as its go.mod pins
 github.com/kubeflow/training-operator): the defaulting webhook's SetDefaults_TFJob, then
@@ -19,7 +19,7 @@ from typing import Any
 from helpers import go_tool, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfgen.run import tfconfig
+from tfgen.repo.runtimes import tfconfig
 
 Job = tuple[dict[str, Any], str]  # (TFJob, cluster domain)
 PodOutcome = tuple[str, int, str, str | None]  # replica type, index, pod name, TF_CONFIG

@@ -107,7 +107,7 @@ def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
         namespace, name = metadata.get("namespace"), metadata.get("name")
         if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
             continue
-        found[str(name)] = (namespace, team.gpus(spec) if team.active(spec) else 0)
+        found[str(name)] = (namespace, team.gpus(spec) if team.holds_quota(spec) else 0)
     return found
 
 

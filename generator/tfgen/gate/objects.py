@@ -146,7 +146,7 @@ class Judge:
         for obj in objects:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
-            found += policy.tfjob_problems(obj, "")
+            found += policy.job_problems(obj, "")
         values = app_values(app) if values is None else values
         found += policy.run_job_problems(objects, expected_jobs(app, values),
                                          runtimes.of_values(values).kind, "")

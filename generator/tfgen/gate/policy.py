@@ -3,11 +3,10 @@
 Three families, each returning `Problem`s located at the file a person should open and
 pointing at `Kind/name $.path`:
 
-- TFJob: every replica type runs a container named `tensorflow` (the training operator finds
-  the port and injects TF_CONFIG by that name), every container has an image, at most one
-  Chief/Master, no TF_CONFIG in the
-  template (the operator owns it), no ttlSecondsAfterFinished (Argo CD self-heal would
-  recreate the deleted TFJob and train again).
+- The training job: its runtime's rules (`repo/runtimes/`): a container named `tensorflow` in
+  every pod, an image in every container, at most one chief or master, TF_CONFIG as the
+  training operator gives it, no ttlSecondsAfterFinished (Argo CD self-heal would recreate the
+  deleted job and train again).
 - Pod security: every pod template meets the Pod Security Standard level its namespace
   enforces, as tfgen.yaml declares it (the controls are in `validate.podsecurity`).
 - Data safety: the NAS volume survives every GitOps action: PV Retain, PV and PVC both marked
@@ -70,98 +69,20 @@ def _pod_specs(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any]]]:
             yield "$.spec.template.spec", pod
 
 
-# --- TFJob ------------------------------------------------------------------------------------
+# --- the training job ------------------------------------------------------------------------
 
-def tfjob_problems(obj: RenderedObject, path: str) -> list[Problem]:
-    """Rules of training-operator v1.9 for one TFJob object."""
-    if (obj.api_version, obj.kind) != chart.TFJOB:
+def job_problems(obj: RenderedObject, path: str) -> list[Problem]:
+    """Its runtime's rules for a training job (a TFJob, a JobSet); none for other objects."""
+    runtime = runtimes.of_object(obj.api_version, obj.kind)
+    if runtime is None:
         return []
     out: list[Problem] = []
     if not naming.DNS1035.match(obj.name) or len(obj.name) > naming.MAX_LABEL:
         out.append(obj.problem(path, "$.metadata.name",
-                            f"TFJob name {obj.name!r} is not a DNS-1035 label",
-                            "lower-case letters, digits and '-', starting with a letter"))
-    spec = obj.doc.get("spec") or {}
-    replicas = spec.get("tfReplicaSpecs") or {}
-    if not isinstance(replicas, dict) or not replicas:
-        out.append(obj.problem(path, "$.spec.tfReplicaSpecs", "no replica specs"))
-        return out
-    leaders = [rtype for rtype in naming.LEADER_REPLICA_TYPES if rtype in replicas]
-    if len(leaders) > 1:
-        out.append(obj.problem(path, "$.spec.tfReplicaSpecs",
-                            "both Chief and Master are set; the operator allows one of them",
-                            "keep one of Chief or Master"))
-    for rtype, replica in replicas.items():
-        for rule in _REPLICA_RULES:
-            out += rule(obj, path, rtype, replica or {})
-    run_policy = spec.get("runPolicy") or {}
-    if isinstance(run_policy, dict) and "ttlSecondsAfterFinished" in run_policy:
-        out.append(obj.problem(path, "$.spec.runPolicy.ttlSecondsAfterFinished",
-                            "ttlSecondsAfterFinished deletes the finished TFJob, and Argo CD "
-                            "self-heal recreates it, which trains again",
-                            "remove it; cleanPodPolicy frees the pods"))
-    return out
-
-
-def _replica_type(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
-                  ) -> list[Problem]:
-    if rtype in naming.REPLICA_TYPES.values():
-        return []
-    return [obj.problem(path, f"$.spec.tfReplicaSpecs.{rtype}", f"unknown replica type {rtype!r}",
-                        f"one of {', '.join(naming.REPLICA_TYPES.values())}")]
-
-
-def _replica_count(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
-                   ) -> list[Problem]:
-    count = replica.get("replicas", 1)
-    single = {naming.REPLICA_TYPES[r] for r in naming.SINGLE_REPLICA_ROLES}
-    if rtype not in single or not isinstance(count, int) or count <= 1:
-        return []
-    return [obj.problem(path, f"$.spec.tfReplicaSpecs.{rtype}.replicas",
-                        f"{rtype} has {count} replicas; the operator supports one",
-                        "set replicas: 1")]
-
-
-def _replica_pod(replica: dict[str, Any]) -> dict[str, Any]:
-    pod = (replica.get("template") or {}).get("spec")
-    return pod if isinstance(pod, dict) else {}
-
-
-def _training_container(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
-                        ) -> list[Problem]:
-    where = f"$.spec.tfReplicaSpecs.{rtype}.template.spec.containers"
-    named = [c for c in _replica_pod(replica).get("containers") or []
-             if isinstance(c, dict) and c.get("name") == chart.TFJOB_CONTAINER]
-    if not named:
-        return [obj.problem(path, where, "no container named 'tensorflow' (the operator "
-                            "injects TF_CONFIG and the port into that container only)",
-                            "name the training container 'tensorflow'")]
-    # the operator's webhook wants an image in every container, not only the training one
-    return [obj.problem(path, f"{where}[{index}].image",
-                        f"container {container.get('name', '')!r} has no image",
-                        "give every container an image")
-            for index, container in enumerate(_replica_pod(replica).get("containers") or [])
-            if isinstance(container, dict) and not container.get("image")]
-
-
-def _no_tf_config(obj: RenderedObject, path: str, rtype: str, replica: dict[str, Any]
-                  ) -> list[Problem]:
-    pod, out = _replica_pod(replica), []
-    for kind in ("initContainers", "containers"):
-        for index, container in enumerate(pod.get(kind) or []):
-            for env_index, env in enumerate((container or {}).get("env") or []):
-                if isinstance(env, dict) and env.get("name") == "TF_CONFIG":
-                    out.append(obj.problem(
-                        path, f"$.spec.tfReplicaSpecs.{rtype}.template.spec.{kind}[{index}]"
-                              f".env[{env_index}]",
-                        "TF_CONFIG is set in the template; the operator sets it per pod "
-                        "and a fixed value breaks the cluster spec",
-                        "remove TF_CONFIG"))
-    return out
-
-
-# The operator's rules for each replica spec, in the order their problems are listed.
-_REPLICA_RULES = (_replica_type, _replica_count, _training_container, _no_tf_config)
+                               f"{obj.kind} name {obj.name!r} is not a DNS-1035 label",
+                               "lower-case letters, digits and '-', starting with a letter"))
+    return out + [obj.problem(path, found.pointer, found.message, found.hint)
+                  for found in runtime.job_problems(obj.doc)]
 
 
 # --- Pod Security Standards ------------------------------------------------------------------

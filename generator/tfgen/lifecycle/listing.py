@@ -18,7 +18,7 @@ from ..validate import load_config, sweep, validate_repo
 from ..validate.checked import lookup, roles
 from ..validate.experiments import check_file
 from ..validate.loader import LoadError, read_file
-from ..validate.team import active, gpus
+from ..validate.team import gpus, holds_quota
 from ..words import counted
 
 COLUMNS = ("name", "namespace", "owner", "runs", "topology", "gpus", "holds", "storage",
@@ -80,7 +80,7 @@ def row(data: Any) -> Row:
         runs=sweep.run_count(spec) if isinstance(spec, dict) else 1,
         topology=topology(spec),
         gpus=gpus(spec) if isinstance(spec, dict) else 0,
-        holds=gpus(spec) if isinstance(spec, dict) and active(spec) else 0,
+        holds=gpus(spec) if isinstance(spec, dict) and holds_quota(spec) else 0,
         storage=storage(spec),
         state=str(lookup(spec, "lifecycle") or chart.ACTIVE),
     )

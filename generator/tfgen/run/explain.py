@@ -22,9 +22,9 @@ from ..problems import Problem
 from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import chart, layout, naming, resources, runtimes
+from ..repo.runtimes import tfconfig
 from ..validate import sweep, validate_repo
 from ..words import counted
-from . import tfconfig
 
 
 @dataclass

@@ -10,10 +10,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..repo import runtimes
+from ..repo.runtimes.tfconfig import Pod
 from ..words import counted
 from . import EXPLAIN_FORMATS
 from .explain import Explanation
-from .tfconfig import Pod
 
 
 def format_explanations(explanations: Sequence[Explanation], fmt: str) -> str:

@@ -29,8 +29,9 @@ from typing import Any
 
 from ..errors import EnvironmentProblem, InputError, OptionsError
 from ..repo import layout, naming
+from ..repo.runtimes import tfconfig
 from ..words import counted
-from . import processes, tfconfig
+from . import processes
 from .datadir import check_options, data_folder
 from .processes import EXIT_TIMEOUT, Output
 

@@ -53,6 +53,12 @@ def active(spec: dict[str, Any]) -> bool:
     return not lookup(spec, "runPolicy", "suspend") and not spec_is_retired({"spec": spec})
 
 
+def holds_quota(spec: dict[str, Any]) -> bool:
+    """Whether the experiment's GPUs count against its namespace's `gpuQuota`: an active one
+    that no Kueue queue admits (a queued run's GPUs are its ClusterQueue's to admit)."""
+    return active(spec) and not spec.get("queue")
+
+
 class _Policy:
     def __init__(self, config: RepoConfig, namespace: str, out: Collector) -> None:
         self.config, self.namespace, self.out = config, namespace, out
@@ -171,9 +177,7 @@ def quota_problems(experiments: Sequence[Checked], config: RepoConfig,
     by_namespace: dict[str, list[tuple[Checked, int]]] = {}
     for item in experiments:
         namespace, spec = lookup(item.data, "metadata", "namespace"), item.data.get("spec")
-        # A queued run's GPUs are Kueue's to admit against the namespace's ClusterQueue.
-        if (isinstance(namespace, str) and isinstance(spec, dict) and active(spec)
-                and not spec.get("queue")):
+        if isinstance(namespace, str) and isinstance(spec, dict) and holds_quota(spec):
             by_namespace.setdefault(namespace, []).append((item, gpus(spec)))
     problems: list[Problem] = []
     for namespace, items in sorted(by_namespace.items()):

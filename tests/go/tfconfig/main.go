@@ -1,7 +1,7 @@
 // Command tfconfig computes what the training operator computes for a TFJob's pods: the
 // TF_CONFIG it appends to each pod's `tensorflow` container (TFJobReconciler.SetClusterSpec,
 // training-operator v1.9 as go.mod pins it) and each pod's and Service's name
-// (common.GenGeneralName). tfgen's tests run it beside generator/tfgen/run/tfconfig.py and
+// (common.GenGeneralName). tfgen's tests run it beside generator/tfgen/repo/runtimes/tfconfig.py and
 // require the same values.
 //
 // Input: one JSON request per line on stdin,

@@ -37,6 +37,15 @@ class PodTemplate:
 
 
 @dataclass(frozen=True)
+class JobProblem:
+    """Something wrong in a rendered job: where (a JSON pointer), what, and what instead."""
+
+    pointer: str
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
 class Refusal:
     """Something a runtime cannot do for a spec: at which spec field, why, and what instead."""
 
@@ -64,9 +73,37 @@ class Runtime(ABC):
         """(apiVersion, kind): how a rendered object is known to be this runtime's job."""
         return self.api_version, self.kind
 
+    # Where a job's ttlSecondsAfterFinished would be: it deletes the finished job, which Argo
+    # CD's self-heal then creates again, and it trains again.
+    ttl_keys: tuple[str, ...]
+
     @abstractmethod
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         """Every pod template of a rendered job object."""
+
+    @abstractmethod
+    def shape_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        """What the runtime's controller refuses of the job's shape (its roles, their counts)."""
+
+    @abstractmethod
+    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        """Where the job's pods would not get the TF_CONFIG the training operator gives them."""
+
+    def job_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        """Every problem of a rendered job: its shape, its training container, TF_CONFIG, TTL."""
+        out = self.shape_problems(job)
+        for template in self.pod_templates(job):
+            out += _container_problems(template)
+        out += self.tf_config_problems(job)
+        node: Any = job
+        for key in self.ttl_keys:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if node is not None:
+            out.append(JobProblem("$." + ".".join(self.ttl_keys),
+                                  f"ttlSecondsAfterFinished deletes the finished {self.kind}, "
+                                  "and Argo CD self-heal recreates it, which trains again",
+                                  "remove it; the finished job's pods are cleaned up already"))
+        return out
 
     @abstractmethod
     def as_tfjob(self, job: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,6 +126,32 @@ class Runtime(ABC):
     # What of a started job's `spec` may still change (the rest its API refuses, or its
     # controller ignores): the top-level keys; None when the gate knows the kind field by field.
     mutable: tuple[str, ...] | None = None
+
+
+def _container_problems(template: PodTemplate) -> list[JobProblem]:
+    """The training container is there by its name, and every container has an image."""
+    pod = template.spec or {}
+    where = f"{template.pointer}.spec.containers"
+    containers = [c for c in pod.get("containers") or [] if isinstance(c, Mapping)]
+    if not any(c.get("name") == CONTAINER for c in containers):
+        return [JobProblem(where, f"no container named {CONTAINER!r} (the runtime finds the "
+                           "training container, its port and TF_CONFIG by that name)",
+                           f"name the training container {CONTAINER!r}")]
+    return [JobProblem(f"{where}[{index}].image",
+                       f"container {container.get('name', '')!r} has no image",
+                       "give every container an image")
+            for index, container in enumerate(containers) if not container.get("image")]
+
+
+def env_entries(template: PodTemplate) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(pointer, entry) of every env entry of every container of a pod template."""
+    pod = template.spec or {}
+    for kind in ("initContainers", "containers"):
+        for index, container in enumerate(pod.get(kind) or []):
+            env = container.get("env") if isinstance(container, Mapping) else None
+            for env_index, entry in enumerate(env if isinstance(env, list) else ()):
+                if isinstance(entry, Mapping):
+                    yield f"{template.pointer}.spec.{kind}[{index}].env[{env_index}]", entry
 
 
 def group_of(api_version: str) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ...errors import InputError
 from .. import naming
-from .base import PodTemplate, Refusal, Runtime
+from . import tfconfig
+from .base import CONTAINER, JobProblem, PodTemplate, Refusal, Runtime
 from .tfjob import TFJOB
 
 # The labels the JobSet controller and the Job controller set on a JobSet's pods: the
@@ -31,6 +33,76 @@ JOB_SUCCESS_POLICY_SINCE = (1, 33)
 # What of a started JobSet may change: its suspend (Kueue's, and the spec's). The replicated
 # jobs, network, success, failure and startup policies are immutable.
 MUTABLE = ("suspend",)
+
+
+def _replicated_problems(where: str, replicated: Any) -> list[JobProblem]:
+    """One replicated job as tfgen's runtime needs it: a role, one Indexed Job of its tasks."""
+    name, spec = _field(replicated, "name"), _field(replicated, "template", "spec")
+    checks = (
+        (name not in naming.ROLES, f"{where}.name", f"replicated job {name!r} is not a role",
+         f"one of {', '.join(naming.ROLES)}"),
+        (_field(replicated, "replicas") != 1, f"{where}.replicas",
+         "a role is one Job (its tasks are the Job's completion indexes)", "replicas: 1"),
+        (_field(spec, "completionMode") != "Indexed", f"{where}.template.spec.completionMode",
+         "each task's index is its Job completion index", "completionMode: Indexed"),
+        (_field(spec, "parallelism") != _field(spec, "completions"),
+         f"{where}.template.spec.parallelism", "every task of a TensorFlow cluster runs at once",
+         "parallelism equal to completions"),
+    )
+    return [JobProblem(pointer, message, hint) for failed, pointer, message, hint in checks
+            if failed]
+
+
+def expand(value: str, declared: Mapping[str, str]) -> str:
+    """The kubelet's `$(VAR)` expansion of one env value: a variable declared before it is
+    replaced, `$$` is `$`, any other `$(...)` stays as written."""
+    out, at = [], 0
+    while (start := value.find("$", at)) >= 0:
+        out.append(value[at:start])
+        end = value.find(")", start)
+        if value.startswith("$$", start):
+            out.append("$")
+            at = start + 2
+        elif value.startswith("$(", start) and end > 0 and value[start + 2:end] in declared:
+            out.append(declared[value[start + 2:end]])
+            at = end + 1
+        else:
+            out.append("$")
+            at = start + 1
+    return "".join(out) + value[at:]
+
+
+def pod_env(container: Mapping[str, Any], index: int) -> dict[str, str]:
+    """The env of the pod of completion index `index`, as its container sees it."""
+    declared: dict[str, str] = {}
+    annotation = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
+    for entry in container.get("env") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        if _field(entry, "valueFrom", "fieldRef", "fieldPath") == annotation:
+            declared[str(entry.get("name"))] = str(index)
+        elif isinstance(entry.get("value"), str):
+            declared[str(entry.get("name"))] = expand(entry["value"], declared)
+    return declared
+
+
+def _task_problems(template: PodTemplate,
+                   expected: Mapping[tuple[str, int], str | None]) -> list[JobProblem]:
+    """The first task of the template's role whose TF_CONFIG is not the operator's."""
+    pod = template.spec or {}
+    containers = list(pod.get("containers") or [])
+    index = next((i for i, c in enumerate(containers)
+                  if isinstance(c, Mapping) and c.get("name") == CONTAINER), None)
+    if index is None:
+        return []  # said by the container rule
+    for (rtype, task), tf_config in sorted(expected.items()):
+        got = pod_env(containers[index], task).get("TF_CONFIG")
+        if rtype == template.replica_type and got != tf_config:
+            return [JobProblem(f"{template.pointer}.spec.containers[{index}].env",
+                               f"{rtype} {task} would see TF_CONFIG {got!r}; the training "
+                               f"operator gives it {tf_config!r}",
+                               "leave TF_CONFIG to tfgen's chart")]
+    return []
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -54,6 +126,7 @@ class JobSetRuntime(Runtime):
     kind = "JobSet"
     described = "a JobSet (JobSet v0.12)"
     pod_names = "<run>-<role>-0-<index>-xxxxx"
+    ttl_keys = ("spec", "ttlSecondsAfterFinished")
     mutable = MUTABLE
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
@@ -78,6 +151,32 @@ class JobSetRuntime(Runtime):
                     "template": template}
         return {"apiVersion": TFJOB.api_version, "kind": TFJOB.kind,
                 "metadata": job.get("metadata") or {}, "spec": {"tfReplicaSpecs": specs}}
+
+    def shape_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        jobs = _field(job, "spec", "replicatedJobs")
+        if not isinstance(jobs, list) or not jobs:
+            return [JobProblem("$.spec.replicatedJobs", "no replicated jobs")]
+        names = [_field(replicated, "name") for replicated in jobs]
+        out = []
+        if sum(role in names for role in naming.LEADER_ROLES) > 1:
+            out.append(JobProblem("$.spec.replicatedJobs", "both chief and master are set; "
+                                  "TensorFlow's cluster has one of them", "keep one"))
+        for index, replicated in enumerate(jobs):
+            out += _replicated_problems(f"$.spec.replicatedJobs[{index}]", replicated)
+        return out
+
+    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        """Each pod's TF_CONFIG, expanded as the kubelet expands it for the pod's index, must
+        be the operator's for the TFJob this JobSet stands for."""
+        try:
+            expected = {(pod.replica_type, pod.index): pod.tf_config
+                        for pod in tfconfig.pods(self.as_tfjob(job))}
+        except InputError:
+            return []  # a shape the operator refuses: shape_problems says why
+        out = []
+        for template in self.pod_templates(job):
+            out += _task_problems(template, expected)
+        return out
 
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
         # `<jobset>-<replicated job>-<job index>-<pod index>-xxxxx`, one Job per role

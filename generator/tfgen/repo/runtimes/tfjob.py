@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import naming
-from .base import PodTemplate, Refusal, Runtime
+from .base import JobProblem, PodTemplate, Refusal, Runtime, env_entries
 
 
 class TFJobRuntime(Runtime):
@@ -16,6 +16,7 @@ class TFJobRuntime(Runtime):
     kind = "TFJob"
     described = "a Kubeflow TFJob (training-operator v1.9)"
     pod_names = "<run>-<role>-<index>"
+    ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         spec = job.get("spec")
@@ -28,6 +29,26 @@ class TFJobRuntime(Runtime):
     def as_tfjob(self, job: Mapping[str, Any]) -> dict[str, Any]:
         return dict(job)
 
+    def shape_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        spec = job.get("spec")
+        replicas = spec.get("tfReplicaSpecs") if isinstance(spec, Mapping) else None
+        if not isinstance(replicas, Mapping) or not replicas:
+            return [JobProblem("$.spec.tfReplicaSpecs", "no replica specs")]
+        out = []
+        if sum(rtype in replicas for rtype in naming.LEADER_REPLICA_TYPES) > 1:
+            out.append(JobProblem("$.spec.tfReplicaSpecs", "both Chief and Master are set; the "
+                                  "operator allows one of them", "keep one of Chief or Master"))
+        for rtype, replica in replicas.items():
+            out += _replica_problems(str(rtype), replica if isinstance(replica, Mapping) else {})
+        return out
+
+    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+        # the operator sets TF_CONFIG per pod: a fixed value in the template breaks the cluster
+        return [JobProblem(pointer, "TF_CONFIG is set in the template; the operator sets it per "
+                           "pod and a fixed value breaks the cluster spec", "remove TF_CONFIG")
+                for template in self.pod_templates(job)
+                for pointer, entry in env_entries(template) if entry.get("name") == "TF_CONFIG"]
+
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
         # the operator's pods (and Services) are `<job>-<type>-<index>`
         return max((f"-{role}-{max(count - 1, 0)}" for role, count in replicas.items()),
@@ -38,6 +59,23 @@ class TFJobRuntime(Runtime):
 
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         return []  # the operator runs everything the spec schema allows
+
+
+_SINGLE = {naming.REPLICA_TYPES[role] for role in naming.SINGLE_REPLICA_ROLES}
+
+
+def _replica_problems(rtype: str, replica: Mapping[str, Any]) -> list[JobProblem]:
+    """The operator's rules for one replica spec: a type it knows, one replica where one is
+    all it supports."""
+    where = f"$.spec.tfReplicaSpecs.{rtype}"
+    if rtype not in naming.REPLICA_TYPES.values():
+        return [JobProblem(where, f"unknown replica type {rtype!r}",
+                           f"one of {', '.join(naming.REPLICA_TYPES.values())}")]
+    count = replica.get("replicas", 1)
+    if rtype in _SINGLE and isinstance(count, int) and count > 1:
+        return [JobProblem(f"{where}.replicas", f"{rtype} has {count} replicas; the operator "
+                           "supports one", "set replicas: 1")]
+    return []
 
 
 # The labels training-operator v1.9 puts on every pod of a TFJob (GenLabels in the common job

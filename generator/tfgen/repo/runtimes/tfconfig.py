@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
-from ..repo import chart, naming
+from ...errors import InputError
+from .. import naming
+from .base import CONTAINER
 
 # The operator's constants (pkg/apis/kubeflow.org/v1/tensorflow_types.go).
 PORT_NAME = "tfjob-port"
@@ -152,7 +153,7 @@ def _containers(replica: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _tensorflow_container(replica: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return next((c for c in _containers(replica) if c.get("name") == chart.TFJOB_CONTAINER), None)
+    return next((c for c in _containers(replica) if c.get("name") == CONTAINER), None)
 
 
 def replica_port(replica: Mapping[str, Any]) -> int:
@@ -309,7 +310,7 @@ def pods(
         container = _tensorflow_container(replica)
         if container is None:
             raise InputError(
-                f"TFJob {job!r}: replica {rtype} has no container named {chart.TFJOB_CONTAINER!r} "
+                f"TFJob {job!r}: replica {rtype} has no container named {CONTAINER!r} "
                 "(the operator only configures that container)"
             )
         port = replica_port(replica)
