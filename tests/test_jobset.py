@@ -6,8 +6,8 @@ runtime switched). The JobSet's pods are expanded as the kubelet expands them: t
 annotates pod `i` with its completion index, the env var declared from that annotation comes
 first, and `$(VAR)` in TF_CONFIG's value expands from the variables declared before it. The
 result must be byte-identical to tfgen's TF_CONFIG of the TFJob (repo/runtimes/tfconfig.py,
-held to the operator's own code by tests/test_tfconfig_referee.py). Role layouts come from every bundled
-experiment and from hypothesis. The JobSet's upstream CRD defaults, applied to what the chart
+held to the operator's own code by tests/test_tfconfig_referee.py). Role layouts come from
+every bundled experiment and from hypothesis. The JobSet's upstream CRD defaults, applied to what the chart
 renders, change nothing (a defaulted field inside the immutable replicatedJobs would be a
 diff Argo CD can never sync).
 """
