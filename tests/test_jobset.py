@@ -2,14 +2,15 @@
 experiment as a TFJob, and a synced JobSet is what the cluster keeps.
 
 The real helm renders each experiment twice, as a TFJob and as a JobSet (the same values, the
-runtime switched). The JobSet's pods are expanded as the kubelet expands them: the Job controller
-annotates pod `i` with its completion index, the env var declared from that annotation comes
-first, and `$(VAR)` in TF_CONFIG's value expands from the variables declared before it. The
-result must be byte-identical to tfgen's TF_CONFIG of the TFJob (repo/runtimes/tfconfig.py,
-held to the operator's own code by tests/test_tfconfig_referee.py). Role layouts come from
-every bundled experiment and from hypothesis. The JobSet's upstream CRD defaults, applied to what the chart
-renders, change nothing (a defaulted field inside the immutable replicatedJobs would be a
-diff Argo CD can never sync).
+runtime switched). The JobSet's pods are expanded as the kubelet expands them: the Job
+controller annotates pod `i` with its completion index, the env var declared from that
+annotation comes first, and `$(VAR)` in TF_CONFIG's value expands from the variables declared
+before it. The result must be byte-identical to tfgen's TF_CONFIG of the TFJob
+(repo/runtimes/tfconfig.py, held to the operator's own code by test_tfconfig_referee.py).
+Role layouts come from every bundled experiment and from hypothesis. The JobSet's upstream
+CRD defaults, applied to what the chart renders, change nothing (a defaulted field inside the
+immutable replicatedJobs would be a diff Argo CD can never sync). The gate's own rules on a
+JobSet refuse what tfgen's chart would never render.
 """
 
 from __future__ import annotations
