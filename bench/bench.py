@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
+from tfgen.repo import runtimes
 from tfgen.words import counted
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,9 +84,13 @@ def experiment_name(index: int, kind: str = "bench") -> str:
     return f"{kind}-{index:05d}"
 
 
-def spec(index: int, rng: random.Random, sweeps: float = 0.0) -> str:
+def spec(
+    index: int, rng: random.Random, sweeps: float = 0.0, runtime: str | None = None
+) -> str:
     """One experiment spec; the variety covers every chart branch the real repo uses, and a
-    fraction `sweeps` of them (those with a TensorBoard) are sweeps."""
+    fraction `sweeps` of them (those with a TensorBoard) are sweeps. With a `runtime`, every
+    spec names it, and those without a chief or master succeed when all workers do (the rule
+    both runtimes take at any Kubernetes version), so two runtimes run the same experiments."""
     name = experiment_name(index)
     ns = NAMESPACES[index % len(NAMESPACES)]
     leader = rng.choice(["master", "chief", None])
@@ -130,11 +135,13 @@ def spec(index: int, rng: random.Random, sweeps: float = 0.0) -> str:
         "  roles:\n" + "\n".join(roles) + "\n"
         f"  storage:\n{storage}    mountPath: {mount}\n"
         f"  tensorboard:\n{tensorboard}"
-        f"  runPolicy: {{activeDeadlineSeconds: {rng.randint(1, 72) * 3600}}}\n"
+        f"  runPolicy: {{activeDeadlineSeconds: {rng.randint(1, 72) * 3600}"
+        + (", successPolicy: AllWorkers" if runtime and not leader else "") + "}\n"
+        + (f"  runtime: {runtime}\n" if runtime else "")
     )
 
 
-def build(root: Path, n: int, seed: int, sweeps: float) -> None:
+def build(root: Path, n: int, seed: int, sweeps: float, runtime: str | None = None) -> None:
     for part in ("charts", "schemas"):
         shutil.copytree(REPO / part, root / part)
     # The bundled team policy (a 16-GPU quota, two registries) would refuse most of N random
@@ -146,7 +153,7 @@ def build(root: Path, n: int, seed: int, sweeps: float) -> None:
     (root / "experiments").mkdir()
     for index in range(n):
         (root / "experiments" / f"{experiment_name(index)}.yaml").write_text(
-            spec(index, rng, sweeps))
+            spec(index, rng, sweeps, runtime))
 
 
 class Measured(NamedTuple):
@@ -284,7 +291,7 @@ def measure(n: int, args: argparse.Namespace, helms: list[Helm],
     root = tmp / "repo"
     root.mkdir()
     try:
-        build(root, n, args.seed, args.sweeps)
+        build(root, n, args.seed, args.sweeps, args.runtime)
         read_version = (
             "import yaml,sys;print(yaml.safe_load(open(sys.argv[1]))['kubernetesVersion'])"
         )
@@ -382,6 +389,9 @@ def main() -> None:
                         help="fraction of the experiments (of those with a TensorBoard) that "
                              "are sweeps of 6 or 4 runs (default 0.1; 0 for none)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runtime", choices=[r.name for r in runtimes.RUNTIMES],
+                        help="every experiment on this runtime (the same experiments for each; "
+                             "default: none named, the namespace's)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "generator"))
