@@ -231,3 +231,16 @@ def test_the_gates_expansion_is_the_kubelets() -> None:
     declared = {"A": "1", "B": "$(A)"}
     for value in ["$(A)", "$$(A)", "$(C)", "$(A", "x$", "$(A)$(B)", "$$$(A)", "(A)$", ""]:
         assert jobset.expand(value, declared) == expand(value, declared), value
+
+
+def test_explain_and_run_local_see_the_operators_tfjob() -> None:
+    """explain (and run-local, which runs what explain lists) sees a JobSet as the TFJob the
+    operator would run: the same TF_CONFIG, and none of the runtime's own env in the pods."""
+    from tfgen.run.explain import explain_spec  # runs helm
+
+    explanation = explain_spec(ROOT / "experiments" / "mnist-jobset.yaml")
+    assert explanation.runtime == runtimes.JOBSET.name
+    assert len(explanation.pods) == 5
+    for pod in explanation.pods:
+        assert not {str(e.get("name")) for e in pod.env} & set(jobset.RUNTIME_ENV), pod.name
+        assert pod.tf_config is not None and f'"type":"{pod.task_type}"' in pod.tf_config

@@ -34,7 +34,7 @@ class Explanation:
     job: str
     namespace: str
     pods: list[tfconfig.Pod]
-    tfjob: dict[str, Any]  # the job as rendered: a TFJob, or a JobSet
+    tfjob: dict[str, Any]  # the TFJob the training operator would run (a JobSet's as one)
     runtime: str = runtimes.DEFAULT.name
     objects: list[dict[str, Any]] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
@@ -127,7 +127,7 @@ def explain_objects(
         job=str(meta.get("name", "")),
         namespace=str(meta.get("namespace") or "default"),
         pods=tfconfig.pods(runtime.as_tfjob(tfjob), cluster_domain),
-        tfjob=tfjob,
+        tfjob=runtime.as_tfjob(tfjob),
         runtime=runtime.name,
         objects=objects,
         values=dict(values or {}),

@@ -35,6 +35,21 @@ JOB_SUCCESS_POLICY_SINCE = (1, 33)
 MUTABLE = ("suspend",)
 
 
+# The env the chart writes for the runtime, which the operator's TFJob does not have (it
+# injects TF_CONFIG itself, and has no completion index).
+RUNTIME_ENV = (INDEX_ENV, "TF_CONFIG")
+
+
+def _operator_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod template as the training operator's TFJob holds it: without the runtime's env."""
+    spec = dict(template.get("spec") or {})
+    spec["containers"] = [
+        {**c, "env": [e for e in c.get("env") or [] if e.get("name") not in RUNTIME_ENV]}
+        if isinstance(c, Mapping) and c.get("name") == CONTAINER else c
+        for c in spec.get("containers") or []]
+    return {**template, "spec": spec}
+
+
 def _replicated_problems(where: str, replicated: Any) -> list[JobProblem]:
     """One replicated job as tfgen's runtime needs it: a role, one Indexed Job of its tasks."""
     name, spec = _field(replicated, "name"), _field(replicated, "template", "spec")
@@ -148,7 +163,7 @@ class JobSetRuntime(Runtime):
                 role = str(_field(replicated, "name"))
                 specs[naming.REPLICA_TYPES.get(role, role)] = {
                     "replicas": _field(replicated, "template", "spec", "completions") or 1,
-                    "template": template}
+                    "template": _operator_template(template)}
         return {"apiVersion": TFJOB.api_version, "kind": TFJOB.kind,
                 "metadata": job.get("metadata") or {}, "spec": {"tfReplicaSpecs": specs}}
 
