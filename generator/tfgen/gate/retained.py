@@ -7,7 +7,7 @@ source (NAS server, path, driver) would meet the retained one: Kubernetes refuse
 PV's source, and Argo CD would report the Application out of sync for good. The deleted
 experiments are found in the history of the base revision (their generated values files'
 deletions), each rendered from its last values with today's chart, and its PV compared with the
-new one as a live run's would be (`immutability`).
+new one as a live run's would be (`livechanges`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..problems import Problem
 from ..repo import chart, layout
 from . import base
 from .batch import BatchRenderer, RenderJob
-from .immutability import immutability_changes
+from .livechanges import immutability_changes
 from .manifests import RenderedObject, parse_manifest
 from .objects import AppObjects
 

@@ -29,6 +29,9 @@ class PodTemplate:
     pointer: str  # JSON pointer to the template (its `.spec` is the pod spec)
     replica_type: str  # Chief | Master | Worker | PS | Evaluator
     template: Mapping[str, Any]
+    # JSON pointer to the node of the job that is this role's: its replica count and its
+    # template lie under it, so a change found there is the role's
+    role_pointer: str
 
     @property
     def spec(self) -> Mapping[str, Any] | None:

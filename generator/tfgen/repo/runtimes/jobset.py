@@ -150,8 +150,9 @@ class JobSetRuntime(Runtime):
             template = _field(replicated, "template", "spec", "template")
             if isinstance(template, Mapping):
                 role = str(_field(replicated, "name"))
-                yield PodTemplate(f"$.spec.replicatedJobs[{index}].template.spec.template",
-                                  naming.REPLICA_TYPES.get(role, role), template)
+                owner = f"$.spec.replicatedJobs[{index}]"
+                yield PodTemplate(f"{owner}.template.spec.template",
+                                  naming.REPLICA_TYPES.get(role, role), template, owner)
 
     def as_tfjob(self, job: Mapping[str, Any]) -> dict[str, Any]:
         # one replica type per replicated job, as many pods as its Indexed Job's completions

@@ -24,7 +24,8 @@ class TFJobRuntime(Runtime):
         for rtype, replica in (replicas.items() if isinstance(replicas, Mapping) else ()):
             template = replica.get("template") if isinstance(replica, Mapping) else None
             if isinstance(template, Mapping):
-                yield PodTemplate(f"$.spec.tfReplicaSpecs.{rtype}.template", str(rtype), template)
+                owner = f"$.spec.tfReplicaSpecs.{rtype}"
+                yield PodTemplate(f"{owner}.template", str(rtype), template, owner)
 
     def as_tfjob(self, job: Mapping[str, Any]) -> dict[str, Any]:
         return dict(job)
