@@ -54,6 +54,8 @@ class JobSetRuntime(Runtime):
     kind = "JobSet"
     described = "a JobSet (JobSet v0.12)"
     pod_names = "<run>-<role>-0-<index>-xxxxx"
+    # the JobSet controller's terminal conditions (also its status.terminalState)
+    finished_conditions = ("Completed", "Failed")
     mutable = MUTABLE
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:

@@ -16,6 +16,8 @@ class TFJobRuntime(Runtime):
     kind = "TFJob"
     described = "a Kubeflow TFJob (training-operator v1.9)"
     pod_names = "<run>-<role>-<index>"
+    # the operator's terminal conditions (its Suspended and Restarting are not)
+    finished_conditions = ("Succeeded", "Failed")
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         spec = job.get("spec")
