@@ -124,3 +124,20 @@ def test_markdown_opens_with_the_gpu_table() -> None:
     assert "No rendered object changes." in text
     assert "GPUs" not in format_diff(result, "text")  # the table is for the comment
     assert "| Namespace |" not in format_diff(DiffResult(base="main"), "markdown")
+
+
+JOBSET = BEFORE.replace("apiVersion: kubeflow.org/v1\nkind: TFJob", "apiVersion: "
+                        "jobset.x-k8s.io/v1alpha2\nkind: JobSet").replace(
+    "  tfReplicaSpecs:\n    Worker:\n      replicas: 2",
+    "  replicatedJobs:\n  - name: worker\n    replicas: 1\n    template:\n      spec:\n"
+    "        completions: 2")
+
+
+def test_a_jobset_is_named_as_a_jobset_and_a_new_runtime_as_a_new_job() -> None:
+    """The objects cell names each job by its kind: a JobSet's change is a JobSet's, and a
+    spec moved to another runtime removes one kind of job and adds the other."""
+    changed = diff_manifests("mnist", JOBSET, JOBSET.replace("completions: 2", "completions: 3"))
+    assert objects_cell(changed) == "1 changed: JobSet"
+    assert changed[0].diff.startswith("--- a/JobSet/default/mnist\n")
+    moved = diff_manifests("mnist", BEFORE, JOBSET)
+    assert objects_cell(moved) == "1 added: JobSet; 1 removed: TFJob"

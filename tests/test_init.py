@@ -4,6 +4,7 @@ nothing; the files it adapts from this project (workflow, pre-commit hooks, .git
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from helpers import REPO_ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
+from tfgen.repo.runtimes import RUNTIMES
 from tfgen.scaffold import InitSettings, SettingsError, defaults
 from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
 from tfgen.scaffold.source import parse_source
@@ -115,6 +117,11 @@ def test_refuses_to_overwrite_a_file(tmp_path: Path, runner: CliRunner) -> None:
     (["--tfgen-source", "git+https://github.com/acme/tfgen.git"], "without @<commit or tag>"),
     (["--tfgen-source", "http://pypi.acme.example/simple/"], "plain http"),
     (["--tfgen-source", "https://user:secret@pypi.acme.example/simple/"], "is not a pinned"),
+    (["--runtime", "mpijob"], "Invalid value for '--runtime'"),
+    (["--queue", "GPU_team"], '--queue: "GPU_team" is not valid'),
+    (["--queue", "gpu", "--priority", "High"], '--priority: "High" is not valid'),
+    (["--priority", "research"], "--priority: a Kueue WorkloadPriorityClass orders the runs of "
+                                 "a queue, and no queue is given"),
 ])
 def test_an_invalid_setting_names_its_flag(
     tmp_path: Path, runner: CliRunner, flags: list[str], expected: str
@@ -213,14 +220,18 @@ def test_asks_for_what_the_flags_leave_open(
 ) -> None:
     monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
     target = tmp_path / "asked"
-    answers = f"git@github.com:acme/ml.git\nml, vision\n\n{SOURCE}\n"
+    # repo URL, namespaces, no NAS server, runtime, queue, no priority, the source
+    answers = f"git@github.com:acme/ml.git\nml, vision\n\njobset\ngpu\n\n{SOURCE}\n"
     result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
     assert config["argocd"]["repoURL"] == "git@github.com:acme/ml.git"
     assert config["argocd"]["namespaces"] == ["ml", "vision"]
     assert "spec" not in config["defaults"]  # no NAS server given: each spec names one
+    assert config["policy"] == {namespace: {"runtime": "jobset", "queue": "gpu", "queues": ["gpu"]}
+                                for namespace in ("ml", "vision")}
     assert "Git URL of the new repository" in result.stderr
+    assert "(tfjob, jobset) [tfjob]:" in result.stderr  # the runtimes, from runtimes.RUNTIMES
 
 
 def test_yes_asks_nothing_and_takes_the_schemas_defaults(
@@ -234,6 +245,10 @@ def test_yes_asks_nothing_and_takes_the_schemas_defaults(
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
     assert config["argocd"]["repoURL"] == defaults().repo_url
     assert config["argocd"]["namespaces"] == defaults().namespaces
+    # every namespace on the default runtime, queued nowhere
+    assert config["policy"] == {namespace: {"runtime": "tfjob"}
+                                for namespace in defaults().namespaces}
+    assert "Kueue" not in result.stderr
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -257,3 +272,47 @@ def test_a_url_yaml_would_misread_is_written_exactly() -> None:
     config = yaml.safe_load(config_text(InitSettings(repo_url=url, namespaces=["on"])))
     assert config["argocd"]["repoURL"] == url
     assert config["argocd"]["namespaces"] == ["on"]  # not YAML 1.1's true
+
+
+def test_runtime_and_queue_become_each_namespaces_defaults(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--runtime, --queue and --priority fill policy.<namespace> of every namespace; a spec
+    `tfgen new` writes there repeats none of them, runs on the namespace's runtime, and the
+    repository passes `tfgen check` with it."""
+    repo = tmp_path / "queued"
+    flags = [*FLAGS, "--runtime", "jobset", "--queue", "gpu-team", "--priority", "research"]
+    result = runner.invoke(main, ["init", str(repo), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = (repo / "tfgen.yaml").read_text()
+    assert config_text(InitSettings(**{**vars(defaults()), "tfgen_source": SOURCE,
+                                       "repo_url": "https://github.com/acme/ml.git",
+                                       "namespaces": ["ml", "vision"],
+                                       "nas_server": "nas.example.com", "runtime": "jobset",
+                                       "queue": "gpu-team", "priority": "research"})) == text
+    policy = {"runtime": "jobset", "queue": "gpu-team", "queues": ["gpu-team"],
+              "priority": "research", "priorities": ["research"]}
+    assert yaml.safe_load(text)["policy"] == {"ml": policy, "vision": policy}
+    assert "runtime: \"jobset\"  # what a spec without spec.runtime runs on: tfjob or jobset" \
+        in text
+    monkeypatch.chdir(repo)
+    made = runner.invoke(main, ["new", "first", "--image", "registry.example.com/a:1",
+                                "--owner", "t@example.com"], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    spec = yaml.safe_load((repo / "experiments" / "first.yaml").read_text())["spec"]
+    assert not {"runtime", "queue", "priority"} & set(spec)
+    listed = runner.invoke(main, ["list", "--format", "json"], catch_exceptions=False)
+    [row] = json.loads(listed.stdout)
+    assert (row["runtime"], row["queue"]) == ("jobset", "gpu-team")
+    for command in (["render"], ["check"]):
+        done = runner.invoke(main, command, catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+    values = yaml.safe_load((repo / "argo" / "experiments" / "first" / "values.yaml").read_text())
+    assert values["runtime"] == "jobset"
+    assert values["kueue"] == {"queue": "gpu-team", "priority": "research"}
+
+
+@pytest.mark.parametrize("command", ["init", "new"])
+def test_runtime_choices_are_the_runtimes(command: str) -> None:
+    [option] = [p for p in main.commands[command].params if p.name == "runtime"]
+    assert list(option.type.choices) == [runtime.name for runtime in RUNTIMES]

@@ -166,6 +166,57 @@ def test_rerun_notes_its_origin_and_the_chart_carries_it(runner: CliRunner, repo
     assert tfgen(runner, "check").exit_code == 0
 
 
+def test_new_writes_runtime_queue_and_priority_only_when_given(
+    runner: CliRunner, repo: Path
+) -> None:
+    made = tfgen(runner, "new", "queued", "--namespace", "ml-team", "--owner", "t@example.com",
+                 "--image", "docker.io/tensorflow/tensorflow:2.16.1", "--runtime", "jobset",
+                 "--queue", "gpu-team", "--priority", "research")
+    assert made.exit_code == 0, made.output
+    written = spec(repo, "queued")["spec"]
+    assert (written["runtime"], written["queue"], written["priority"]) == (
+        "jobset", "gpu-team", "research")
+    assert "chief" in written["roles"]  # what a JobSet needs before Kubernetes 1.33
+    plain = tfgen(runner, "new", "plain", "--owner", "t@example.com", "--image", "a:1")
+    assert plain.exit_code == 0, plain.output
+    assert not {"runtime", "queue", "priority"} & set(spec(repo, "plain")["spec"])
+    # a copy takes them too; "" leaves the source's queue
+    copied = tfgen(runner, "new", "unqueued", "--from", "mnist-jobset", "--owner",
+                   "t@example.com", "--runtime", "tfjob", "--queue", "", "--priority", "")
+    assert copied.exit_code == 0, copied.output
+    assert "changed $.spec.runtime: jobset -> tfjob" in copied.stderr
+    assert 'changed $.spec.queue: gpu-team -> ""' in copied.stderr
+    copy = spec(repo, "unqueued")["spec"]
+    assert (copy["runtime"], copy["queue"], copy["priority"]) == ("tfjob", "", "")
+    rows = {r["name"]: r for r in json.loads(tfgen(runner, "list", "--format", "json").stdout)}
+    assert (rows["queued"]["runtime"], rows["queued"]["queue"]) == ("jobset", "gpu-team")
+    assert (rows["unqueued"]["runtime"], rows["unqueued"]["holds"]) == ("tfjob", 2)
+
+
+def test_new_names_what_put_a_refused_runtime_there(runner: CliRunner, repo: Path) -> None:
+    """A copy of a spec without a chief cannot run as a JobSet under Kubernetes 1.30: the
+    refusal is at spec.runtime, of a file never written, so the message names its cause."""
+    made = tfgen(runner, "new", "as-jobset", "--from", "cpu-linear", "--owner", "t@example.com",
+                 "--runtime", "jobset")
+    assert made.exit_code == 1, made.output
+    assert "$.spec.runtime: on runtime jobset: without a chief or master" in made.stdout
+    assert ("experiments/as-jobset.yaml would not be valid with --runtime jobset (the problems "
+            "name its fields); nothing written") in made.stderr
+    assert not (repo / "experiments" / "as-jobset.yaml").exists()
+    config = repo / "tfgen.yaml"
+    config.write_text(config.read_text().replace(
+        "  default:\n", "  default:\n    runtime: jobset\n"))
+    line = config.read_text().splitlines().index("    runtime: jobset") + 1
+    made = tfgen(runner, "new", "as-jobset", "--from", "cpu-linear", "--owner", "t@example.com")
+    assert made.exit_code == 1, made.output
+    assert (f"would not be valid with policy.default.runtime jobset of tfgen.yaml:{line}, which "
+            "--runtime overrides") in made.stderr
+    assert not (repo / "experiments" / "as-jobset.yaml").exists()
+    kept = tfgen(runner, "new", "as-tfjob", "--from", "cpu-linear", "--owner", "t@example.com",
+                 "--runtime", "tfjob")
+    assert kept.exit_code == 0, kept.output
+
+
 # --- tfgen list --------------------------------------------------------------------------------
 
 
@@ -173,8 +224,8 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     out = tfgen(runner, "list")
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "NAMESPACE", "OWNER", "RUNS", "TOPOLOGY", "GPUS",
-                                "HOLDS", "STORAGE", "STATE"]
+    assert lines[0].split() == ["NAME", "NAMESPACE", "OWNER", "RUNTIME", "QUEUE", "RUNS",
+                                "TOPOLOGY", "GPUS", "HOLDS", "STORAGE", "STATE"]
     specs = sorted((repo / "experiments").glob("*.yaml"))
     assert len(lines) == 1 + len(specs)
     mnist = next(x for x in lines if x.startswith("distributed-mnist"))
@@ -183,11 +234,18 @@ def test_list_text_is_an_aligned_table(runner: CliRunner, repo: Path) -> None:
     assert mnist.split()[-1] == "active"
     assert "3 workers, 1 ps" in next(x for x in lines if x.startswith("cpu-linear"))
     sweep = next(x for x in lines if x.startswith("lr-sweep")).split()
-    assert sweep[3] == "6" and sweep[-3] == "12"  # six runs of 2x1 GPU workers: 12 GPUs
+    assert sweep[3:5] == ["tfjob", "6"] and sweep[-3] == "12"  # six runs of 2x1 GPU workers
     column = lines[0].index("STATE")
     assert all(line[column:].split()[0] in ("STATE", "active") for line in lines)
+    # the JobSet queued by Kueue holds none of the quota, as validate counts it
+    queued = next(x for x in lines if x.startswith("mnist-jobset"))
+    assert queued[lines[0].index("RUNTIME"):].split()[:2] == ["jobset", "gpu-team"]
+    assert queued[lines[0].index("HOLDS"):].split()[0] == "0"
     assert out.stderr.splitlines() == ["namespace ml-team: 5 of 16 GPUs of its quota held",
                                        f"{len(specs)} experiments"]
+    # no column of queues where nothing is queued
+    unqueued = tfgen(runner, "list", "--namespace", "default").stdout.splitlines()
+    assert "RUNTIME" in unqueued[0] and "QUEUE" not in unqueued[0]
 
 
 def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
@@ -195,9 +253,11 @@ def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
     rows = json.loads(tfgen(runner, "list", "--format", "json").stdout)
     assert [r["name"] for r in rows] == sorted(
         p.stem for p in (repo / "experiments").glob("*.yaml"))
-    assert set(rows[0]) == {"name", "namespace", "owner", "runs", "topology", "gpus", "holds",
-                            "storage",
-                            "state"}
+    assert set(rows[0]) == {"name", "namespace", "owner", "runtime", "queue", "runs",
+                            "topology", "gpus", "holds", "storage", "state"}
+    assert {r["name"]: (r["runtime"], r["queue"]) for r in rows}["mnist-jobset"] == (
+        "jobset", "gpu-team")
+    assert rows[0]["runtime"] == "tfjob" and rows[0]["queue"] == ""
     assert {r["name"]: r["runs"] for r in rows}["lr-sweep"] == 6
     gpus = {r["name"]: r["gpus"] for r in rows}
     assert gpus["distributed-mnist"] == 3 and gpus["resnet-chief-eval"] == 5
@@ -205,7 +265,7 @@ def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
     only = json.loads(tfgen(runner, "list", "--format", "json", "--state", "retired").stdout)
     assert [r["name"] for r in only] == ["cpu-linear"]
     team = json.loads(tfgen(runner, "list", "--format", "json", "--namespace", "ml-team").stdout)
-    assert [r["name"] for r in team] == ["resnet-chief-eval"]
+    assert [r["name"] for r in team] == ["mnist-jobset", "resnet-chief-eval"]
     mine = json.loads(tfgen(runner, "list", "--format", "json",
                             "--owner", "data-team@example.com").stdout)
     assert [r["name"] for r in mine] == ["cpu-linear"]
@@ -236,6 +296,16 @@ def test_retire_edits_the_text_and_is_idempotent(runner: CliRunner, repo: Path) 
     assert tfgen(runner, "check").exit_code == 0
     explained = tfgen(runner, "explain", MNIST)
     assert explained.exit_code == 1 and "is retired" in explained.stderr
+
+
+@pytest.mark.parametrize(("name", "kind"), [("distributed-mnist", "TFJob"),
+                                            ("mnist-jobset", "JobSet")])
+def test_retire_names_the_job_argo_cd_prunes(
+    runner: CliRunner, repo: Path, name: str, kind: str
+) -> None:
+    out = tfgen(runner, "retire", name)
+    assert out.exit_code == 0, out.output
+    assert f"Argo CD prunes the {kind} and TensorBoard" in out.stderr
 
 
 def test_retire_delete_removes_spec_and_generated_folder(runner: CliRunner, repo: Path) -> None:

@@ -223,7 +223,9 @@ def test_retire_finished_retires_every_finished_run_in_one_command(
             tfjob("resnet-chief-eval", "ml-team", None),
             *(tfjob(run, "default", "Succeeded") for run in sweep_runs[:-1]),  # one still runs
             tfjob(sweep_runs[-1], "default", None),
-            tfjob("gone-long-ago", "default", "Succeeded")]
+            tfjob("gone-long-ago", "default", "Succeeded"),
+            # mnist-jobset runs on runtime jobset: a TFJob of its name is not its run
+            tfjob("mnist-jobset", "ml-team", "Succeeded")]
     listing = bundled / "tfjobs.yaml"
     listing.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": jobs}))
     before = runner.invoke(main, ["list", "--format", "json"], catch_exceptions=False)
@@ -233,7 +235,7 @@ def test_retire_finished_retires_every_finished_run_in_one_command(
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines() == ["experiments/cpu-linear.yaml",
                                         "experiments/distributed-mnist.yaml"]
-    assert "retired 2 finished experiments; 2 active experiments not finished" in done.stderr
+    assert "retired 2 finished experiments; 3 active experiments not finished" in done.stderr
     after = runner.invoke(main, ["list", "--format", "json"], catch_exceptions=False)
     rows = {row["name"]: row for row in json.loads(after.stdout)}
     assert rows["distributed-mnist"]["state"] == "retired"
@@ -245,6 +247,33 @@ def test_retire_finished_retires_every_finished_run_in_one_command(
     again = runner.invoke(main, ["retire", "--finished", str(listing)], catch_exceptions=False)
     assert again.exit_code == 0 and again.stdout == ""
     assert "nothing finished to retire" in again.stderr
+
+
+def jobset(name: str, namespace: str, state: str | None) -> dict:
+    """A JobSet as `kubectl get jobsets -o yaml` lists it, finished in `state` (None: running)."""
+    conditions = [{"type": "StartupPolicyCompleted", "status": "True"}]
+    if state:
+        conditions.append({"type": state, "status": "True"})
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace, "uid": "2"},
+            "spec": {"replicatedJobs": []},
+            "status": {"conditions": conditions, **({"terminalState": state} if state else {})}}
+
+
+@pytest.mark.xfail(strict=True, reason="the listing reader (importer/manifests.py KEPT_KINDS) "
+                   "keeps a JobSet's identity only, not its status: it must keep every "
+                   "runtime's job kind whole")
+@pytest.mark.parametrize("state", ["Completed", "Failed"])
+def test_retire_finished_reads_a_jobset_by_its_own_conditions(
+    bundled: Path, runner: CliRunner, state: str
+) -> None:
+    listing = bundled / "jobs.yaml"
+    items = [jobset("mnist-jobset", "ml-team", state),
+             jobset("distributed-mnist", "default", "Completed")]  # not its runtime's job
+    listing.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    done = runner.invoke(main, ["retire", "--finished", str(listing)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == ["experiments/mnist-jobset.yaml"]
 
 
 # --- deleting an experiment: its volume stays, and a new one may not take its name --------------

@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..repo.runtimes import RUNTIMES
 from .app import handle_errors, main
+
+# The runtimes --runtime offers, the default first.
+RUNTIME_NAMES = [runtime.name for runtime in RUNTIMES]
 
 if TYPE_CHECKING:
     from ..scaffold import InitSettings
@@ -35,12 +39,29 @@ def _ask(settings: InitSettings) -> InitSettings:
         answer = click.prompt("NAS server every experiment mounts (empty: each spec names one)",
                               default="", show_default=False, err=True)
         settings.nas_server = answer.strip() or None
+    _ask_runtime(settings, base)
     if settings.tfgen_source is None:
         settings.tfgen_source = click.prompt(
             "Where CI installs tfgen from: the tfgen Git repository at a commit or tag "
             "(git+https://...@v1.2), or your package index (https://.../simple/)",
             default=base.tfgen_source, err=True)
     return settings
+
+
+def _ask_runtime(settings: InitSettings, base: InitSettings) -> None:
+    """The namespaces' runtime, and a Kueue queue and priority (none unless answered)."""
+    if settings.runtime is None:
+        settings.runtime = click.prompt(
+            "Runtime of the namespaces' experiments, unless a spec names its own",
+            type=click.Choice(RUNTIME_NAMES), default=base.runtime, err=True)
+    if settings.queue is None:
+        answer = click.prompt("Kueue LocalQueue that admits them (empty: none, not queued)",
+                              default="", show_default=False, err=True)
+        settings.queue = answer.strip()
+    if settings.priority is None and settings.queue:
+        answer = click.prompt("Kueue WorkloadPriorityClass of their runs (empty: none)",
+                              default="", show_default=False, err=True)
+        settings.priority = answer.strip()
 
 
 # What init asks a person for and cannot guess (the NAS server is optional), by setting, with
@@ -76,6 +97,16 @@ def _refuse_unasked(settings: InitSettings) -> None:
 @click.option("--nas-server", help="The NAS server every experiment mounts unless its spec "
                                    "names another (default: none, each spec names one).")
 @click.option("--kubernetes-version", help="The target cluster's Kubernetes version (x.y).")
+@click.option("--runtime", type=click.Choice(RUNTIME_NAMES),
+              help="What the namespaces' experiments run on unless a spec says otherwise "
+                   f"(tfgen.yaml policy.<namespace>.runtime; default: {RUNTIME_NAMES[0]}).")
+@click.option("--queue", metavar="LOCALQUEUE",
+              help="The Kueue LocalQueue that admits the namespaces' experiments "
+                   "(policy.<namespace>.queue, and the one of its queues; default: none, not "
+                   "queued).")
+@click.option("--priority", metavar="CLASS",
+              help="The Kueue WorkloadPriorityClass of their runs (policy.<namespace>.priority, "
+                   "and the one of its priorities; needs --queue; default: none).")
 @click.option("--argocd-namespace", help="The namespace Argo CD runs in.")
 @click.option("--argocd-version", help="The Argo CD minor version (x.y).")
 @click.option("--target-revision", help="The branch Argo CD follows.")
@@ -91,7 +122,8 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     """Start a new tfgen repository in DIRECTORY (default: here).
 
     Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
-    --yes; without one, --repo-url, --namespace and --tfgen-source are needed unless --yes),
+    --yes; without one, --repo-url, --namespace and --tfgen-source are needed unless --yes;
+    --runtime, --queue and --priority go to policy.<namespace> of every --namespace),
     README.md (set up and check), the chart (charts/), the schemas (schemas/), the
     pull-request workflow (.github/workflows/pr.yaml, installing tfgen from --tfgen-source),
     .pre-commit-config.yaml, .gitattributes, .gitignore, experiments/README.md and

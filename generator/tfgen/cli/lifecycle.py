@@ -12,6 +12,7 @@ import click
 
 from ..problems import format_problems
 from ..repo.resources import role_bounds
+from ..repo.runtimes import RUNTIMES
 from .app import emit_problems, handle_errors, main
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ class NewFlags:
     gpus: int | None
     chief_gpus: int | None
     log_dir: str | None
+    runtime: str | None
+    queue: str | None
+    priority: str | None
 
     def roles(self) -> Roles | None:
         """The topology to write: the default one (None) unless a count is given, the counts
@@ -74,7 +78,8 @@ class NewFlags:
 
         return NewOptions(source=self.source, owner=self.owner, namespace=self.namespace,
                           image=self.image, command=self.command, roles=self.roles(),
-                          log_dir=self.log_dir)
+                          log_dir=self.log_dir, runtime=self.runtime, queue=self.queue,
+                          priority=self.priority)
 
 
 @main.command()
@@ -99,6 +104,16 @@ class NewFlags:
               help="GPUs of the chief (without --from; default 0 with parameter servers, "
                    "where it only coordinates, else --gpus).")
 @LOG_DIR_OPTION
+@click.option("--runtime", type=click.Choice([runtime.name for runtime in RUNTIMES]),
+              help="spec.runtime, what the experiment runs on (default: not written, the "
+                   "namespace's policy.<namespace>.runtime in tfgen.yaml applies, else "
+                   f"{RUNTIMES[0].name}).")
+@click.option("--queue", metavar="LOCALQUEUE",
+              help="spec.queue, the Kueue LocalQueue that admits it (default: not written, the "
+                   "namespace's policy queue applies; \"\": not queued).")
+@click.option("--priority", metavar="CLASS",
+              help="spec.priority, its Kueue WorkloadPriorityClass (needs a queue; default: not "
+                   "written, the namespace's policy priority applies).")
 @handle_errors
 def new(name: str, **options: Any) -> None:
     """Start an experiment: write a new, validated experiments/NAME.yaml.
@@ -110,7 +125,9 @@ def new(name: str, **options: Any) -> None:
     name are kept. The copy gets a log directory of its own (--log-dir, else the old one
     renamed or with the new name added), and every arg and env value that used the old one
     follows it; each field changed is listed. The copy records its source in the annotation
-    tfgen.io/copy-of (`tfgen diff` shows what it changes).
+    tfgen.io/copy-of (`tfgen diff` shows what it changes). --runtime, --queue and
+    --priority are written into the spec (new or copy) only when given: otherwise the
+    namespace's defaults in tfgen.yaml apply.
 
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage (a bad
     name, an existing file, not in a tfgen repository).
@@ -191,20 +208,21 @@ def list_command(fmt: str, namespace: str | None, owner: str | None,
 @click.option("--finished", "listing", metavar="FILE",
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Instead of EXPERIMENT: retire every active experiment whose runs this "
-                   "listing shows finished (`kubectl get tfjobs -A -o yaml > FILE`; JobSets "
-                   "too).")
+                   "listing shows finished (`kubectl get tfjobs -A -o yaml > FILE`, "
+                   "`tfjobs,jobsets` where the cluster runs JobSets).")
 @handle_errors
 def retire(experiment: str | None, delete: bool, listing: Path | None) -> None:
     """Retire EXPERIMENT: set spec.lifecycle: retired in its spec (comments kept).
 
-    Once merged, Argo CD prunes the TFJob, the TensorBoard (unless tensorboard.keep) and the
-    NetworkPolicies; the PV and PVC stay bound with the data, and the Application stays
-    Synced and Healthy. A retired experiment cannot become active again (`tfgen check --base`
-    refuses it): rerun it under a new name. With --delete: the spec and its generated folder
-    are removed (argo/ is rendered again) and the order of what follows is printed. With
-    --finished FILE: every active experiment whose runs (each TFJob of a sweep) the cluster
-    listing shows Succeeded or Failed is retired in one go, so that finished runs stop
-    holding their namespace's GPU quota.
+    Once merged, Argo CD prunes its runs' jobs (a TFJob or a JobSet each, by its runtime),
+    the TensorBoard (unless tensorboard.keep) and the NetworkPolicies; the PV and PVC stay
+    bound with the data, and the Application stays Synced and Healthy. A retired experiment
+    cannot become active again (`tfgen check --base` refuses it): rerun it under a new name.
+    With --delete: the spec and its generated folder are removed (argo/ is rendered again)
+    and the order of what follows is printed. With --finished FILE: every active experiment
+    whose runs (each job of a sweep, of the experiment's runtime) the cluster listing shows
+    finished (a TFJob Succeeded or Failed, a JobSet Completed or Failed) is retired in one
+    go, so that finished runs stop holding their namespace's GPU quota.
 
     Exit codes: 0 done (also when already retired), 2 usage.
     """
@@ -235,8 +253,8 @@ def retire(experiment: str | None, delete: bool, listing: Path | None) -> None:
         return
     click.echo(result.path)
     click.echo(f"retired {result.name} in {result.path}; next: `tfgen render`, then open a "
-               "pull request (once merged, Argo CD prunes the TFJob and TensorBoard; the data "
-               "stays)", err=True)
+               f"pull request (once merged, Argo CD prunes the {result.kind} and TensorBoard; "
+               "the data stays)", err=True)
 
 
 def _retire_finished(listing: Path) -> None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode
@@ -30,6 +30,7 @@ from .edit import Path, Scalar, TextEdit, compose, find, renamer, scalars
 # writes (images, the claim and NAS server it mounts).
 KEPT_KEYS = frozenset({"image", "existingClaim", "server"})
 LOG_DIR = ("spec", "tensorboard", "logDir")
+EMPTY = '""'  # how an empty value is said, as YAML writes it (`queue: ""`)
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,10 @@ class Change:
     new: str
 
     def __str__(self) -> str:
+        new = self.new or EMPTY
         if self.old is None:
-            return f"{self.pointer}: set to {self.new}"
-        return f"{self.pointer}: {self.old} -> {self.new}"
+            return f"{self.pointer}: set to {new}"
+        return f"{self.pointer}: {self.old or EMPTY} -> {new}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class CopyRequest:
     image: str | None = None
     log_dir: str | None = None
     rerun: bool = False
+    scheduling: Mapping[str, str] = field(default_factory=dict)  # spec.runtime, queue, priority
 
     @property
     def annotation(self) -> str:
@@ -147,6 +150,8 @@ def _set_options(edit: TextEdit, root: Any, request: CopyRequest, shown: str,
             _set(edit, metadata, ("metadata", key), value, shown, changes)
     if request.image:
         _set(edit, spec, ("spec", "image"), request.image, shown, changes)
+    for key, value in request.scheduling.items():
+        _set(edit, spec, ("spec", key), value, shown, changes)
 
 
 def _annotate(text: str, shown: str, request: CopyRequest, changes: list[Change]) -> str:

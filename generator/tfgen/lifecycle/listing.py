@@ -2,8 +2,9 @@
 
 Every spec that loads is listed, valid or not (a broken spec still names a run that may be
 live); the problems come from the validate stage, as `tfgen validate` reports them. Topology
-words follow the roles in their reading order (naming.ROLES); the GPU total is the one the
-namespace quota counts (validate/team.py).
+words follow the roles in their reading order (naming.ROLES); the runtime and the queue are the
+spec's with its namespace's defaults filled in; the GPUs held are those the namespace quota
+counts (validate/team.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..problems import Problem
-from ..repo import chart, layout, naming
+from ..repo import chart, layout, naming, runtimes
 from ..validate import load_config, sweep, validate_repo
 from ..validate.checked import lookup, roles
 from ..validate.experiments import check_file
@@ -21,8 +22,10 @@ from ..validate.loader import LoadError, read_file
 from ..validate.team import gpus, holds_quota
 from ..words import counted
 
-COLUMNS = ("name", "namespace", "owner", "runs", "topology", "gpus", "holds", "storage",
-           "state")
+COLUMNS = ("name", "namespace", "owner", "runtime", "queue", "runs", "topology", "gpus",
+           "holds", "storage", "state")
+# Shown in the text table only when some row has one (most repositories queue nothing).
+SPARSE_COLUMNS = frozenset({"queue"})
 PLURALS = {"master": "masters", "chief": "chiefs", "worker": "workers", "ps": "ps",
            "evaluator": "evaluators"}
 
@@ -32,10 +35,13 @@ class Row:
     name: str
     namespace: str
     owner: str
+    runtime: str  # spec.runtime, the namespace's default filled in
+    queue: str  # the Kueue LocalQueue that admits its runs, "" when not queued
     runs: int  # a sweep's runs (validate/sweep.py), 1 without a sweep
     topology: str  # of one run: every run of a sweep has the same roles
     gpus: int
-    holds: int  # the GPUs counted against the namespace's quota: none when suspended or retired
+    holds: int  # the GPUs counted against the namespace's quota: none when suspended, retired or
+    # queued (Kueue admits a queued run against its ClusterQueue's quota instead)
     storage: str
     state: str
 
@@ -73,10 +79,13 @@ def storage(spec: Any) -> str:
 
 def row(data: Any) -> Row:
     spec = data.get("spec") if isinstance(data, dict) else None
+    queue = lookup(spec, "queue")
     return Row(
         name=str(lookup(data, "metadata", "name") or "?"),
         namespace=str(lookup(data, "metadata", "namespace") or "?"),
         owner=str(lookup(data, "metadata", "owner") or "?"),
+        runtime=runtimes.by_name(lookup(spec, "runtime")).name,
+        queue=queue if isinstance(queue, str) else "",
         runs=sweep.run_count(spec) if isinstance(spec, dict) else 1,
         topology=topology(spec),
         gpus=gpus(spec) if isinstance(spec, dict) else 0,
@@ -118,9 +127,11 @@ def quota_lines(rows: list[Row], cwd: Path | None = None) -> list[str]:
 
 
 def table(rows: list[Row]) -> str:
-    """An aligned text table with a header line."""
-    cells = [[c.upper() for c in COLUMNS]] + [[str(getattr(r, c)) for c in COLUMNS]
+    """An aligned text table with a header line; a sparse column only when a row fills it."""
+    columns = [c for c in COLUMNS
+               if c not in SPARSE_COLUMNS or any(getattr(r, c) for r in rows)]
+    cells = [[c.upper() for c in columns]] + [[str(getattr(r, c)) for c in columns]
                                               for r in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))
                      .rstrip() for line in cells)

@@ -15,15 +15,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import OptionsError, ProblemsFound
 from ..importer import git_email
 from ..importer.write import MODELINE, problems_of, refuse_blocked, target, write_new
+from ..problems import Problem
 from ..render.generated import dump_yaml
 from ..repo import layout, naming
 from ..repo.files import read_input
+from ..repo.yamlread import SafeLoader
 from ..validate.checked import lookup
-from ..validate.config import RepoConfig, load_config
-from .copy import Change, CopyRequest, copied_text
+from ..validate.config import NAMESPACE_DEFAULTS, RepoConfig, load_config
+from ..validate.document import pointer_text
+from ..validate.experiments import check_file
+from .copy import EMPTY, Change, CopyRequest, copied_text
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,17 @@ class NewOptions:
     roles: Roles | None = None
     rerun: bool = False
     log_dir: str | None = None  # a copy's log directory (default: derived, see copy.py)
+    # spec.runtime, spec.queue and spec.priority (None: not written, so the namespace's
+    # policy defaults apply; a queue or priority "" opts out of the namespace's)
+    runtime: str | None = None
+    queue: str | None = None
+    priority: str | None = None
+
+    def scheduling(self) -> dict[str, str]:
+        """The spec fields of the runtime and the queue that were asked for."""
+        return {key: value for key, value in (("runtime", self.runtime), ("queue", self.queue),
+                                              ("priority", self.priority))
+                if value is not None}
 
 
 @dataclass
@@ -97,7 +114,7 @@ def _fresh_spec(name: str, config: RepoConfig, options: NewOptions) -> dict[str,
     roles = options.roles or Roles()
     mount = "/training"
     log_dir = f"{mount}/{name}/logs"
-    spec: dict[str, Any] = {"image": image}
+    spec: dict[str, Any] = {**options.scheduling(), "image": image}
     if options.command:
         spec["command"] = shlex.split(options.command)
     spec["args"] = [f"--log_dir={log_dir}"]
@@ -135,8 +152,33 @@ def _copied_text(name: str, config: RepoConfig, options: NewOptions, source: str
     old = old_path.name.rpartition(".")[0]
     raw = read_input(old_path, old_shown, config.root)
     request = CopyRequest(old, name, owner=options.owner, namespace=options.namespace,
-                          image=options.image, log_dir=options.log_dir, rerun=options.rerun)
+                          image=options.image, log_dir=options.log_dir, rerun=options.rerun,
+                          scheduling=options.scheduling())
     return copied_text(raw.decode("utf-8"), old_shown, request)
+
+
+def _causes(config: RepoConfig, options: NewOptions, path: Path, text: str,
+            problems: list[Problem]) -> str:
+    """What put a refused runtime, queue or priority into the spec, since the spec the problems
+    name is not written: the option (` with --runtime jobset`), or the namespace's default
+    (` with policy.ml.runtime jobset of tfgen.yaml:12, which --runtime overrides`)."""
+    at = {problem.pointer for problem in problems}
+    own = lookup(yaml.load(text, Loader=SafeLoader), "spec")
+    checked, _ = check_file(path, layout.shown(path, config.root), text.encode("utf-8"), config)
+    # the namespace the spec has once tfgen.yaml's defaults are under it
+    namespace = lookup(checked.data if checked else None, "metadata", "namespace")
+    causes = []
+    for key in NAMESPACE_DEFAULTS:
+        if pointer_text(("spec", key)) not in at:
+            continue
+        given = options.scheduling().get(key)
+        if given is not None:
+            causes.append(f"--{key} {given or EMPTY}")
+        elif isinstance(own, dict) and key not in own and isinstance(namespace, str):
+            value = config.namespace_policy(namespace).get(key)
+            causes.append(f"policy.{namespace}.{key} {value} of "
+                          f"{config.policy_source(namespace, key)}, which --{key} overrides")
+    return f" with {'; '.join(causes)}" if causes else ""
 
 
 def new_experiment(name: str, options: NewOptions | None = None, *,
@@ -163,8 +205,9 @@ def new_experiment(name: str, options: NewOptions | None = None, *,
         text, changes = _copied_text(name, config, options, options.source, cwd)
     problems = problems_of(config, name, text)
     if problems:
-        raise ProblemsFound(problems, f"{shown} would not be valid (the problems name its "
-                            "fields); nothing written")
+        cause = _causes(config, options, path, text, problems)
+        raise ProblemsFound(problems, f"{shown} would not be valid{cause} (the problems name "
+                            "its fields); nothing written")
     refuse_blocked(config, [name])
     write_new(path, text)
     return Created(name, shown, text, changes)

@@ -23,15 +23,17 @@ from jsonschema import Draft202012Validator
 
 from .. import DISTRIBUTION
 from ..errors import OptionsError
+from ..problems import Problem
 from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
 from ..render.write import apply_plan, blocked_paths, write_new_files
-from ..repo import cache, layout, resources
+from ..repo import cache, layout, resources, runtimes
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config import builtin_data
 from ..validate.configrules import config_problems
 from ..validate.defaults import apply_defaults
+from ..validate.document import pointer_text
 from ..validate.loader import load_text
 from ..validate.schema import inlined_schema, schema_problems
 from . import source as pinned
@@ -66,6 +68,11 @@ class InitSettings:
     argocd_version: str | None = None
     target_revision: str | None = None
     tfgen_source: str | None = None  # where CI installs tfgen from (source.py); no default
+    # the namespaces' spec defaults (tfgen.yaml `policy.<namespace>`): the runtime (None: the
+    # default runtime), a Kueue LocalQueue and WorkloadPriorityClass (None or "": none)
+    runtime: str | None = None
+    queue: str | None = None
+    priority: str | None = None
 
 
 # The tfgen.yaml field each setting (and `tfgen init` flag) fills, to name the flag in errors.
@@ -79,11 +86,20 @@ SETTING_FIELDS = {
     "$.argocd.version": "argocd_version",
     "$.argocd.targetRevision": "target_revision",
 }
+# The fields of each namespace's `policy` entry each setting fills.
+POLICY_FIELDS = {"runtime": "runtime", "queue": "queue", "queues": "queue",
+                 "priority": "priority", "priorities": "priority"}
 
 
-def _setting_of(pointer: str) -> str:
-    """The setting behind a tfgen.yaml pointer (`$.argocd.namespaces[1]` -> namespaces)."""
-    for prefix, setting in SETTING_FIELDS.items():
+def _setting_of(pointer: str, namespaces: list[str]) -> str:
+    """The setting behind a tfgen.yaml pointer (`$.argocd.namespaces[1]` -> namespaces,
+    `$.policy.ml.queues[0]` -> queue)."""
+    fields = {**SETTING_FIELDS, **{pointer_text(("policy", namespace, key)): setting
+                                   for namespace in namespaces
+                                   for key, setting in POLICY_FIELDS.items()}}
+    fields.update({pointer_text(("policy", namespace)): "namespaces" for namespace in namespaces})
+    for prefix in sorted(fields, key=len, reverse=True):  # a policy's field before its namespace
+        setting = fields[prefix]
         if pointer == prefix or pointer.startswith((prefix + ".", prefix + "[")):
             return setting
     return ""
@@ -106,7 +122,7 @@ def defaults() -> InitSettings:
         repo_url=argocd["repoURL"], namespaces=list(argocd["namespaces"]),
         kubernetes_version=data["kubernetesVersion"], argocd_namespace=argocd["namespace"],
         argocd_version=argocd.get("version"), target_revision=argocd["targetRevision"],
-        tfgen_source=installed.url if installed else None)
+        tfgen_source=installed.url if installed else None, runtime=runtimes.DEFAULT.name)
 
 
 def config_text(settings: InitSettings) -> str:
@@ -121,21 +137,38 @@ def config_text(settings: InitSettings) -> str:
         "argocd_version": settings.argocd_version or base.argocd_version,
         "target_revision": settings.target_revision or base.target_revision,
         "project": builtin_data()["argocd"]["project"],
+        "runtime": settings.runtime or base.runtime,
+        "runtime_names": " or ".join(runtime.name for runtime in runtimes.RUNTIMES),
+        "queue": settings.queue or None,
+        "priority": settings.priority or None,
     }
     if settings.nas_server is not None:
         _check_nas_server(settings.nas_server)
+    if values["priority"] and not values["queue"]:
+        # validate refuses a priority without a queue on every spec: say it once, here
+        raise SettingsError("these settings make an invalid tfgen.yaml:\npriority: a Kueue "
+                            "WorkloadPriorityClass orders the runs of a queue, and no queue is "
+                            "given (give the queue too, or no priority)", ["priority"])
     text = _environment().get_template("tfgen.yaml.j2").render(**values)
     document = load_text(text, layout.CONFIG_NAME)
     problems = schema_problems(document, document.data, CONFIG_SCHEMA)
     problems = problems or config_problems(document, apply_defaults(document.data,
                                                                     CONFIG_SCHEMA))
     if problems:
-        # one line per setting and message (--namespace fills two fields of tfgen.yaml)
-        lines = list(dict.fromkeys(f"{_setting_of(p.pointer) or 'tfgen.yaml'}: {p.message}"
-                                   + (f" ({p.hint})" if p.hint else "") for p in problems))
-        raise SettingsError("these settings make an invalid tfgen.yaml:\n" + "\n".join(lines),
-                            sorted({_setting_of(p.pointer) for p in problems} - {""}))
+        raise _refused(problems, values["namespaces"])
     return text
+
+
+def _refused(problems: list[Problem], namespaces: list[str]) -> SettingsError:
+    """One line per setting and message: --namespace fills three fields of tfgen.yaml (the
+    AppProject's list, the specs' default, a policy entry's key), each refused alike."""
+    keys = {pointer_text(("policy", namespace)) for namespace in namespaces}
+    problems = [p for p in problems if p.pointer not in keys] or problems
+    lines = list(dict.fromkeys(
+        f"{_setting_of(p.pointer, namespaces) or 'tfgen.yaml'}: {p.message}"
+        + (f" ({p.hint})" if p.hint else "") for p in problems))
+    return SettingsError("these settings make an invalid tfgen.yaml:\n" + "\n".join(lines),
+                         sorted({_setting_of(p.pointer, namespaces) for p in problems} - {""}))
 
 
 def _check_nas_server(server: str) -> None:

@@ -65,6 +65,9 @@ class Runtime(ABC):
     kind: str
     described: str  # how people name it: "a Kubeflow TFJob (training-operator v1.9)"
     pod_names: str  # how its pods are named: "<run>-<role>-<index>"
+    # The status conditions whose status "True" says a run ended, successfully or not (what
+    # `tfgen retire --finished` reads in a cluster listing).
+    finished_conditions: tuple[str, ...]
 
     @property
     def group(self) -> str:

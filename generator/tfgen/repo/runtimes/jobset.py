@@ -142,6 +142,8 @@ class JobSetRuntime(Runtime):
     described = "a JobSet (JobSet v0.12)"
     pod_names = "<run>-<role>-0-<index>-xxxxx"
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
+    # the JobSet controller's terminal conditions (also its status.terminalState)
+    finished_conditions = ("Completed", "Failed")
     mutable = MUTABLE
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:

@@ -17,6 +17,8 @@ class TFJobRuntime(Runtime):
     described = "a Kubeflow TFJob (training-operator v1.9)"
     pod_names = "<run>-<role>-<index>"
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    # the operator's terminal conditions (its Suspended and Restarting are not)
+    finished_conditions = ("Succeeded", "Failed")
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         spec = job.get("spec")
