@@ -28,7 +28,7 @@ def runtime_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     for refusal in runtime.refusals(spec, config.kubernetes_version):
         out.add(refusal.parts, f"on runtime {runtime.name}: {refusal.message}", refusal.hint,
                 key=False)
-    _name_budget(checked.data, spec, runtime, out)
+    _name_budget(checked.data, spec, runtime, config.max_runs, out)
     _queue(spec, out)
     return out.problems
 
@@ -40,12 +40,15 @@ def _replicas(spec: dict[str, Any]) -> dict[str, int]:
 
 
 def _name_budget(data: dict[str, Any], spec: dict[str, Any], runtime: runtimes.Runtime,
-                 out: Collector) -> None:
-    """The longest pod name of the longest run must fit a DNS label."""
+                 max_runs: int, out: Collector) -> None:
+    """The longest pod name of the longest run must fit a DNS label (`max_runs`: tfgen.yaml's
+    sweep.maxRuns; a larger sweep is refused by its count, never expanded)."""
     name = lookup(data, "metadata", "name")
     if not naming.is_experiment_name(name):
         return  # its own rule says why
     try:
+        if sweep.run_count(spec) > max_runs:
+            return
         suffixes = [run.suffix for run in sweep.runs(spec)] if sweep.has_sweep(spec) else [""]
     except (TypeError, ValueError, KeyError, AttributeError):
         return  # a sweep too broken to expand: its own problems say why
