@@ -30,7 +30,8 @@ JOBSET = runtimes.JOBSET.key
 # The label that queues a TFJob or JobSet in a Kueue LocalQueue (Kueue v0.19); Kueue's webhook
 # then creates it suspended and unsuspends it on admission.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-# ... and the label naming its WorkloadPriorityClass (written only with a queue).
+# The label that gives it a Kueue WorkloadPriorityClass. Kueue reads both when it admits the
+# workload: `tfgen check --base` refuses a change to either on a started run.
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # The training operator finds the port and injects TF_CONFIG into this container only.
 TFJOB_CONTAINER = runtimes.CONTAINER
