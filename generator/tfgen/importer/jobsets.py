@@ -88,7 +88,20 @@ def _checked(job: Manifest, index: int, seen: set[str]) -> str:
                        "(parallelism = completions)")
     if not isinstance(job.get(*spec, "template", "spec"), dict):
         raise _refused(job, (*spec, "template", "spec"), "no pod template")
+    _containers_checked(job, (*spec, "template", "spec"))
     return str(name)
+
+
+def _containers_checked(job: Manifest, pod: Path_) -> None:
+    """The containers and their env as Kubernetes takes them (lists of mappings), before the
+    runtime reads them as the TFJob they stand for; ManifestError at the first that is not."""
+    for index, container in enumerate(job.sequence(*pod, "containers")):
+        if not isinstance(container, dict):
+            raise _refused(job, (*pod, "containers", index), "not a mapping")
+        for number, entry in enumerate(job.sequence(*pod, "containers", index, "env")):
+            if not isinstance(entry, dict):
+                raise _refused(job, (*pod, "containers", index, "env", number),
+                               "not a mapping (name and value or valueFrom)")
 
 
 def _restart_policy(job: Manifest, at: Path_) -> str | None:
