@@ -184,13 +184,14 @@ def _render(check: bool, prune: bool, fmt: str,
 @handle_errors
 def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
                    write: bool) -> None:
-    """Turn existing TFJob, PV/PVC and TensorBoard manifests into experiment specs.
+    """Turn TFJob or JobSet, PV/PVC and TensorBoard manifests into experiment specs.
 
     FILES are YAML manifests: multi-document files, `kubectl get -o yaml` Lists, or folders of
-    them. Each TFJob (kubeflow.org/v1alpha1, v1alpha2, v1beta1 or v1) becomes one spec: its
-    replica groups as roles, the claim its pods mount as storage (the NAS PV behind it when the
-    input holds the claim, else an existing claim), and a Deployment running TensorBoard on the
-    same claim as the TensorBoard. Every input field the spec cannot express is listed on
+    them. Each TFJob (kubeflow.org/v1alpha1, v1alpha2, v1beta1 or v1), or JobSet of the shape
+    tfgen renders for runtime jobset, becomes one spec: its replica groups as roles, the claim
+    its pods mount as storage (the NAS PV behind it when the input holds the claim, else an
+    existing claim), and a Deployment running TensorBoard on the same claim as the
+    TensorBoard. Every input field the spec cannot express is listed on
     stderr with the reason. The spec is validated first; without --write it is printed on
     stdout. Writing needs every spec valid and new: all are written or none.
 
@@ -198,7 +199,7 @@ def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
     written), 2 usage error.
     """
     from ..importer import import_manifests
-    from ..importer.leftout import BOOKKEEPING
+    from ..importer.leftout import QUIET
 
     result = import_manifests(files, name=name, owner=owner, write=write)
     if not write:
@@ -207,10 +208,9 @@ def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
         click.echo(f"not imported, {reason}:", err=True)
         for line in lines:
             click.echo(f"  {line}", err=True)
-    if result.left_out.bookkeeping:
-        click.echo(f"not imported, {BOOKKEEPING} (status, uid, resourceVersion, managedFields, "
-                   f"...), not listed: {counted(len(result.left_out.bookkeeping), 'object')}",
-                   err=True)
+    for reason, objects in result.left_out.counted.items():
+        click.echo(f"not imported, {reason} ({QUIET[reason]}), not listed: "
+                   f"{counted(len(objects), 'object')}", err=True)
     for line in result.notes:
         click.echo(f"note: {line}", err=True)
     for path in result.written:

@@ -1,7 +1,8 @@
-"""The import stage: existing TFJob, PV/PVC and TensorBoard manifests -> experiment specs.
+"""The import stage: existing training jobs, PV/PVC and TensorBoard manifests -> specs.
 
 `import_manifests` is the way in (`tfgen import`): it reads the input (`manifests`), brings
-each TFJob of any API version to one shape (`versions`), maps it with its claim, volume and
+each training job to one shape (a TFJob of any API version: `versions`; a JobSet of the shape
+tfgen renders, through the TFJob it stands for: `jobsets`), maps it with its claim, volume and
 TensorBoard to a spec (`mapping`), validates each spec as `tfgen validate` would, and writes
 them only when every one is valid and new (`write`). Nothing is dropped silently: the result
 lists every input field no spec carries, with the reason.
@@ -18,12 +19,13 @@ from pathlib import Path
 
 from ..errors import OptionsError, ProblemsFound
 from ..problems import Problem
-from ..repo import layout
+from ..repo import layout, runtimes
 from ..validate.config import RepoConfig, load_config
-from .leftout import LeftOut, leftovers
+from .jobsets import read_jobset, task_services
+from .leftout import RUNTIME_MADE, LeftOut, leftovers
 from .manifests import Manifest, ManifestError, read_manifests
 from .mapping import Imported, build_spec
-from .versions import read_job
+from .versions import RUNTIME, Job, read_job
 from .write import problems_of, refuse_blocked, spec_text, target, write_new
 
 __all__ = ["ImportResult", "ManifestError", "import_manifests"]
@@ -58,19 +60,33 @@ def _repository_for(write: bool, cwd: Path | None) -> RepoConfig:
     return config
 
 
+_KINDS = " or ".join(sorted(runtimes.JOB_KINDS))
+
+
 def _jobs(manifests: list[Manifest]) -> list[Manifest]:
-    """The input's TFJobs; ManifestError for none, or for two of one name in one namespace."""
-    jobs = [m for m in manifests if m.kind == "TFJob"]
+    """The input's training jobs (any runtime's); ManifestError for none, or for two of one
+    name in one namespace."""
+    jobs = [m for m in manifests if m.kind in runtimes.JOB_KINDS]
     if not jobs:
-        raise ManifestError("no TFJob in the input; tfgen import makes one spec per TFJob")
+        raise ManifestError(f"no {_KINDS} in the input; tfgen import makes one spec per "
+                            "training job")
     seen: dict[tuple[str, str], str] = {}
     for job in jobs:
         key = (job.namespace, job.name)
         if key in seen:
-            raise ManifestError(f"{job.where}: a second TFJob named {job.name!r} (the first is "
-                                f"at {seen[key]}); keep one of them")
+            raise ManifestError(f"{job.where}: a second training job named {job.name!r}, a "
+                                f"{job.kind} (the first is at {seen[key]}); keep one of them")
         seen[key] = job.where
     return jobs
+
+
+def _read(job: Manifest, manifests: list[Manifest]) -> Job:
+    """A training job in one shape: a TFJob of any version as written, another runtime's
+    through the TFJob it stands for. The Services its runtime makes are set aside."""
+    read = read_job(job) if job.kind == RUNTIME.kind else read_jobset(job)
+    for service in task_services(read, manifests):
+        service.why[()] = RUNTIME_MADE
+    return read
 
 
 def _owner(owner: str | None, cwd: Path | None) -> str:
@@ -85,8 +101,8 @@ def _owner(owner: str | None, cwd: Path | None) -> str:
 def _spec_names(jobs: list[Manifest], name: str | None) -> list[str]:
     names = [name or job.name for job in jobs]
     if len(set(names)) < len(names):
-        raise ManifestError("TFJobs of the same name in different namespaces would be one "
-                            "experiment; import them one at a time with --name")
+        raise ManifestError("training jobs of the same name in different namespaces would be "
+                            "one experiment; import them one at a time with --name")
     return names
 
 
@@ -120,18 +136,18 @@ def import_manifests(
     paths: Sequence[Path | str], *, name: str | None = None, owner: str | None = None,
     write: bool = False, cwd: Path | None = None,
 ) -> ImportResult:
-    """Read `paths`, make one spec per TFJob, validate every one and, with `write`, write them
-    to experiments/ (all or none). ManifestError for input that cannot be imported,
+    """Read `paths`, make one spec per training job, validate every one and, with `write`,
+    write them to experiments/ (all or none). ManifestError for input that cannot be imported,
     ProblemsFound when a spec would be invalid, OptionsError for options that do not fit."""
     config = _repository_for(write, cwd)
     manifests = read_manifests(paths)
     jobs = _jobs(manifests)
     if name is not None and len(jobs) > 1:
-        raise OptionsError(f"--name names one spec, and the input has {len(jobs)} TFJobs; "
-                           "import them one at a time or without --name")
+        raise OptionsError(f"--name names one spec, and the input has {len(jobs)} training "
+                           "jobs; import them one at a time or without --name")
     owner = _owner(owner, cwd)
     imported: list[Imported] = [
-        build_spec(read_job(job), manifests, spec_name, owner)
+        build_spec(_read(job, manifests), manifests, spec_name, owner)
         for job, spec_name in zip(jobs, _spec_names(jobs, name), strict=True)
     ]
     if write:  # said first: a spec that exists would also fail validation as a duplicate

@@ -2,16 +2,18 @@
 
 The conversion (`mapping`, `pods`) marks each field it used on its manifest; every other leaf
 is said here with the reason the spec cannot carry it, at the line where its object starts.
-What the cluster and kubectl write on every object (`BOOKKEEPING`: status, uid,
-resourceVersion, managedFields, the last-applied copy) is counted, not listed: an export holds
-dozens of such fields per object, and nobody needs them named.
+Two groups are counted, not listed (`QUIET`): what the cluster and kubectl write on every
+object (`BOOKKEEPING`: status, uid, resourceVersion, managedFields, the last-applied copy), as
+an export holds dozens of such fields per object and nobody needs them named; and what the
+runtime makes of the spec itself (`RUNTIME_MADE`: each task's Service, TF_CONFIG, the task
+index, the task port), which tfgen writes again from the spec.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..repo import naming
+from ..repo import naming, runtimes
 from .manifests import Manifest, Path_, pointer
 
 # Fields the cluster writes; an export from `kubectl get -o yaml` is full of them.
@@ -21,6 +23,15 @@ CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "
 # What the cluster and kubectl write on every object: left out, counted, never listed field by
 # field (an export holds dozens per object and nobody needs them named).
 BOOKKEEPING = "what the cluster and kubectl write on every object"
+# What the runtime makes of the spec (the chart writes it for a JobSet, the training operator
+# makes it for a TFJob): tfgen writes it again from the spec; counted, never listed.
+RUNTIME_MADE = "what the runtime makes of the spec itself"
+# The counted groups, each with the examples that say what it holds.
+QUIET = {
+    BOOKKEEPING: "status, uid, resourceVersion, managedFields, ...",
+    RUNTIME_MADE: f"each task's Service, TF_CONFIG, the task index, the port {runtimes.PORT_NAME}",
+}
+_JOBS = " or ".join(sorted(runtimes.JOB_KINDS))
 # Why a field the spec cannot express is left out, by the last keys of its path.
 REASONS: tuple[tuple[Path_, str], ...] = (
     (("status",), BOOKKEEPING),
@@ -48,10 +59,10 @@ def _reason(manifest: Manifest, parts: Path_) -> str:
             return manifest.why[parts[:length]]
     last_applied = parts[-1:] == ("kubectl.kubernetes.io/last-applied-configuration",)
     if parts[:1] == ("metadata",) and parts[1:2] in (("labels",), ("annotations",)) and (
-            manifest.kind != "TFJob" and not last_applied):
-        return "tfgen labels every object from the spec's metadata (taken from the TFJob)"
+            manifest.kind not in runtimes.JOB_KINDS and not last_applied):
+        return "tfgen labels every object from the spec's metadata (taken from the training job)"
     if parts[:2] == ("metadata", "namespace"):
-        return "tfgen puts every object in the spec's namespace (the TFJob's)"
+        return "tfgen puts every object in the spec's namespace (the training job's)"
     for tail, why in REASONS:
         for start in range(len(parts) - len(tail) + 1):
             if parts[start:start + len(tail)] == tail:
@@ -67,13 +78,26 @@ def _reason(manifest: Manifest, parts: Path_) -> str:
 class LeftOut:
     """What the specs do not carry: each field a person may want to know of, grouped by the
     reason (`file:line:col: Kind/name path: value`, at the line where its object starts), and
-    the objects whose cluster bookkeeping (BOOKKEEPING) was left out, only counted."""
+    by each QUIET reason the objects it left something out of, only counted."""
 
     by_reason: dict[str, list[str]] = field(default_factory=dict)
-    bookkeeping: set[str] = field(default_factory=set)  # the objects (Kind/name)
+    counted: dict[str, set[str]] = field(default_factory=dict)  # the objects (Kind/name)
 
     def add(self, reason: str, line: str) -> None:
         self.by_reason.setdefault(reason, []).append(line)
+
+    def count(self, reason: str, ref: str) -> None:
+        self.counted.setdefault(reason, set()).add(ref)
+
+
+def _unused(manifest: Manifest) -> str:
+    """Why a whole object is left out."""
+    if () in manifest.why:
+        return manifest.why[()]
+    if manifest.kind == "Service":
+        return "tfgen creates the TensorBoard's Service itself"
+    return (f"not part of an imported experiment (a {_JOBS}, the claim its pods mount, that "
+            "claim's PV, a TensorBoard Deployment on the same claim)")
 
 
 def leftovers(manifests: list[Manifest], used: list[Manifest]) -> LeftOut:
@@ -81,15 +105,16 @@ def leftovers(manifests: list[Manifest], used: list[Manifest]) -> LeftOut:
     out = LeftOut()
     for manifest in manifests:
         if not any(manifest is m for m in used):
-            why = ("tfgen creates the TensorBoard's Service itself" if manifest.kind == "Service"
-                   else "not part of an imported experiment (a TFJob, the claim its pods "
-                        "mount, that claim's PV, a TensorBoard Deployment on the same claim)")
-            out.add(why, f"{manifest.where}: {manifest.ref}")
+            why = _unused(manifest)
+            if why in QUIET:
+                out.count(why, manifest.ref)
+            else:
+                out.add(why, f"{manifest.where}: {manifest.ref}")
             continue
         for parts, value in manifest.leftovers():
             reason = _reason(manifest, parts)
-            if reason == BOOKKEEPING:
-                out.bookkeeping.add(manifest.ref)
+            if reason in QUIET:
+                out.count(reason, manifest.ref)
                 continue
             shown = repr(value) if not isinstance(value, str) else value
             if len(shown) > 80:

@@ -24,7 +24,7 @@ from yaml.nodes import Node
 from ..errors import InputError
 from ..gate.kubeyaml import StrictLoader, expanded_size
 from ..gate.manifests import KubeObject
-from ..repo import chart
+from ..repo import chart, runtimes
 from ..repo.files import read_input
 from ..repo.layout import YAML_SUFFIXES
 
@@ -40,7 +40,7 @@ MAX_BYTES = 128 << 20
 # ... and all of a file's documents and items together (a List of many items that each alias
 # one large anchor would otherwise construct it again for every item).
 MAX_FILE_NODES = 20_000_000
-KEPT_KINDS = frozenset({"TFJob", chart.VOLUME, chart.CLAIM, "Deployment"})
+KEPT_KINDS = frozenset({*runtimes.JOB_KINDS, chart.VOLUME, chart.CLAIM, "Deployment"})
 
 Path_ = tuple[str | int, ...]
 
@@ -232,7 +232,8 @@ def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
     if not isinstance(data, dict) or not data.get("kind") or not data.get("apiVersion"):
         raise ManifestError(
             f"{shown}:{line}:1: not a Kubernetes object (a mapping with apiVersion and kind); "
-            "give tfgen import the TFJob, PersistentVolume(Claim) and Deployment manifests")
+            "give tfgen import the training job, PersistentVolume(Claim) and Deployment "
+            "manifests")
     kind = str(data["kind"])
     if kind.endswith("List"):
         raise ManifestError(f"{shown}:{line}:1: a {kind} without a list of items")

@@ -1,6 +1,7 @@
-"""A TFJob with its claim, PersistentVolume and TensorBoard Deployment -> an experiment spec.
+"""A training job with its claim, PV and TensorBoard Deployment -> an experiment spec.
 
-The reverse of `render.values`: the pod templates become roles and what every role shares
+The reverse of `render.values`: the job's runtime and Kueue labels become `runtime`, `queue`
+and `priority`, the pod templates become roles and what every role shares
 becomes the spec's own field (`pods`), the claim the pods mount becomes `storage` (the NAS
 behind it, or an existing claim when the input has no claim manifest), and a Deployment mounting
 the same claim becomes `tensorboard`. Every field used is marked on its manifest; everything
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..repo import naming
-from ..repo.chart import CLAIM, VOLUME
+from ..repo.chart import CLAIM, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, VOLUME
 from .manifests import Manifest, ManifestError
 from .pods import PodTemplate, roles_of, shared_fields
 from .versions import Job, Replica
@@ -238,6 +239,22 @@ def _tensorboard(
 # --- the spec -------------------------------------------------------------------------------
 
 
+def _scheduling(job: Job, notes: list[str]) -> dict[str, Any]:
+    """spec.runtime, and the Kueue queue and priority the job's labels name (taken). A queued
+    job's suspend is Kueue's (it creates the job suspended and unsuspends it on admission)."""
+    manifest = job.manifest
+    out: dict[str, Any] = {"runtime": job.runtime}
+    labels = manifest.mapping("metadata", "labels")
+    if labels.get(KUEUE_QUEUE_LABEL):
+        out["queue"] = str(manifest.take("metadata", "labels", KUEUE_QUEUE_LABEL))
+        if labels.get(KUEUE_PRIORITY_LABEL):
+            out["priority"] = str(manifest.take("metadata", "labels", KUEUE_PRIORITY_LABEL))
+        if job.run_policy.pop("suspend", None) is not None:
+            notes.append(f"{manifest.ref}: suspend is Kueue's for a job in queue "
+                         f"{out['queue']} (it admits the job); the spec leaves it out")
+    return out
+
+
 def _storage(
     job: Job, pods: list[PodTemplate], manifests: list[Manifest], used: list[Manifest],
     notes: list[str],
@@ -276,7 +293,7 @@ def _storage(
 
 
 def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Imported:
-    """One TFJob and the objects around it -> the spec (plain data, in the order people write
+    """One training job and the objects around it -> the spec (plain data, in the order people write
     it); the manifests used are marked, the notes say what changes meaning."""
     manifest = job.manifest
     notes: list[str] = []
@@ -300,7 +317,7 @@ def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Im
             manifest.take("metadata", key, k)
         if kept:
             metadata[key] = kept
-    spec = shared_fields(pods, roles)
+    spec = {**_scheduling(job, notes), **shared_fields(pods, roles)}
     spec["roles"] = {role: roles[role] for role in naming.ROLES if role in roles}
     storage, claim = _storage(job, pods, manifests, used, notes)
     spec["storage"] = storage

@@ -78,10 +78,11 @@ def _pod(job: Manifest, replica: Replica) -> PodTemplate:
 
 def _env(pod: PodTemplate, notes: list[str]) -> list[dict[str, Any]]:
     out = []
+    aside = {parts[-1] for parts in pod.job.why if parts[:-1] == (*(pod.container or ()), "env")}
     for index, entry in enumerate(pod.clist("env")):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry.get(
-                "name") == "TF_CONFIG":
-            continue  # left over and listed; TF_CONFIG is the operator's
+                "name") == "TF_CONFIG" or index in aside:
+            continue  # left over with its reason; TF_CONFIG is the runtime's
         value_from = entry.get("valueFrom")
         if "value" in entry or not value_from:
             pod.ctake("env", index)
@@ -229,9 +230,9 @@ def shared_fields(pods: list[PodTemplate], roles: dict[str, dict[str, Any]]) -> 
     spec: dict[str, Any] = {}
     for key in ("image", "command", "args", "env"):
         _lift(roles, spec, key)
-    for role in roles.values():
-        if role.get("env") == []:
-            role.pop("env")
+    for owner in (spec, *roles.values()):
+        if owner.get("env") == []:
+            owner.pop("env")
     readers = _readers()
     for key in (*SHARED_CONTAINER_FIELDS, *SHARED_POD_FIELDS):
         _shared(pods, spec, key, readers[key])

@@ -22,10 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..repo import naming
+from ..repo import naming, runtimes
 from ..repo.chart import TFJOB_API_VERSION
 from .manifests import Manifest, ManifestError, Path_
 
+# The runtime whose job this module reads, in every API version its kind had; another
+# runtime's job is read as the job of this one it stands for (`jobsets`, `Runtime.as_tfjob`).
+RUNTIME = runtimes.TFJOB
 API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1beta1",
                 TFJOB_API_VERSION)
 # The port the operator gives every replica (`tfjob-port`); v1alpha1 let a job choose another.
@@ -50,11 +53,12 @@ class Replica:
 
 @dataclass
 class Job:
-    """A TFJob of any version in one shape."""
+    """A training job of any runtime and version in one shape."""
 
     manifest: Manifest
     replicas: list[Replica]
     run_policy: dict[str, Any]
+    runtime: str = RUNTIME.name  # spec.runtime
 
 
 def _role(job: Manifest, written: Any, at: str, seen: dict[str, str]) -> str:
@@ -148,4 +152,4 @@ def read_job(job: Manifest) -> Job:
     job.take("apiVersion")
     job.take("kind")
     replicas = _v1alpha1(job) if job.api_version.endswith("/v1alpha1") else _replica_map(job)
-    return Job(job, replicas, _run_policy(job))
+    return Job(job, replicas, _run_policy(job), RUNTIME.name)
