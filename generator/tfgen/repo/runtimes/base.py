@@ -138,7 +138,7 @@ def _container_problems(template: PodTemplate) -> list[JobProblem]:
     """The training container is there by its name, and every container has an image."""
     pod = template.spec or {}
     where = f"{template.pointer}.spec.containers"
-    containers = [c for c in pod.get("containers") or [] if isinstance(c, Mapping)]
+    containers = [c for c in listed(pod.get("containers")) if isinstance(c, Mapping)]
     if not any(c.get("name") == CONTAINER for c in containers):
         return [JobProblem(where, f"no container named {CONTAINER!r} (the runtime finds the "
                            "training container, its port and TF_CONFIG by that name)",
@@ -153,11 +153,17 @@ def env_entries(template: PodTemplate) -> Iterator[tuple[str, Mapping[str, Any]]
     """(pointer, entry) of every env entry of every container of a pod template."""
     pod = template.spec or {}
     for kind in ("initContainers", "containers"):
-        for index, container in enumerate(pod.get(kind) or []):
+        for index, container in enumerate(listed(pod.get(kind))):
             env = container.get("env") if isinstance(container, Mapping) else None
-            for env_index, entry in enumerate(env if isinstance(env, list) else ()):
+            for env_index, entry in enumerate(listed(env)):
                 if isinstance(entry, Mapping):
                     yield f"{template.pointer}.spec.{kind}[{index}].env[{env_index}]", entry
+
+
+def listed(value: Any) -> list[Any]:
+    """A list a rendered object should hold there, or none when it holds something else (the
+    schema says what is wrong; the rules read on)."""
+    return value if isinstance(value, list) else []
 
 
 def group_of(api_version: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from ...errors import InputError
 from .. import naming
 from . import tfconfig
-from .base import CONTAINER, JobProblem, PodTemplate, Refusal, Runtime
+from .base import CONTAINER, JobProblem, PodTemplate, Refusal, Runtime, listed
 from .tfjob import TFJOB
 
 # The labels the JobSet controller and the Job controller set on a JobSet's pods: the
@@ -41,13 +41,24 @@ RUNTIME_ENV = (INDEX_ENV, "TF_CONFIG")
 
 
 def _operator_template(template: Mapping[str, Any]) -> dict[str, Any]:
-    """A pod template as the training operator's TFJob holds it: without the runtime's env."""
-    spec = dict(template.get("spec") or {})
-    spec["containers"] = [
-        {**c, "env": [e for e in c.get("env") or [] if e.get("name") not in RUNTIME_ENV]}
-        if isinstance(c, Mapping) and c.get("name") == CONTAINER else c
-        for c in spec.get("containers") or []]
-    return {**template, "spec": spec}
+    """A pod template as the training operator's TFJob holds it: without the runtime's env.
+    Anything not shaped as Kubernetes shapes it is kept as it is, for the schema to refuse."""
+    spec = template.get("spec")
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    if not isinstance(containers, list):
+        return dict(template)
+    return {**template, "spec": {**spec, "containers": [_operator_container(c)
+                                                        for c in containers]}}
+
+
+def _operator_container(container: Any) -> Any:
+    if not isinstance(container, Mapping) or container.get("name") != CONTAINER:
+        return container
+    env = container.get("env")
+    if not isinstance(env, list):
+        return container
+    return {**container, "env": [e for e in env
+                                 if not (isinstance(e, Mapping) and e.get("name") in RUNTIME_ENV)]}
 
 
 def _replicated_problems(where: str, replicated: Any) -> list[JobProblem]:
@@ -91,7 +102,7 @@ def pod_env(container: Mapping[str, Any], index: int) -> dict[str, str]:
     """The env of the pod of completion index `index`, as its container sees it."""
     declared: dict[str, str] = {}
     annotation = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
-    for entry in container.get("env") or []:
+    for entry in listed(container.get("env")):
         if not isinstance(entry, Mapping):
             continue
         if _field(entry, "valueFrom", "fieldRef", "fieldPath") == annotation:
@@ -105,7 +116,7 @@ def _task_problems(template: PodTemplate,
                    expected: Mapping[tuple[str, int], str | None]) -> list[JobProblem]:
     """The first task of the template's role whose TF_CONFIG is not the operator's."""
     pod = template.spec or {}
-    containers = list(pod.get("containers") or [])
+    containers = listed(pod.get("containers"))
     index = next((i for i, c in enumerate(containers)
                   if isinstance(c, Mapping) and c.get("name") == CONTAINER), None)
     if index is None:
@@ -189,8 +200,10 @@ class JobSetRuntime(Runtime):
         try:
             expected = {(pod.replica_type, pod.index): pod.tf_config
                         for pod in tfconfig.pods(self.as_tfjob(job))}
-        except InputError:
-            return []  # a shape the operator refuses: shape_problems says why
+        except (InputError, AttributeError, TypeError, ValueError):
+            # a shape the operator refuses (shape_problems says why), or nodes of types the
+            # JobSet's schema refuses (its problems say why): no cluster to compare with
+            return []
         out = []
         for template in self.pod_templates(job):
             out += _task_problems(template, expected)
