@@ -44,9 +44,9 @@ def _operator_template(template: Mapping[str, Any]) -> dict[str, Any]:
     """A pod template as the training operator's TFJob holds it: without the runtime's env.
     Anything not shaped as Kubernetes shapes it is kept as it is, for the schema to refuse."""
     spec = template.get("spec")
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    if not isinstance(containers, list):
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("containers"), list):
         return dict(template)
+    containers = spec["containers"]
     return {**template, "spec": {**spec, "containers": [_operator_container(c)
                                                         for c in containers]}}
 
