@@ -31,7 +31,7 @@ from typing import Any
 
 from .. import render
 from ..errors import OptionsError
-from ..problems import Problem
+from ..problems import Problem, errors_of, tally, warned
 from ..repo import layout
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..repo.keys import path_digest
@@ -89,7 +89,8 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """No error: warnings alone pass."""
+        return not errors_of(self.problems)
 
     def summary(self) -> str:
         """The closing lines in plain words: what was checked, the verdict, the next step."""
@@ -102,12 +103,13 @@ class CheckResult:
         else:
             how = (f"{self.checked - self.cache_hits} rendered by helm, "
                    f"{self.cache_hits} reused from the last check")
-        if self.problems:
-            return (f"{scope}: {counted(len(self.problems), 'problem')} "
+        if not self.ok:
+            return (f"{scope}: {tally(self.problems)} "
                     f"({counted(self.objects, 'object')} rendered; {how}). Next: fix them, "
                     "then run `tfgen check` again")
         return (f"{scope}: all clear ({counted(self.objects, 'object')} valid, 0 "
-                f"problems; {how}). Next: commit and open a pull request")
+                f"problems{warned(self.problems)}; {how}). Next: commit and open a pull "
+                "request")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
