@@ -152,6 +152,7 @@ class Pass:
     applications: list[ResolvedApplication]
     facts: dict[str, dict[str, Any]]
     rendered: list[objects.AppObjects]
+    warnings: dict[str, tuple[Problem, ...]]  # each valid experiment's own, by name
 
 
 class Gate:
@@ -249,7 +250,8 @@ class Gate:
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
                                    self.config, scope.context(), verdicts=self.memory.verdicts,
                                    focus=self.focus)
-            problems += specs.problems + self.drift(specs, scope) + stage.argo_problems()
+            problems += (specs.problems + scope.warnings() + self.drift(specs, scope)
+                         + stage.argo_problems())
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())
             problems += [replace(p, path=layout.shown(p.path, self.root))
@@ -281,7 +283,9 @@ class Gate:
             reads={**(scope.before.reads if scope.before else {}),
                    **self.reads(resolution.applications)})
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
-        return Pass(scope, result, resolution.applications, facts, rendered)
+        warnings = {e.name: specs.warnings[e.shown] for e in specs.experiments
+                    if e.shown in specs.warnings}
+        return Pass(scope, result, resolution.applications, facts, rendered, warnings)
 
     def holds(self, found: Pass) -> bool:
         """Whether a pass's all-clear can stand for the next run (`ledger.keeps`)."""
@@ -290,7 +294,7 @@ class Gate:
     def keep(self, ledger_key: str, found: Pass) -> None:
         """The ledger of an all-clear pass: a new one for the whole repository, else the one
         it was since, with the changed experiments as they are now."""
-        entries = ledger.entries(self.root, found.facts, found.rendered)
+        entries = ledger.entries(self.root, found.facts, found.rendered, found.warnings)
         if found.scope.before is None:
             kept = ledger.Ledger.of(self.inputs.hashes, found.result.reads, entries)
         else:
