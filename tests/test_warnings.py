@@ -208,6 +208,13 @@ def test_render_writes_and_says_the_warning(repo: Path) -> None:
     assert check.exit_code == 0 and "warning: $.spec.image" in check.stdout
 
 
+def test_new_writes_the_spec_and_says_the_warning(repo: Path) -> None:
+    result = tfgen("new", "probe", "--image", "tensorflow/tensorflow")
+    assert result.exit_code == 0, result.output
+    assert Path("experiments/probe.yaml").is_file()
+    assert "experiments/probe.yaml:" in result.stderr and "has no tag" in result.stderr
+
+
 # --- tfgen check: exit 0, and the same warnings with its cache as without -----------------------
 
 
