@@ -217,7 +217,8 @@ def test_format_json(runner, repo):
     assert {p["path"] for p in problems} == {"experiments/three-mistakes.yaml"}
     assert [p["line"] for p in problems] == [9, 11, 15]
     assert problems[1]["pointer"] == "$.spec.roles.chef"
-    assert set(problems[0]) == {"path", "line", "col", "pointer", "message", "hint"}
+    assert set(problems[0]) == {"path", "line", "col", "pointer", "message", "hint", "severity"}
+    assert {p["severity"] for p in problems} == {"error"}
 
 
 def test_format_json_valid_is_empty_list(runner, repo):

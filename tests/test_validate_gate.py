@@ -1,8 +1,9 @@
 """validate is the gate for everything about one spec: every case of the hostile corpus is run
 through `tfgen validate` and `tfgen check` (each as a subprocess, under the corpus's limits),
 and every problem check finds in a spec file must be one validate finds too, at the same line
-with the same text. A check that refuses a spec validate accepted, or names another line, fails
-here. Cases that change the chart or the helm are the gate's alone (validate reads specs)."""
+with the same text and severity (a warning is one for both). A check that refuses a spec
+validate accepted, or names another line, fails here. Cases that change the chart or the helm
+are the gate's alone (validate reads specs)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from test_hostile import (  # noqa: F401
 )
 from tfgen.repo import layout
 
-Found = set[tuple[str, int, str]]
+Found = set[tuple[str, int, str, str]]
 
 # What a case may change that is no part of a spec: the chart and the helm that renders it. A
 # chart or a helm changed by hand is the gate's to judge (its backstop); validate reads specs.
@@ -42,12 +43,13 @@ def about_specs(case: dict[str, Any]) -> bool:
 
 
 def spec_problems(output: str) -> Found:
-    """(path, line, message) of every problem in a spec file in `--format json` output."""
+    """(path, line, message, severity) of every problem in a spec file in `--format json`
+    output: check must see validate's warnings as warnings, and its errors as errors."""
     try:
         items = json.loads(output or "[]")
     except json.JSONDecodeError:
         return set()  # no problem list (a refused tfgen.yaml): nothing about a spec
-    return {(p["path"], p["line"], p["message"]) for p in items
+    return {(p["path"], p["line"], p["message"], p.get("severity", "error")) for p in items
             if isinstance(p, dict) and str(p.get("path", "")).startswith(
                 f"{layout.EXPERIMENTS_DIR}/") and str(p["path"]).endswith(layout.SPEC_SUFFIX)}
 
@@ -86,7 +88,8 @@ def test_check_finds_nothing_validate_missed(case_file: Path, gate_verdicts: dic
                                              ) -> None:
     validated, checked = gate_verdicts[case_file]
     missed = sorted(checked - validated)
-    assert not missed, "check found in a spec what validate did not (path, line, message):\n" \
+    assert not missed, "check found in a spec what validate did not (path, line, message, " \
+        "severity):\n" \
         + "\n".join(map(str, missed)) + "\nvalidate found:\n" + "\n".join(map(str, validated))
 
 
@@ -100,7 +103,9 @@ def test_cases_about_the_chart_or_helm_are_the_gates() -> None:
 def test_spec_problems_reads_only_spec_files() -> None:
     output = json.dumps([
         {"path": "experiments/a.yaml", "line": 3, "message": "m"},
+        {"path": "experiments/a.yaml", "line": 4, "message": "w", "severity": "warning"},
         {"path": "argo/experiments/a/values.yaml", "line": 0, "message": "drift"},
         {"path": "tfgen.yaml", "line": 2, "message": "c"}])
-    assert spec_problems(output) == {("experiments/a.yaml", 3, "m")}
+    assert spec_problems(output) == {("experiments/a.yaml", 3, "m", "error"),
+                                     ("experiments/a.yaml", 4, "w", "warning")}
     assert spec_problems("error: not json") == set()

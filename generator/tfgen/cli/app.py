@@ -29,7 +29,9 @@ plain words, and the next step. So `tfgen ... --format json > out.json` gets cle
 \b
 Exit codes, every command: 0 ok, 1 problems found in the input (or drift, or a
 failed run), 2 usage error (bad option or argument) or environment (helm, git,
-a file the system refuses); 130 when interrupted (Ctrl-C)."""
+a file the system refuses); 130 when interrupted (Ctrl-C). Warnings (`warning:`,
+e.g. an image tagged :latest) are printed and counted apart, and never change
+the exit code."""
 
 
 # --root of render, check and diff: an existing folder (a typo must not fall back to the

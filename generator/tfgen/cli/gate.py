@@ -37,7 +37,8 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     Validates every spec, checks the committed generated files, renders every Application
     with helm exactly as Argo CD would, validates every rendered object strictly against the
     Kubernetes schemas of tfgen.yaml's kubernetesVersion and schemas/, and applies the TFJob,
-    data-safety and GitOps rules. Exit 0 clean, 1 problems, 2 usage or missing tool.
+    data-safety and GitOps rules. Exit 0 clean (warnings are printed but fail nothing), 1
+    problems, 2 usage or missing tool.
     """
     from ..gate.base import check_ref
     from ..gate.check import CheckOptions, run_check
@@ -57,7 +58,7 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(result.summary(), err=True)
-    sys.exit(1 if result.problems else 0)
+    sys.exit(0 if result.ok else 1)  # warnings alone: printed, counted, exit 0
 
 
 @main.command("diff")

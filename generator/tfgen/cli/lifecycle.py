@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..problems import format_problems
+from ..problems import errors_of, format_problems, tally
 from ..repo.resources import role_bounds
 from ..repo.runtimes import RUNTIMES
+from ..words import counted
 from .app import emit_problems, handle_errors, main
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ def _created(created: Created, note: str = "") -> None:
     click.echo(created.path)
     for change in created.changes:
         click.echo(f"  changed {change}", err=True)
+    for warning in sorted(created.warnings):
+        click.echo(warning.text(), err=True)
     click.echo(f"wrote {created.path}{note}; " + _NEXT.format(path=created.path), err=True)
 
 
@@ -176,7 +179,7 @@ def list_command(fmt: str, namespace: str | None, owner: str | None,
     Invalid specs are listed as far as they can be read, and their problems are reported as
     `tfgen validate` reports them (on stdout after the table; in JSON, on stderr).
 
-    Exit codes: 0 listed, 1 some spec has problems, 2 usage.
+    Exit codes: 0 listed (warnings too), 1 some spec has problems, 2 usage.
     """
     from ..lifecycle import list_experiments, quota_lines, table
 
@@ -193,11 +196,9 @@ def list_command(fmt: str, namespace: str | None, owner: str | None,
         emit_problems(problems, "text")
     for line in quota_lines(rows):
         click.echo(line, err=True)
-    n = len(rows)
-    click.echo(f"{n} experiment{'s' if n != 1 else ''}"
-               + (f"; {len(problems)} problem(s) (`tfgen validate`)" if problems else ""),
-               err=True)
-    sys.exit(1 if problems else 0)
+    click.echo(counted(len(rows), "experiment")
+               + (f"; {tally(problems)} (`tfgen validate`)" if problems else ""), err=True)
+    sys.exit(1 if errors_of(problems) else 0)  # warnings alone list as all well
 
 
 @main.command()

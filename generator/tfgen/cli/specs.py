@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..problems import FORMATS, format_problems
+from ..problems import FORMATS, errors_of, format_problems
 from ..validate import validate_repo
 from ..words import counted
 from .app import NO_CACHE_OPTION, ROOT_OPTION, emit_problems, handle_errors, main
@@ -41,7 +41,8 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
     the repository root (the nearest directory holding tfgen.yaml). Every problem of every file
     is reported at once as path:line:col: $.pointer: message (hint).
 
-    Exit codes: 0 all valid, 1 problems found, 2 usage error.
+    Exit codes: 0 all valid (warnings, e.g. an image tagged :latest, are printed and counted
+    but fail nothing), 1 problems found, 2 usage error.
     """
     result = validate_repo(paths)
     if fmt == "json" or result.problems:
@@ -144,7 +145,7 @@ def _render(check: bool, prune: bool, fmt: str,
                 click.echo(plan.diff(), nl=False)
             emit_problems(problems, fmt)
             click.echo(_render_summary(plan, check=True), err=True)
-        sys.exit(1 if drift or problems else 0)
+        sys.exit(1 if drift or errors_of(problems) else 0)
     result = apply_plan(plan, prune=prune)
     if fmt == "json":
         click.echo(json.dumps({
@@ -164,7 +165,7 @@ def _render(check: bool, prune: bool, fmt: str,
         emit_problems(problems, fmt)
         click.echo(_render_summary(plan, check=False, written=result.written,
                                    removed=result.removed), err=True)
-    sys.exit(1 if problems else 0)
+    sys.exit(1 if errors_of(problems) else 0)  # the specs' warnings fail nothing
 
 
 # --- tfgen import -----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import Any
 
 from .. import render
 from ..errors import OptionsError
-from ..problems import Problem
+from ..problems import Problem, errors_of, tally, warned
 from ..repo import layout
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..repo.keys import path_digest
@@ -89,7 +89,8 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """No error: warnings alone pass."""
+        return not errors_of(self.problems)
 
     def summary(self) -> str:
         """The closing lines in plain words: what was checked, the verdict, the next step."""
@@ -102,12 +103,13 @@ class CheckResult:
         else:
             how = (f"{self.checked - self.cache_hits} rendered by helm, "
                    f"{self.cache_hits} reused from the last check")
-        if self.problems:
-            return (f"{scope}: {counted(len(self.problems), 'problem')} "
+        if not self.ok:
+            return (f"{scope}: {tally(self.problems)} "
                     f"({counted(self.objects, 'object')} rendered; {how}). Next: fix them, "
                     "then run `tfgen check` again")
         return (f"{scope}: all clear ({counted(self.objects, 'object')} valid, 0 "
-                f"problems; {how}). Next: commit and open a pull request")
+                f"problems{warned(self.problems)}; {how}). Next: commit and open a pull "
+                "request")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -150,6 +152,7 @@ class Pass:
     applications: list[ResolvedApplication]
     facts: dict[str, dict[str, Any]]
     rendered: list[objects.AppObjects]
+    warnings: dict[str, tuple[Problem, ...]]  # each valid experiment's own, by name
 
 
 class Gate:
@@ -247,7 +250,8 @@ class Gate:
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
                                    self.config, scope.context(), verdicts=self.memory.verdicts,
                                    focus=self.focus)
-            problems += specs.problems + self.drift(specs, scope) + stage.argo_problems()
+            problems += (specs.problems + scope.warnings() + self.drift(specs, scope)
+                         + stage.argo_problems())
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())
             problems += [replace(p, path=layout.shown(p.path, self.root))
@@ -279,7 +283,9 @@ class Gate:
             reads={**(scope.before.reads if scope.before else {}),
                    **self.reads(resolution.applications)})
         facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
-        return Pass(scope, result, resolution.applications, facts, rendered)
+        warnings = {e.name: specs.warnings[e.shown] for e in specs.experiments
+                    if e.shown in specs.warnings}
+        return Pass(scope, result, resolution.applications, facts, rendered, warnings)
 
     def holds(self, found: Pass) -> bool:
         """Whether a pass's all-clear can stand for the next run (`ledger.keeps`)."""
@@ -288,7 +294,7 @@ class Gate:
     def keep(self, ledger_key: str, found: Pass) -> None:
         """The ledger of an all-clear pass: a new one for the whole repository, else the one
         it was since, with the changed experiments as they are now."""
-        entries = ledger.entries(self.root, found.facts, found.rendered)
+        entries = ledger.entries(self.root, found.facts, found.rendered, found.warnings)
         if found.scope.before is None:
             kept = ledger.Ledger.of(self.inputs.hashes, found.result.reads, entries)
         else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, OptionsError
-from ..problems import Problem
+from ..problems import Problem, errors_of
 from ..repo import layout, naming
 from ..repo.cache import CACHE_DIRNAME, Cache
 from ..validate import RepoConfig, load_config, team, validate_repo
@@ -202,8 +202,8 @@ def run_diff(
     table = gpu_table(config, None if base_gpus is None else gpus_by_namespace(base_gpus),
                       gpus_by_namespace(now_gpus))
     specs = validate_repo(cwd=root)
-    if specs.problems:
-        return DiffResult(base=ref, problems=list(specs.problems), gpus=table)
+    if errors_of(specs.problems):  # (warnings leave the diff whole: `tfgen check` says them)
+        return DiffResult(base=ref, problems=errors_of(specs.problems), gpus=table)
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
     scope = base.changed_experiments(root, ref)

@@ -2,10 +2,11 @@
 
 Recalling each experiment's verdicts from the cache costs tens of microseconds an experiment:
 at ten thousand experiments, most of a check after a one-experiment change. So a check that
-found no problem leaves a ledger: the content hash of every input file it read and, per
-experiment, what the checks across experiments read of it: what the rules across spec files
-read (`validate.across_problems`), the name of its Application and its objects' identities
-(two experiments rendering one object collide), with their count.
+found no problem (warnings aside) leaves a ledger: the content hash of every input file it
+read and, per experiment, what the checks across experiments read of it: what the rules across
+spec files read (`validate.across_problems`), the name of its Application and its objects'
+identities (two experiments rendering one object collide), with their count; and the warnings
+its own checks gave, which a check from the ledger says again as a full check would.
 
 The next check uses the ledger when every file that differs from it belongs to an experiment
 (its spec, or a file below argo/experiments/<name>/): its scope (`scope`) is those
@@ -20,8 +21,9 @@ when each Application reads files of its own experiment only (its values; a ledg
 only then: `keeps`) and helm reads the same charts (their digests are kept beside it:
 `CheckResult.reads`).
 
-The ledger only ever answers "all clear". Anything the changed experiments' checks find sends
-the run to the full check, which says where each problem is.
+The ledger only ever answers "all clear" (with the unchanged experiments' warnings). Any error
+the changed experiments' checks find sends the run to the full check, which says where each
+problem is.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ import json
 import secrets
 import zlib
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..problems import Problem
 from ..render.codeowners import codeowners_file
 from ..repo import layout
 from ..repo.cache import Cache
@@ -54,18 +57,22 @@ class Entry:
     """One experiment as the ledger keeps it: what the rules across spec files read of its
     spec (None: no spec), its Application's name (None: none), a short digest of each of
     its objects' identities as the cluster tells them apart (`objects.cluster_identity`; two
-    equal digests make the full check look), and the objects' count."""
+    equal digests make the full check look), the objects' count, and the warnings of its own
+    checks (an all-clear experiment has no other problem)."""
 
     facts: dict[str, Any] | None
     application: str | None
     identities: tuple[str, ...]
     objects: int
+    warnings: tuple[Problem, ...] = ()
 
     @classmethod
-    def of(cls, facts: dict[str, Any] | None, rendered: AppObjects | None) -> Entry:
+    def of(cls, facts: dict[str, Any] | None, rendered: AppObjects | None,
+           warnings: tuple[Problem, ...] = ()) -> Entry:
         if rendered is None:
-            return cls(facts, None, (), 0)
-        return cls(facts, rendered.app.name, identities(rendered), len(rendered.keys))
+            return cls(facts, None, (), 0, warnings)
+        return cls(facts, rendered.app.name, identities(rendered), len(rendered.keys),
+                   warnings)
 
 
 def identities(rendered: AppObjects) -> tuple[str, ...]:
@@ -176,8 +183,9 @@ def load(cache: Cache, key: str, hashes: Mapping[str, str],
 def _load_part(text: str) -> _Part:
     data = json.loads(text)
     return _Part(dict(data["hashes"]), {
-        name: Entry(facts, application, tuple(found), objects)
-        for name, (facts, application, found, objects) in data["entries"].items()},
+        name: Entry(facts, application, tuple(found), objects,
+                    tuple(Problem(**problem) for problem in warned))
+        for name, (facts, application, found, objects, warned) in data["entries"].items()},
         str(data["token"]))
 
 
@@ -188,19 +196,20 @@ def save(cache: Cache, key: str, ledger: Ledger) -> None:
             part.token = secrets.token_hex(8)
             cache.put_json(SPACE, CacheKeys.ledger_part(key, index), {
                 "token": part.token, "hashes": part.hashes,
-                "entries": {name: [e.facts, e.application, e.identities, e.objects]
+                "entries": {name: [e.facts, e.application, e.identities, e.objects,
+                                   [asdict(p) for p in e.warnings]]
                             for name, e in part.entries.items()}})
     cache.put_json(SPACE, key, {"common": ledger.common, "reads": ledger.reads,
                                 "tokens": [part.token for part in ledger.parts]})
 
 
-def entries(root: Path, facts: Mapping[str, dict[str, Any]],
-            rendered: Iterable[AppObjects]) -> dict[str, Entry]:
+def entries(root: Path, facts: Mapping[str, dict[str, Any]], rendered: Iterable[AppObjects],
+            warnings: Mapping[str, tuple[Problem, ...]]) -> dict[str, Entry]:
     """Each experiment's entry, from what the rules across spec files read of it (`facts`, by
-    name) and its Application's rendered objects."""
+    name), its Application's rendered objects and its warnings (by name)."""
     real = str(root.resolve())
     objects = {_experiment(real, item.app): item for item in rendered}
-    return {name: Entry.of(facts.get(name), objects.get(name))
+    return {name: Entry.of(facts.get(name), objects.get(name), warnings.get(name, ()))
             for name in facts.keys() | objects.keys() if name is not None}
 
 

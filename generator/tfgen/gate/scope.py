@@ -6,7 +6,8 @@ at. The whole scope hands every stage every experiment. A scope since a ledger (
 last all-clear check) hands each stage the changed experiments, and the unchanged ones as the
 ledger keeps them, for the rules across experiments: their spec facts (names, volumes, log
 folders, quotas), their CODEOWNERS lines, their Applications' names and their objects'
-identities. An unchanged experiment's own verdict is the ledger's: all clear.
+identities. An unchanged experiment's own verdict is the ledger's: all clear, with the
+warnings the ledger kept of it.
 
 A scope since a ledger only ever answers "all clear": what such a pass finds, the gate says
 from a pass over the whole repository, so every problem reads as a full check words it.
@@ -18,6 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..problems import Problem
 from ..repo import layout
 from ..repo.inputs import Inputs
 from ..validate import RepoConfig
@@ -91,6 +93,11 @@ class Scope:
                 owner = (entry.application, layout.generated_paths(name)[1])
                 found.update(dict.fromkeys(entry.identities, owner))
         return found
+
+    def warnings(self) -> list[Problem]:
+        """The unchanged experiments' warnings as the ledger keeps them: a pass since the
+        ledger says them as a pass over the whole repository does."""
+        return [warning for entry in self.others.values() for warning in entry.warnings]
 
     def kept(self) -> list[Entry]:
         """The unchanged experiments that have an Application."""

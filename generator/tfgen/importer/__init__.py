@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import OptionsError, ProblemsFound
-from ..problems import Problem
+from ..problems import Problem, errors_of, warnings_of
 from ..repo import layout, runtimes
 from ..validate.config import RepoConfig, load_config
 from .jobsets import read_jobset, task_services
@@ -126,9 +126,10 @@ def _validated(config: RepoConfig, manifests: list[Manifest], imported: list[Imp
         result.specs[item.name] = text
         result.notes.extend(item.notes)
         problems += problems_of(config, item.name, text)
-    if problems:
+    if errors_of(problems):
         raise ProblemsFound(problems, "the imported spec would not be valid (the problems "
                             "name its fields); nothing written: fix those in the input")
+    result.notes.extend(p.text() for p in sorted(warnings_of(problems)))
     return result
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptionsError
-from ..problems import Problem
+from ..problems import Problem, errors_of
 from ..render.durable import write_temp
 from ..render.generated import dump_yaml
 from ..render.write import blocked_paths
@@ -44,11 +44,11 @@ def target(config: RepoConfig, name: str) -> Path:
 
 def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
     """What `tfgen validate` would say of `text` as experiments/<name>.yaml, next to the
-    repository's other specs."""
+    repository's other specs (its warnings included)."""
     path = target(config, name)
     shown = layout.shown(path, config.root)
     checked, problems = check_file(path, shown, text.encode("utf-8"), config)
-    if checked is None or problems:
+    if checked is None or errors_of(problems):
         return problems
     others = []
     directory = config.experiments_dir
@@ -62,7 +62,8 @@ def problems_of(config: RepoConfig, name: str, text: str) -> list[Problem]:
         item, _ = check_file(other, layout.shown(other, config.root), raw, config)
         if item is not None:
             others.append(item)
-    return [p for p in across_problems([checked, *others], config) if p.path == shown]
+    return problems + [p for p in across_problems([checked, *others], config)
+                       if p.path == shown]
 
 
 def refuse_blocked(config: RepoConfig, names: list[str]) -> None:

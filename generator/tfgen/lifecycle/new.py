@@ -20,7 +20,7 @@ import yaml
 from ..errors import OptionsError, ProblemsFound
 from ..importer import git_email
 from ..importer.write import MODELINE, problems_of, refuse_blocked, target, write_new
-from ..problems import Problem
+from ..problems import Problem, errors_of, warnings_of
 from ..render.generated import dump_yaml
 from ..repo import layout, naming
 from ..repo.files import read_input
@@ -87,6 +87,7 @@ class Created:
     path: str
     text: str
     changes: list[Change] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # what `tfgen validate` will warn of
 
 
 def check_name(name: str) -> None:
@@ -204,10 +205,10 @@ def new_experiment(name: str, options: NewOptions | None = None, *,
     else:
         text, changes = _copied_text(name, config, options, options.source, cwd)
     problems = problems_of(config, name, text)
-    if problems:
+    if errors_of(problems):
         cause = _causes(config, options, path, text, problems)
         raise ProblemsFound(problems, f"{shown} would not be valid{cause} (the problems name "
                             "its fields); nothing written")
     refuse_blocked(config, [name])
     write_new(path, text)
-    return Created(name, shown, text, changes)
+    return Created(name, shown, text, changes, warnings_of(problems))

@@ -93,7 +93,7 @@ def _delete(root: Path, path: Path, shown: str, name: str) -> Retired:
         shutil.rmtree(folder)
         result.removed.append(layout.shown(folder, root) + "/")
     plan, problems = plan_repository(root)
-    if plan is not None and not problems and not plan.problems:
+    if plan is not None and not plan.problems:  # (`problems`: then the specs' warnings)
         apply_plan(plan, prune=True)
         result.rendered = True
     return result

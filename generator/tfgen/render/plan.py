@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EnvironmentProblem
-from ..problems import Problem
+from ..problems import Problem, errors_of, warnings_of
 from ..repo import layout, naming
 from ..repo.inputs import Subset
 from ..repo.keys import content_hash
@@ -293,7 +293,8 @@ def plan_repository(
     out again, and the plan tells the memory what was written.
 
     Returns (None, problems) when any spec is invalid: nothing is rendered from a repository
-    that does not validate, so a half-valid tree never reaches Argo CD. Outside a tfgen
+    that does not validate, so a half-valid tree never reaches Argo CD; else (the plan, the
+    specs' warnings). Outside a tfgen
     repository (no tfgen.yaml here or above) there is nothing to render: `NotARepository`,
     before anything is written.
     """
@@ -302,17 +303,18 @@ def plan_repository(
     config = load_config([], cwd=root)
     folder = config.experiments_dir
     experiments: list[Experiment] = []
+    warnings: list[Problem] = []
     if layout.spec_files(folder) or layout.misplaced_specs(folder):
         # (with no spec at all, the last one deleted, nothing is validated: a valid state,
         # argo/ keeps the wiring and every per-experiment file becomes an orphan)
         result = validate_paths([folder], config,
                                 verdicts=memory.verdicts if memory else None)
-        if result.problems:
+        if errors_of(result.problems):
             return None, list(result.problems)
-        experiments = result.experiments
+        experiments, warnings = result.experiments, warnings_of(result.problems)
     if memory is None:
-        return plan_render(config.root, experiments, config.argocd, config=config), []
-    return remembered_plan(memory, experiments, config), []
+        return plan_render(config.root, experiments, config.argocd, config=config), warnings
+    return remembered_plan(memory, experiments, config), warnings
 
 
 def remembered_plan(

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import InputError, OptionsError, ProblemsFound
 from ..gate import helm
 from ..gate.manifests import ManifestValidator, parse_manifest
-from ..problems import Problem
+from ..problems import Problem, errors_of, tally
 from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import chart, layout, naming, resources, runtimes
@@ -212,11 +212,10 @@ def explain_runs(
     # Whatever else the path is (a FIFO, a link out of the repository), the spec stage says
     # so as a problem of that file, exactly as `tfgen validate` would.
     result = validate_repo([path])
-    if result.problems:
-        count = len(result.problems)
+    if errors_of(result.problems):  # (warnings alone are `tfgen validate`'s to say)
         raise ProblemsFound(
             result.problems,
-            f"{counted(count, 'problem')}: fix the spec, then explain it",
+            f"{tally(result.problems)}: fix the spec, then explain it",
         )
     if not result.experiments:
         raise InputError(f"{spec}: no experiment in this file")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import TfgenError
-from ..problems import Problem
+from ..problems import Problem, errors_of, tally, warnings_of
 from ..repo import layout
 from ..words import counted
 from . import capacity, pods, runtime, sweep, team, valuesfile
@@ -113,10 +113,13 @@ class ValidationResult:
     # What the rules across files read of each valid experiment, by its shown path (given
     # `verdicts`; else its whole data): the gate keeps it for its next run (`gate.ledger`).
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The warnings of each valid experiment's own checks, by its shown path (those of a
+    # tfgen.yaml default are located in tfgen.yaml): the gate's ledger keeps them too.
+    warnings: dict[str, tuple[Problem, ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.problems and (bool(self.files) or self.no_experiments_yet)
+        return not errors_of(self.problems) and (bool(self.files) or self.no_experiments_yet)
 
     @property
     def invalid_names(self) -> set[str]:
@@ -126,14 +129,19 @@ class ValidationResult:
 
     def summary(self) -> str:
         """The closing line: "3 problems in 1 of 4 files. Next: ..." or "4 experiments
-        valid. Next: ..."."""
+        valid. Next: ..." (warnings counted apart: "4 experiments valid, 1 warning")."""
         again = "Next: fix them, then run `tfgen validate` again"
-        if self.problems and not self.files:
-            return f"{counted(len(self.problems), 'problem')}, no experiment files checked. {again}"
-        if self.problems and (self.files or self.not_specs):
+        failed = bool(errors_of(self.problems))
+        if failed and not self.files:
+            return f"{tally(self.problems)}, no experiment files checked. {again}"
+        if failed:
             bad, total = self.invalid_files + self.not_specs, len(self.files) + self.not_specs
-            return (f"{counted(len(self.problems), 'problem')} in {bad} of "
-                    f"{counted(total, 'file')}. {again}")
+            return f"{tally(self.problems)} in {bad} of {counted(total, 'file')}. {again}"
+        warned = warnings_of(self.problems)
+        if warned:
+            return (f"{counted(len(self.experiments), 'experiment')} valid, "
+                    f"{counted(len(warned), 'warning')}. Next: see to them, then "
+                    "`tfgen render`, then open a pull request")
         if not self.files and self.no_experiments_yet:
             return "no experiments yet. Next: add one with `tfgen new NAME`"
         if not self.files:
@@ -245,7 +253,7 @@ def _recalled_data(
     data = remembered()
     if data is None:
         checked, problems = check_file(path, shown, read(), config)
-        if checked is None or problems:
+        if checked is None or errors_of(problems):
             raise TfgenError(f"{shown}: changed while tfgen was reading it; run tfgen again")
         data = checked.data
     return data
@@ -297,14 +305,17 @@ def validate_paths(
     checked: list[Checked] = []
     # Counted per spec file: a problem located in tfgen.yaml (a bad default) still fails the spec.
     invalid: set[Path] = set()
+    warnings: dict[str, tuple[Problem, ...]] = {}
     names = [layout.shown(path) for path in files]
     known = (verdicts.recall(list(zip(files, names, strict=True))) if verdicts
              else [None] * len(files))
     for path, name, verdict in zip(files, names, known, strict=True):
         item, found = _check(path, name, config, verdict, verdicts)
         problems += found
-        if found:
+        if errors_of(found):
             invalid.add(path)
+        elif item is not None and (warned := warnings_of(found)):
+            warnings[name] = tuple(warned)
         if item is not None:
             checked.append(item)
     mine = {c.shown for c in checked}
@@ -336,6 +347,8 @@ def validate_paths(
         invalid_files=len(invalid),
         not_specs=not_specs,
         facts={c.shown: c.data for c in checked if c.source not in invalid},
+        warnings={c.shown: warnings[c.shown] for c in checked
+                  if c.source not in invalid and c.shown in warnings},
     )
 
 

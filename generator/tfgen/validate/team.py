@@ -4,15 +4,18 @@ Whoever can merge a spec can start GPU pods in a team's namespace, so validate e
 namespace's policy on every spec: image registries and digests, GPUs per experiment, allowed
 service accounts, priority classes and schedulers, TensorBoard's Service type and NAS servers;
 and across the namespace's specs, its GPU quota. Each problem points at the spec field (or the
-tfgen.yaml default it came from) and names the policy and its line in tfgen.yaml.
+tfgen.yaml default it came from) and names the policy and its line in tfgen.yaml. An image
+that floats (no tag, or `:latest`) is refused where the policy asks for digests and warned
+about everywhere else: the same spec may run other code tomorrow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from ..problems import Problem
+from ..problems import WARNING, Problem
 from ..repo import images as refs
 from . import sweep
 from .checked import Checked, Collector, lookup, spec_is_retired
@@ -100,6 +103,19 @@ def _image_policy(policy: _Policy, parts: PointerParts, text: str) -> None:
                        f"{policy.name('requireDigest')} requires",
                        "append @sha256:<digest> (e.g. from `docker buildx imagetools inspect`)",
                        key=False)
+    elif image.floating:
+        _floating_warning(policy.out, parts, text, image)
+
+
+def _floating_warning(out: Collector, parts: PointerParts, text: str, image: refs.Image) -> None:
+    """A floating image where no policy asks for digests: said, not refused (the namespace's
+    `requireDigest` makes it the error above instead)."""
+    how = "is tagged :latest" if image.tag else "has no tag (the runtime pulls :latest)"
+    written = text[:len(text) - len(image.tag) - 1] if image.tag else text  # as it was written
+    problem = out.locator.problem(
+        parts, f"image {shown(text)} {how}, so what runs may change under the same spec",
+        f"pin a version tag or a digest: {written}:<version> or {written}@sha256:<digest>")
+    out.problems.append(replace(problem, severity=WARNING))
 
 
 def _prefix(entry: Any) -> refs.Prefix | None:
