@@ -10,12 +10,15 @@ from ..repo import naming
 
 # The distribution reference grammar (the one container runtimes parse image names with):
 # [host[:port]/]path-component[/path-component...][:tag][@digest].
+# A first component with a '.' followed by '/' is a registry host to the runtime (so it must
+# be one): without a host, a name of several components starts with a dotless component.
 _PATH_COMPONENT = "[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*"
+_DOTLESS_COMPONENT = "[a-z0-9]+((_|__|-+)[a-z0-9]+)*"
 _HOST_COMPONENT = "[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?"
 IMAGE_REFERENCE = (
-    f"^({_HOST_COMPONENT}(\\.{_HOST_COMPONENT})*(:[0-9]+)?/)?{_PATH_COMPONENT}"
-    f"(/{_PATH_COMPONENT})*(:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
-    "(@(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?$"
+    f"^({_HOST_COMPONENT}(\\.{_HOST_COMPONENT})*(:[0-9]+)?/{_PATH_COMPONENT}"
+    f"(/{_PATH_COMPONENT})*|{_DOTLESS_COMPONENT}(/{_PATH_COMPONENT})+|{_PATH_COMPONENT})"
+    "(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}))?$"
 )
 
 # The schemas' $defs/line: text that cannot add a line to the YAML tfgen and the chart write.
@@ -31,6 +34,11 @@ PATTERN_WORDS: dict[str, str] = {
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
         "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with "
         "a letter or digit"
+    ),
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$": (
+        "must be empty or a DNS-1123 label: lowercase letters, digits and '-', starting and "
+        "ending with a letter or digit (the name of a Kueue LocalQueue or "
+        "WorkloadPriorityClass)"
     ),
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": (
         "must be a Kubernetes object name: lowercase letters, digits, '-' and '.', starting and "
