@@ -41,6 +41,7 @@ def test_the_bundled_codeowners() -> None:
         f"/experiments/cpu-linear.yaml {PLATFORM}",
         f"/experiments/distributed-mnist.yaml {PLATFORM}",
         f"/experiments/lr-sweep.yaml {PLATFORM}",
+        "/experiments/mnist-jobset.yaml @example-org/ml-team",
         "/experiments/resnet-chief-eval.yaml @example-org/ml-team",
     ]
     # The committed file is this one (render --check says so too, for the whole tree).
@@ -66,6 +67,7 @@ def test_a_namespace_without_owners_and_no_owners_at_all() -> None:
     generated, _ = codeowners_file({"namespaces": {"ml-team": ["@t/ml"]}}, experiments)
     assert generated is not None
     assert generated.body == ("# Experiments: each spec by its namespace's owners.\n"
+                              "/experiments/mnist-jobset.yaml @t/ml\n"
                               "/experiments/resnet-chief-eval.yaml @t/ml\n")
     assert codeowners_file({}, experiments) == (None, [])
     assert codeowners_file({"namespaces": {}}, experiments) == (None, [])

@@ -16,7 +16,7 @@ from tfgen.gate.applications import resolve_applications
 from tfgen.gate.batch import BatchRenderer, RenderJob, jobs_for
 from tfgen.gate.manifests import parse_manifest
 from tfgen.render.values import build_values
-from tfgen.repo import chart, layout, naming, resources
+from tfgen.repo import chart, layout, naming, resources, runtimes
 from tfgen.validate.defaults import apply_defaults
 
 CHART = REPO_ROOT / layout.CHART_PATH
@@ -75,8 +75,10 @@ def test_roles_agree_with_both_schemas_and_the_chart() -> None:
     assert set(schema_property(values_schema, "roles")["properties"]) == set(naming.ROLES)
     seen: dict[str, str] = {}
     for values, objects in rendered().values():
-        tfjobs = [o for o in objects if o["kind"] == "TFJob"]
-        assert len(tfjobs) == len(values.get("runs") or [None])  # one TFJob per run
+        runtime = runtimes.of_values(values)
+        tfjobs = [runtime.as_tfjob(o) for o in objects
+                  if runtimes.of_object(o["apiVersion"], o["kind"]) is runtime]
+        assert len(tfjobs) == len(values.get("runs") or [None])  # one job per run
         for tfjob in tfjobs:
             for role in values["roles"]:
                 replica_type = naming.REPLICA_TYPES[role]
@@ -91,8 +93,9 @@ def test_names_the_chart_derives_are_tfgen_s() -> None:
         name, namespace = values["experiment"]["name"], values["experiment"]["namespace"]
         by_kind = {(o["kind"], o["metadata"]["name"]) for o in objects}
         suffixes = [run["suffix"] for run in values.get("runs") or [{"suffix": ""}]]
+        kind = runtimes.of_values(values).kind
         for suffix in suffixes:
-            assert ("TFJob", naming.job_name(name, suffix)) in by_kind
+            assert (kind, naming.job_name(name, suffix)) in by_kind
         if not values["storage"].get("existingClaim"):
             assert (chart.VOLUME, naming.volume_name(namespace, name)) in by_kind
             assert (chart.CLAIM, naming.claim_name(name)) in by_kind

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import copy_repo_parts
+from helpers import REPO_ROOT, copy_repo_parts
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -26,7 +26,8 @@ from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.repo import layout
 from tfgen.repo.cache import CACHE_DIRNAME, Cache
 
-NAMES = ("cpu-linear", "distributed-mnist", "lr-sweep", "resnet-chief-eval")
+# the bundled experiments, as many as there are
+NAMES = tuple(sorted(p.stem for p in (REPO_ROOT / layout.EXPERIMENTS_DIR).glob("*.yaml")))
 
 
 @contextlib.contextmanager

@@ -19,6 +19,9 @@ SPEC = "experiments/resnet-chief-eval.yaml"  # namespace ml-team: chief 1 GPU, 4
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = copy_repo_parts(tmp_path / "repo")
+    # SPEC is the one ml-team spec each policy below is tried on: the bundled JobSet example
+    # there would answer every rule too
+    (root / "experiments" / "mnist-jobset.yaml").unlink()
     monkeypatch.chdir(root)
     return root
 

@@ -7,9 +7,10 @@ from tfgen.render.values import build_values, env_var, resources
 from tfgen.validate.defaults import apply_defaults
 
 CONTRACT_TOP_KEYS = [
-    "experiment", "lifecycle", "image", "imagePullPolicy", "imagePullSecrets", "command", "args",
-    "workingDir", "env", "roles", "storage", "tensorboard", "runPolicy", "priorityClassName",
-    "schedulerName", "serviceAccountName", "podSecurityContext", "istioSidecar", "networkPolicy",
+    "experiment", "lifecycle", "runtime", "kueue", "clusterDomain", "image", "imagePullPolicy",
+    "imagePullSecrets", "command", "args", "workingDir", "env", "roles", "storage", "tensorboard",
+    "runPolicy", "priorityClassName", "schedulerName", "serviceAccountName", "podSecurityContext",
+    "istioSidecar", "networkPolicy",
 ]
 ROLE_KEYS = ["replicas", "image", "command", "args", "env", "resources", "nodeSelector",
              "tolerations", "restartPolicy"]
@@ -75,7 +76,7 @@ def test_everything_explicit_with_defaults() -> None:
     values = build_values(apply_defaults(written))
     assert values["runPolicy"] == {
         "cleanPodPolicy": "Running", "activeDeadlineSeconds": None, "backoffLimit": None,
-        "suspend": False, "schedulingPolicy": {},
+        "successPolicy": "", "suspend": False, "schedulingPolicy": {},
     }
     assert values["tensorboard"]["resources"] == {
         "requests": {"cpu": "500m", "memory": "1Gi"},

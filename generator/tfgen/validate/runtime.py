@@ -35,8 +35,9 @@ def runtime_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
 
 def _replicas(spec: dict[str, Any]) -> dict[str, int]:
     roles = spec.get("roles")
-    return {name: role["replicas"] for name, role in (roles or {}).items()
-            if isinstance(role, dict) and isinstance(role.get("replicas"), int)}
+    return {name: role["replicas"] for name, role in roles.items()
+            if isinstance(role, dict) and isinstance(role.get("replicas"), int)
+            } if isinstance(roles, dict) else {}
 
 
 def _name_budget(data: dict[str, Any], spec: dict[str, Any], runtime: runtimes.Runtime,
