@@ -74,6 +74,19 @@ def go_tool(name: str) -> Path:
     return path
 
 
+def node_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a loaded document (keys and list indexes), its root excluded: where a
+    robustness test puts its odd values."""
+    out = [path] if path else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += node_paths(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out += node_paths(value, (*path, index))
+    return out
+
+
 def copy_repo_parts(dest: Path, parts: tuple[str, ...] = (
     "charts", "schemas", "argo", "experiments", "tfgen.yaml", ".github/CODEOWNERS",
 )) -> Path:

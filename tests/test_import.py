@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from helpers import FIXTURES, REPO_ROOT, copy_repo_parts, template
+from helpers import FIXTURES, REPO_ROOT, copy_repo_parts, node_paths, template
 from tfgen.cli import main
 from tfgen.importer.manifests import MAX_NODES, read_manifests
 from tfgen.importer.write import MODELINE
@@ -442,16 +442,6 @@ def test_what_the_groups_do_not_share_is_listed(runner: CliRunner, tmp_path: Pat
     assert "names no namespace: the spec takes tfgen.yaml's default" in errors
 
 
-def _nodes(value: Any, parts: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [parts] if parts else []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out += _nodes(item, (*parts, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            out += _nodes(item, (*parts, index))
-    return out
-
 
 def test_any_node_of_another_type_gets_a_line_not_a_traceback(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch
@@ -467,7 +457,7 @@ def test_any_node_of_another_type_gets_a_line_not_a_traceback(tmp_path: Path,
     source = tmp_path / "in.yaml"
     tried = 0
     for index, doc in enumerate(base):
-        for parts in _nodes(doc):
+        for parts in node_paths(doc):
             # one other type per node: a number for a mapping or list, a list for a scalar
             original = base[index]
             for part in parts:

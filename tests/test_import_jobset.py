@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from helpers import FIXTURES, REPO_ROOT, copy_repo_parts, template
+from helpers import FIXTURES, REPO_ROOT, copy_repo_parts, node_paths, template
 from tfgen.cli import main
 from tfgen.repo import layout
 
@@ -214,16 +214,6 @@ def test_a_queued_tfjob_keeps_its_queue_and_priority(tmp_path: Path) -> None:
     assert "kueue.x-k8s.io" not in result.stderr
 
 
-def _nodes(value: Any, parts: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [parts] if parts else []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out += _nodes(item, (*parts, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            out += _nodes(item, (*parts, index))
-    return out
-
 
 def _read_here(parts: tuple[Any, ...]) -> bool:
     """Whether `jobsets` reads the node at `parts` of a JobSet (not the TFJob mapping)."""
@@ -247,7 +237,7 @@ def test_any_node_of_a_jobset_of_another_type_gets_a_line_not_a_traceback(
     jobset = _jobset(renders)
     source = tmp_path / "in.yaml"
     tried = 0
-    for parts in filter(_read_here, _nodes(jobset)):
+    for parts in filter(_read_here, node_paths(jobset)):
         changed = copy.deepcopy(jobset)
         target = changed
         for part in parts[:-1]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import template
+from helpers import node_paths, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm import find_helm
@@ -246,22 +246,12 @@ def test_explain_and_run_local_see_the_operators_tfjob() -> None:
         assert pod.tf_config is not None and f'"type":"{pod.task_type}"' in pod.tf_config
 
 
-def _paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [at]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _paths(value, (*at, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out += _paths(value, (*at, index))
-    return out
-
 
 def test_any_node_of_any_type_gives_problems_never_a_crash(
         walkthrough_jobset: dict[str, Any]) -> None:
     """A chart may render anything (it is the repository's own): every node of a rendered
     JobSet replaced by every other type gives problems from both runtimes' rules, or none."""
-    paths = _paths(walkthrough_jobset)[1:]
+    paths = node_paths(walkthrough_jobset)
     assert len(paths) > 100
     for path in paths:
         for other in (None, 1, "x", [], {}, [1], [None]):

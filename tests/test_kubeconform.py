@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 from click.testing import CliRunner
-from helpers import copy_repo_parts, go_tool, rendered_here
+from helpers import copy_repo_parts, go_tool, node_paths, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -163,23 +163,12 @@ ODD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-
                        st.just([]), st.just(["x"]), st.just({}), st.just({"x": 1}))
 
 
-def _places(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path into a document (its root excluded)."""
-    out = [path] if path else []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _places(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out += _places(value, (*path, index))
-    return out
-
 
 @st.composite
 def breakages(draw: st.DrawFn) -> dict[str, Any]:
     """A rendered object with one change: a value replaced, a key added or a key removed."""
     doc = copy.deepcopy(draw(st.sampled_from(RENDERED)).doc)
-    path = draw(st.sampled_from(_places(doc)))
+    path = draw(st.sampled_from(node_paths(doc)))
     parent = doc
     for step in path[:-1]:
         parent = parent[step]

@@ -260,9 +260,6 @@ def jobset(name: str, namespace: str, state: str | None) -> dict:
             "status": {"conditions": conditions, **({"terminalState": state} if state else {})}}
 
 
-@pytest.mark.xfail(strict=True, reason="the listing reader (importer/manifests.py KEPT_KINDS) "
-                   "keeps a JobSet's identity only, not its status: it must keep every "
-                   "runtime's job kind whole")
 @pytest.mark.parametrize("state", ["Completed", "Failed"])
 def test_retire_finished_reads_a_jobset_by_its_own_conditions(
     bundled: Path, runner: CliRunner, state: str

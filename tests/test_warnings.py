@@ -110,6 +110,11 @@ def test_bundled_experiments_pin_their_images(repo: Path) -> None:
     assert "warning" not in result.stderr
 
 
+def specs() -> list[Path]:
+    """The repository's spec files (the bundled ones, as many as there are)."""
+    return sorted(Path("experiments").glob("*.yaml"))
+
+
 def test_latest_in_the_spec_is_warned_at_its_line_and_fails_nothing(repo: Path) -> None:
     edit(CPU, spec_image("tensorflow/tensorflow:latest"))
     line = line_of(CPU, "image: tensorflow/tensorflow:latest")
@@ -119,7 +124,7 @@ def test_latest_in_the_spec_is_warned_at_its_line_and_fails_nothing(repo: Path) 
         f'{CPU}:{line}:10: warning: $.spec.image: image "tensorflow/tensorflow:latest" is '
         "tagged :latest, so what runs may change under the same spec (pin a version tag or a "
         "digest: tensorflow/tensorflow:<version> or tensorflow/tensorflow@sha256:<digest>)")
-    assert result.stderr.startswith("4 experiments valid, 1 warning. Next:")
+    assert result.stderr.startswith(f"{len(specs())} experiments valid, 1 warning. Next:")
     assert [p["severity"] for p in problems_of(tfgen("validate", "--format", "json"))] == [
         "warning"]
     github = tfgen("validate", "--format", "github")
@@ -182,6 +187,7 @@ def test_a_pinned_tag_or_digest_is_not_warned(repo: Path, image: str) -> None:
 
 
 def test_where_policy_requires_digests_it_stays_one_error(repo: Path) -> None:
+    Path("experiments/mnist-jobset.yaml").unlink()  # RESNET is ml-team's one spec here
     config = Path("tfgen.yaml")
     config.write_text(config.read_text().replace("requireDigest: false", "requireDigest: true"))
     edit(RESNET, spec_image("tensorflow/tensorflow:latest"))
@@ -280,5 +286,5 @@ def test_check_from_the_ledger_says_the_unchanged_experiments_warnings(repo: Pat
     edit(MNIST, lambda data: data["metadata"].update(owner="someone-else@example.com"))
     assert tfgen("render").exit_code == 0
     since = check()  # cpu-linear unchanged: its verdict is the ledger's
-    assert "1 rendered by helm, 3 reused" in since.stderr
+    assert f"1 rendered by helm, {len(specs()) - 1} reused" in since.stderr
     assert said(since) == said(first) == said(check("--no-cache"))
