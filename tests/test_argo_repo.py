@@ -140,7 +140,7 @@ FLAVOUR_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "
 
 
 def pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    if doc["kind"] == chart.TFJOB[1]:
+    if doc["kind"] == runtimes.TFJOB.kind:
         return [r["template"]["spec"] for r in doc["spec"]["tfReplicaSpecs"].values()]
     return [r["template"]["spec"]["template"]["spec"] for r in doc["spec"]["replicatedJobs"]]
 
@@ -148,7 +148,7 @@ def pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def kueue_states(desired: dict[str, Any]) -> list[dict[str, Any]]:
     """The live object while queued, and once admitted."""
     def suspended(doc: dict[str, Any], value: bool) -> dict[str, Any]:
-        if doc["kind"] == chart.TFJOB[1]:
+        if doc["kind"] == runtimes.TFJOB.kind:
             doc["spec"].setdefault("runPolicy", {})["suspend"] = value
         else:
             doc["spec"]["suspend"] = value
@@ -172,14 +172,14 @@ def a_jobset() -> dict[str, Any]:
                                       "completions": 1,
                                       "template": {"spec": pod}}}}
 
-    return {"apiVersion": chart.JOBSET[0], "kind": chart.JOBSET[1],
+    return {"apiVersion": runtimes.JOBSET.api_version, "kind": runtimes.JOBSET.kind,
             "metadata": {"name": "mnist", "namespace": "default",
                          "labels": {chart.KUEUE_QUEUE_LABEL: "team-gpus"}},
             "spec": {"suspend": False, "replicatedJobs": [job("ps", 2), job("worker", 2)]}}
 
 
 def runtime_objects(rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    tfjobs = [d for docs in rendered.values() for d in docs if d["kind"] == chart.TFJOB[1]]
+    tfjobs = [d for docs in rendered.values() for d in docs if d["kind"] == runtimes.TFJOB.kind]
     assert tfjobs
     return [*tfjobs, a_jobset()]
 

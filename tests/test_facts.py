@@ -162,5 +162,5 @@ def lookup(data: Any, path: str) -> Any:
 def test_schemas_ship_with_the_package() -> None:
     assert resources.schema_dir().resolve() == (REPO_ROOT / "schemas").resolve()
     assert (resources.chart_dir() / "Chart.yaml").resolve() == (CHART / "Chart.yaml").resolve()
-    for lua in (resources.TFJOB_HEALTH_LUA, resources.JOBSET_HEALTH_LUA):
+    for lua in (runtimes.TFJOB.health_lua, runtimes.JOBSET.health_lua):
         assert Path(resources.templates_dir(), lua).is_file()

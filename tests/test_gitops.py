@@ -111,7 +111,7 @@ def test_applications_leave_what_kueue_writes_to_kueue(repo: Path) -> None:
     ]
     # ... from the kinds' one home
     assert [(rule["group"], rule["kind"]) for rule in template["ignoreDifferences"]] == [
-        (runtimes.group_of(api_version), kind) for api_version, kind in (chart.TFJOB, chart.JOBSET)]
+        (runtime.group, runtime.kind) for runtime in runtimes.RUNTIMES]
     # and a sync applies them as they are live, so self-heal never writes Git's back
     assert "RespectIgnoreDifferences=true" in template["syncPolicy"]["syncOptions"]
 
@@ -268,8 +268,8 @@ def test_refresh_paths_relative_and_rooted() -> None:
 
 # --- the Lua health checks ------------------------------------------------------------------
 
-TFJOB_LUA = resources.templates_dir() / resources.TFJOB_HEALTH_LUA
-JOBSET_LUA = resources.templates_dir() / resources.JOBSET_HEALTH_LUA
+TFJOB_LUA = resources.templates_dir() / runtimes.TFJOB.health_lua
+JOBSET_LUA = resources.templates_dir() / runtimes.JOBSET.health_lua
 TFJOB_KEY = "resource.customizations.health.kubeflow.org_TFJob"
 JOBSET_KEY = "resource.customizations.health.jobset.x-k8s.io_JobSet"
 HEALTH_PATCH = "argo/argocd-cm-health.yaml"
@@ -280,8 +280,8 @@ def test_patch_embeds_the_standalone_lua(repo: Path) -> None:
     assert patch["metadata"]["name"] == "argocd-cm"
     assert patch["data"] == {TFJOB_KEY: TFJOB_LUA.read_text(), JOBSET_KEY: JOBSET_LUA.read_text()}
     # the keys come from the kinds' one home
-    assert argo.health_key(*chart.TFJOB) == TFJOB_KEY
-    assert argo.health_key(*chart.JOBSET) == JOBSET_KEY
+    assert argo.health_key(*runtimes.TFJOB.key) == TFJOB_KEY
+    assert argo.health_key(*runtimes.JOBSET.key) == JOBSET_KEY
 
 
 def argo_lua(script: Path, obj: dict[str, Any]) -> dict[str, str]:
@@ -450,7 +450,7 @@ def test_jobset_health(row: str) -> None:
                                                {"name": "worker", "replicas": 2}]}
     if suspend is not None:
         spec["suspend"] = suspend
-    obj: dict[str, Any] = {"apiVersion": chart.JOBSET[0], "kind": chart.JOBSET[1],
+    obj: dict[str, Any] = {"apiVersion": runtimes.JOBSET.api_version, "kind": runtimes.JOBSET.kind,
                            "metadata": {"name": "mnist", "labels": labels}, "spec": spec}
     if status is not None:
         obj["status"] = status

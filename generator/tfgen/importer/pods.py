@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..repo.chart import TFJOB_CONTAINER
+from ..repo.runtimes import CONTAINER
 from .manifests import Manifest, ManifestError, Path_, pointer
 from .versions import DEFAULT_PORT, Job, Replica
 
@@ -62,12 +62,12 @@ def _pod(job: Manifest, replica: Replica) -> PodTemplate:
     if not isinstance(containers, list) or not containers:
         raise ManifestError(f"{where}: no containers")
     names = [c.get("name") if isinstance(c, dict) else None for c in containers]
-    if TFJOB_CONTAINER in names:
-        index = names.index(TFJOB_CONTAINER)
+    if CONTAINER in names:
+        index = names.index(CONTAINER)
     elif len(containers) == 1:
         index = 0  # the chart names it tensorflow, the name the operator looks for
     else:
-        raise ManifestError(f"{where}: none of the containers is named {TFJOB_CONTAINER!r}, "
+        raise ManifestError(f"{where}: none of the containers is named {CONTAINER!r}, "
                             "the one the operator runs TensorFlow in")
     container = (*spec, "containers", index)
     job.take(*container, "name")

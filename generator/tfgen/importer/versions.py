@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..repo import naming, runtimes
-from ..repo.chart import TFJOB_API_VERSION
 from .manifests import Manifest, ManifestError, Path_
 
 # The runtime whose job this module reads, in every API version its kind had; another
 # runtime's job is read as the job of this one it stands for (`jobsets`, `Runtime.as_tfjob`).
 RUNTIME = runtimes.TFJOB
 API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1beta1",
-                TFJOB_API_VERSION)
+                RUNTIME.api_version)
 # The port the operator gives every replica (`tfjob-port`); v1alpha1 let a job choose another.
 DEFAULT_PORT = 2222
 # The run-policy fields the spec's runPolicy holds, under the names every version uses.

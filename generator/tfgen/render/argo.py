@@ -22,10 +22,7 @@ if TYPE_CHECKING:
 
 # The Lua health checks the argocd-cm patch carries, by the kind each judges: Argo CD ships
 # none for either runtime.
-HEALTH_CHECKS = (
-    (chart.TFJOB, resources.TFJOB_HEALTH_LUA),
-    (chart.JOBSET, resources.JOBSET_HEALTH_LUA),
-)
+HEALTH_CHECKS = tuple((runtime.key, runtime.health_lua) for runtime in runtimes.RUNTIMES)
 # The merge patch for argocd-cm that holds them (one file, one `kubectl patch`).
 HEALTH_FILE = f"{layout.ARGO_DIR}/argocd-cm-health.yaml"
 
@@ -50,10 +47,8 @@ ARGO_TEMPLATES = {
 # create and false on admission, and the admitted flavour's nodeSelector and tolerations in
 # every pod template (jq: each replica's, or each replicated Job's, pod spec). Every
 # Application ignores them, in the diff and in what a sync applies (RespectIgnoreDifferences).
-KUEUE_WRITES = (
-    (chart.TFJOB, "/spec/runPolicy/suspend", ".spec.tfReplicaSpecs[]?.template.spec"),
-    (chart.JOBSET, "/spec/suspend", ".spec.replicatedJobs[]?.template.spec.template.spec"),
-)
+KUEUE_WRITES = tuple((runtime.key, runtime.suspend_pointer, runtime.pod_specs_jq)
+                     for runtime in runtimes.RUNTIMES)
 KUEUE_POD_FIELDS = ("nodeSelector", "tolerations")
 
 

@@ -24,17 +24,12 @@ class Kind:
     namespaced: bool = True
 
 
-TFJOB_API_VERSION = runtimes.TFJOB.api_version
-TFJOB = runtimes.TFJOB.key
-JOBSET = runtimes.JOBSET.key
 # The label that queues a TFJob or JobSet in a Kueue LocalQueue (Kueue v0.19); Kueue's webhook
 # then creates it suspended and unsuspends it on admission.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # The label that gives it a Kueue WorkloadPriorityClass. Kueue reads both when it admits the
 # workload: `tfgen check --base` refuses a change to either on a started run.
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-# The training operator finds the port and injects TF_CONFIG into this container only.
-TFJOB_CONTAINER = runtimes.CONTAINER
 VOLUME = "PersistentVolume"
 # The volume sources the chart's PersistentVolume uses (storage.nas.driver): the NAS CSI driver,
 # the 2018 FlexVolume driver, or in-tree NFS. Anything else (hostPath above all) is not NAS.

@@ -18,9 +18,6 @@ from typing import Any
 
 EXPERIMENT_SCHEMA = "experiment.schema.json"
 CONFIG_SCHEMA = "repo-config.schema.json"
-# The Lua health checks the argocd-cm patch embeds, one per kind Argo CD has no health for.
-TFJOB_HEALTH_LUA = "tfjob-health.lua"
-JOBSET_HEALTH_LUA = "jobset-health.lua"
 # The `$id` of the Kubernetes definitions (kubernetes-validate's `_definitions.json` of the
 # target version), through which the CRD schemas refer to ObjectMeta.
 KUBERNETES_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
@@ -90,8 +87,8 @@ def role_bounds() -> tuple[int, int]:
 
 
 def health_lua(name: str) -> str:
-    """One of the Lua health checks (`TFJOB_HEALTH_LUA`, `JOBSET_HEALTH_LUA`) that the
-    argocd-cm patch embeds."""
+    """One of the Lua health checks that the argocd-cm patch embeds (a runtime's
+    `health_lua`)."""
     return (templates_dir() / name).read_text(encoding="utf-8")
 
 

@@ -153,6 +153,9 @@ class JobSetRuntime(Runtime):
     described = "a JobSet (JobSet v0.12)"
     pod_names = "<run>-<role>-0-<index>-xxxxx"
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
+    health_lua = "jobset-health.lua"
+    suspend_pointer = "/spec/suspend"
+    pod_specs_jq = ".spec.replicatedJobs[]?.template.spec.template.spec"
     # the JobSet controller's terminal conditions (also its status.terminalState)
     finished_conditions = ("Completed", "Failed")
     mutable = MUTABLE

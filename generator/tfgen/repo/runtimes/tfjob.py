@@ -17,6 +17,9 @@ class TFJobRuntime(Runtime):
     described = "a Kubeflow TFJob (training-operator v1.9)"
     pod_names = "<run>-<role>-<index>"
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    health_lua = "tfjob-health.lua"
+    suspend_pointer = "/spec/runPolicy/suspend"
+    pod_specs_jq = ".spec.tfReplicaSpecs[]?.template.spec"
     # the operator's terminal conditions (its Suspended and Restarting are not)
     finished_conditions = ("Succeeded", "Failed")
 
