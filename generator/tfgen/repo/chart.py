@@ -1,8 +1,8 @@
 """What tfgen knows about the objects its Helm chart renders.
 
 The AppProject whitelists exactly these kinds (least privilege), the gate's rules recognise the
-TFJob and the storage by them, and helm is told about the TFJob API as Argo CD tells it about
-the cluster's APIs. A test renders every ci scenario and bundled experiment and checks that
+storage by them (and each runtime's job through `runtimes`), and helm is told about the
+runtimes' APIs as Argo CD tells it about the cluster's APIs. A test renders every ci scenario and bundled experiment and checks that
 the chart emits exactly these kinds.
 """
 
