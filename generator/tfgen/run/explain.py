@@ -119,7 +119,7 @@ def explain_objects(
             raise ProblemsFound(
                 [Problem(where, pointer=f"{runtime.kind}/{name} {pointer}", message=message)
                  for pointer, message in errors],
-                f"the chart renders a {runtime.kind} its controller would refuse "
+                f"the chart renders a {runtime.kind} {runtime.controller} would refuse "
                 f"({counted(len(errors), 'problem')}); fix the chart",
             )
     meta = tfjob.get("metadata") or {}

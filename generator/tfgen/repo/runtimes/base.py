@@ -64,6 +64,7 @@ class Runtime(ABC):
     api_version: str
     kind: str
     described: str  # how people name it: "a Kubeflow TFJob (training-operator v1.9)"
+    controller: str  # what runs its jobs: "the training operator"
     pod_names: str  # how its pods are named: "<run>-<role>-<index>"
     # The status conditions whose status "True" says a run ended, successfully or not (what
     # `tfgen retire --finished` reads in a cluster listing).

@@ -151,6 +151,7 @@ class JobSetRuntime(Runtime):
     api_version = "jobset.x-k8s.io/v1alpha2"
     kind = "JobSet"
     described = "a JobSet (JobSet v0.12)"
+    controller = "the JobSet controller"
     pod_names = "<run>-<role>-0-<index>-xxxxx"
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
     health_lua = "jobset-health.lua"

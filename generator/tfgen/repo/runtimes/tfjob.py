@@ -15,6 +15,7 @@ class TFJobRuntime(Runtime):
     api_version = "kubeflow.org/v1"
     kind = "TFJob"
     described = "a Kubeflow TFJob (training-operator v1.9)"
+    controller = "the training operator"
     pod_names = "<run>-<role>-<index>"
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
     health_lua = "tfjob-health.lua"
