@@ -2,8 +2,8 @@
 
 The AppProject whitelists exactly these kinds (least privilege), the gate's rules recognise the
 storage by them (and each runtime's job through `runtimes`), and helm is told about the
-runtimes' APIs as Argo CD tells it about the cluster's APIs. A test renders every ci scenario and bundled experiment and checks that
-the chart emits exactly these kinds.
+runtimes' APIs as Argo CD tells it about the cluster's APIs. A test renders every ci scenario
+and bundled experiment and checks that the chart emits exactly these kinds.
 """
 
 from __future__ import annotations
