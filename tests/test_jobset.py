@@ -262,3 +262,19 @@ def test_any_node_of_any_type_gives_problems_never_a_crash(
             node[path[-1]] = other
             runtimes.JOBSET.job_problems(copy)
             runtimes.TFJOB.job_problems(runtimes.JOBSET.as_tfjob(copy))
+
+
+def test_the_network_policy_selects_the_runs_pods_by_the_runtimes_labels(
+        tmp_path: Path) -> None:
+    """The chart's selector of a JobSet run's pods and repo/runtimes/jobset.py name the same
+    labels (the JobSet controller's): one fact, held in step, for each runtime."""
+    values = build_values(validate_repo([ROOT / "experiments" / "mnist-jobset.yaml"])
+                          .experiments[0].data)
+    for runtime in runtimes.RUNTIMES:
+        objects = render(values, runtime.name, tmp_path)
+        [policy] = [o for o in objects if o["kind"] == "NetworkPolicy"
+                    and o["metadata"]["name"] == values["experiment"]["name"]]
+        selector = runtime.run_selector(values["experiment"]["name"])
+        assert policy["spec"]["podSelector"] == {"matchLabels": selector}, runtime.name
+        assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {
+            "matchLabels": selector}}]}], runtime.name
