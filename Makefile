@@ -33,7 +33,7 @@ $(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 # The pinned helm, installed by tfgen itself (`tfgen install-helm`, as in a team repository).
-$(HELM): $(VENV)/.installed generator/tfgen/gate/helminstall.py
+$(HELM): $(VENV)/.installed generator/tfgen/gate/helm/install.py
 	$(BIN)/tfgen install-helm
 
 # Always run: a pinned tool already built is kept, and Go's build cache rebuilds a referee in

@@ -15,7 +15,7 @@ run, side by side, a growth table (one row per size and command):
   beforehand, only helm timed (wall time and CPU: the cold check's CPU less helm's is
   tfgen's own, and cold / helm alone cannot be below 1 + tfgen's / helm's while helm keeps
   every core busy); then the same processes with Go's default garbage collector (as a script
-  runs helm; tfgen sets its own, `gate/helm.py`).
+  runs helm; tfgen sets its own, `gate/helm/command.py`).
 
 And, at the sizes given to `--peers-at`, the gates a user would script with the same tools:
 
@@ -234,10 +234,10 @@ def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[floa
     starts: the batches are cut and their umbrella charts written as the check does, then only
     helm is timed, in the environment the check gives helm (`tfgens_env`) or in Go's
     defaults."""
-    from tfgen.gate.applications import resolve_applications
-    from tfgen.gate.batch import BatchRenderer, jobs_for
-    from tfgen.gate.helm import GC_SETTINGS, environment
-    from tfgen.gate.helmvalues import files_merged
+    from tfgen.gate.argo.applications import resolve_applications
+    from tfgen.gate.helm.batch import BatchRenderer, jobs_for
+    from tfgen.gate.helm.command import GC_SETTINGS, environment
+    from tfgen.gate.helm.values import files_merged
 
     renderer = BatchRenderer(helm=helm)
     jobs = jobs_for(resolve_applications(root).applications, kube)
@@ -423,7 +423,7 @@ def main() -> None:
 
 def helm_named(path: str | None) -> Helm:
     """The helm at `path` (None: the one tfgen finds) with the release it reports."""
-    from tfgen.gate.helm import find_helm, identify
+    from tfgen.gate.helm.command import find_helm, identify
     from tfgen.repo.cache import Cache
 
     found = find_helm(root=REPO) if path is None else os.path.abspath(path)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
-from tfgen.gate.helm import RenderJob
-from tfgen.gate.helm import template as helm_template
-from tfgen.gate.manifests import RenderedObject, parse_manifest
+from tfgen.gate.documents.manifests import RenderedObject, parse_manifest
+from tfgen.gate.helm.command import RenderJob
+from tfgen.gate.helm.command import template as helm_template
 from tfgen.validate import Experiment
-from tfgen.validate.defaults import apply_defaults
+from tfgen.validate.schema.defaults import apply_defaults
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -1,7 +1,8 @@
 """The package's structure as the tests read it: its modules, and its layers in import order.
 
-`LAYERS` has its home here so that the architecture test, which enforces the order, and the
-docs test, which holds docs/design.md and generator/README.md to it, read one list.
+`LAYERS` and `SUBLAYERS` have their home here so that the architecture test, which enforces
+the order, and the docs test, which holds docs/design.md and generator/README.md to it, read
+one list.
 """
 
 from __future__ import annotations
@@ -14,6 +15,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "tfgen"
 # `python -m tfgen`, only starts the cli).
 LAYERS = ("__main__", "cli", "scaffold", "lifecycle", "importer", "run", "gate", "render",
           "validate", "repo", "problems", "errors", "words")
+# Inside the two large stages, each folder (or module on top) may import the ones after it in
+# its stage's list, never one before it: the stage's rooms, in the same order.
+SUBLAYERS = {
+    "gate": ("check", "scope", "ledger", "diff", "revisions", "objects", "helm", "argo",
+             "documents"),
+    "validate": ("remembered", "experiments", "across", "policy", "rules", "experiment",
+                 "config", "schema", "yaml"),
+}
 
 
 def module_files() -> list[Path]:
@@ -23,7 +32,7 @@ def module_files() -> list[Path]:
 
 def subpackages() -> list[str]:
     """The package's subpackages (folders with an `__init__.py`), relative to it."""
-    return sorted(str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.glob("*/__init__.py"))
+    return sorted(str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.rglob("*/__init__.py"))
 
 
 def has_code(path: Path) -> bool:

@@ -10,7 +10,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from structure import LAYERS, PACKAGE, module_files
+import pytest
+from structure import LAYERS, PACKAGE, SUBLAYERS, module_files
 
 
 @cache
@@ -76,6 +77,26 @@ def test_stages_import_only_the_stages_after_them() -> None:
     ]
     assert not wrong, wrong
     assert {layer(m) for m in graph} == {*LAYERS, "tfgen"}  # every stage was read
+
+
+def sublayer(module: str) -> tuple[str, str] | None:
+    """(stage, room) of a module inside a stage with rooms (`tfgen.gate.helm.batch`: gate,
+    helm); None for any other module, and for the stage's own face (`tfgen.gate`)."""
+    parts = module.split(".")
+    return (parts[1], parts[2]) if len(parts) > 2 and parts[1] in SUBLAYERS else None
+
+
+@pytest.mark.parametrize("stage", sorted(SUBLAYERS))
+def test_rooms_import_only_the_rooms_after_them(stage: str) -> None:
+    order = SUBLAYERS[stage]
+    graph = imports()
+    rooms = {module: where[1] for module in graph if (where := sublayer(module))
+             and where[0] == stage}
+    assert set(rooms.values()) == set(order), "every room is listed, and only those"
+    wrong = [f"{module} imports {target}" for module, room in rooms.items()
+             for target in graph[module] if target in rooms
+             and order.index(rooms[target]) < order.index(room)]
+    assert not wrong, wrong
 
 
 def test_only_cli_imports_click() -> None:

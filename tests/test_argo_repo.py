@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
-from tfgen.gate import applications, helm
+from tfgen.gate.argo import applications
+from tfgen.gate.helm import command as helm
 from tfgen.repo import chart, layout, naming, runtimes
-from tfgen.validate import sweep
+from tfgen.validate.experiment import sweep
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner, Result
 from helpers import build_file_tree, copy_repo_parts, git, git_init
 from tfgen.cli import main
 from tfgen.errors import EnvironmentProblem, OptionsError
-from tfgen.gate.base import changed_paths, check_ref, export_tree, resolve, tree_at
-from tfgen.validate.loader import load_file
+from tfgen.gate.revisions.base import changed_paths, check_ref, export_tree, resolve, tree_at
+from tfgen.validate.yaml.loader import load_file
 
 
 @pytest.fixture

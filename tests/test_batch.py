@@ -17,12 +17,12 @@ import pytest
 import yaml
 from helpers import REPO_ROOT, build_file_tree, mnist_spec
 from test_yaml_types import TRICKY
-from tfgen.gate import helm as helm_mod
-from tfgen.gate.batch import BatchRenderer, RenderJob
-from tfgen.gate.helm import find_helm
-from tfgen.gate.helmprobe import FAST
-from tfgen.gate.helmvalues import coalesce, merge_values
-from tfgen.gate.umbrella import canonical_manifest
+from tfgen.gate.helm import command as helm_mod
+from tfgen.gate.helm.batch import BatchRenderer, RenderJob
+from tfgen.gate.helm.command import find_helm
+from tfgen.gate.helm.probe import FAST
+from tfgen.gate.helm.umbrella import canonical_manifest
+from tfgen.gate.helm.values import coalesce, merge_values
 from tfgen.render.generated import GeneratedFile, dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo.cache import Cache

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from tfgen.repo import naming
-from tfgen.validate.schema import inlined_schema
+from tfgen.validate.schema.validator import inlined_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 VALUES_SCHEMA = json.loads(
@@ -113,7 +113,7 @@ CHART_ONLY = {
     # the spec's single roles have replicas const 1; the chart's role definition is shared
     # by every role and says 1 for those in validateValues
     "roles.master.replicas", "roles.chief.replicas", "roles.evaluator.replicas",
-    # tfgen writes resources from cpu/memory/gpus; their bounds are rules.py's
+    # tfgen writes resources from cpu/memory/gpus; their bounds are validate/rules/spec.py's
     "resources",
     # the spec's seccompProfile is the type alone (same enum), written as {type: ...}
     "podSecurityContext.seccompProfile",
@@ -123,8 +123,9 @@ CHART_ONLY = {
     "networkPolicy",
     # from tfgen.yaml's clusterDomain (the same pattern in repo-config.schema.json)
     "clusterDomain",
-    # a sweep's runs: names, suffixes and log dirs derived by tfgen (validate/sweep.py checks
-    # their budget), args and env the spec's own after substitution (checked by the same schema)
+    # a sweep's runs: names, suffixes and log dirs derived by tfgen
+    # (validate/experiment/sweep.py checks their budget), args and env the spec's own after
+    # substitution (checked by the same schema)
     "runs",
 }
 

@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
-from tfgen.gate.helm import find_helm
+from tfgen.gate.helm.command import find_helm
 from tfgen.render import argo
 from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
 from tfgen.repo.keys import (

@@ -4,7 +4,7 @@ Every `ci/<scenario>-values.yaml` must lint clean under both helms, render byte-
 both, match its golden file (`pytest --update-golden` rewrites them), and produce objects that are
 valid under the strict Kubernetes schemas (1.30 and the newest kubernetes-validate ships) and,
 for the TFJob, under schemas/kubeflow.org/tfjob_v1.json (converted from the operator's CRD) and
-the operator's own rules (gate/policy.py). Bad values are rejected by a real
+the operator's own rules (gate/objects/policy.py). Bad values are rejected by a real
 `helm template` run with a message that names the value. Each scenario is rendered once per helm
 (module-scoped fixtures): helm runs are the slow part of this suite.
 """
@@ -27,9 +27,9 @@ import yaml
 from helpers import go_tool, template
 from referencing import Registry, Resource
 from tfgen.errors import HelmError
-from tfgen.gate import policy
-from tfgen.gate.helm import find_helm
-from tfgen.gate.manifests import RenderedObject
+from tfgen.gate.documents.manifests import RenderedObject
+from tfgen.gate.helm.command import find_helm
+from tfgen.gate.objects import policy
 from tfgen.repo import runtimes
 
 ROOT = Path(__file__).resolve().parents[1]

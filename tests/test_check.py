@@ -18,12 +18,12 @@ import yaml
 from click.testing import CliRunner, Result
 from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, git, git_init
 from tfgen.cli import main
-from tfgen.gate.applications import resolve_applications
-from tfgen.gate.batch import BatchRenderer, RenderJob, jobs_for
-from tfgen.gate.diff import run_diff
-from tfgen.gate.helm import find_helm
+from tfgen.gate.argo.applications import resolve_applications
+from tfgen.gate.diff.changes import run_diff
+from tfgen.gate.helm.batch import BatchRenderer, RenderJob, jobs_for
+from tfgen.gate.helm.command import find_helm
 from tfgen.render.generated import dump_yaml
-from tfgen.validate.loader import load_file
+from tfgen.validate.yaml.loader import load_file
 from tfgen.words import counted
 
 MNIST = "experiments/distributed-mnist.yaml"
@@ -348,7 +348,7 @@ def test_chart_path_the_applicationset_cannot_resolve(runner: CliRunner, repo: P
 
 
 def test_changed_scope(repo: Path) -> None:
-    from tfgen.gate.base import changed_experiments
+    from tfgen.gate.revisions.base import changed_experiments
 
     git_init(repo)
     edit_yaml(repo / MNIST, lambda d: d["spec"]["roles"]["worker"].update(replicas=5))

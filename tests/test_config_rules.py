@@ -1,4 +1,4 @@
-"""What tfgen.yaml's schema cannot say (`validate/configrules.py`): no experiment namespace of
+"""What tfgen.yaml's schema cannot say (`validate/config/rules.py`): no experiment namespace of
 the platform's own, and the revision Argo CD follows a name git takes, judged as the real
 `git check-ref-format` judges it (a differential test over generated names)."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.repo import naming
-from tfgen.validate.configrules import config_rules
+from tfgen.validate.config.rules import config_rules
 
 
 def git_takes(ref: str) -> bool:

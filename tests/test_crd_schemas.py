@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tfgen.gate.manifests import ManifestValidator
+from tfgen.gate.documents.manifests import ManifestValidator
 from tfgen.repo import layout, resources
 from tfgen.repo.inputs import snapshot
 from tfgen.scaffold.init import InitSettings, repository_files

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tfgen.gate.diff import DiffResult, ExperimentChange, NamespaceGpus, diff_manifests
-from tfgen.gate.diffreport import COMMENT_MARKER, format_diff, gpus_cell, objects_cell, summary
+from tfgen.gate.diff.changes import DiffResult, ExperimentChange, NamespaceGpus, diff_manifests
+from tfgen.gate.diff.report import COMMENT_MARKER, format_diff, gpus_cell, objects_cell, summary
 
 BEFORE = """---
 # Source: c/templates/tfjob.yaml

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from structure import LAYERS, PACKAGE, has_code, module_files, subpackages
+from structure import LAYERS, PACKAGE, SUBLAYERS, has_code, module_files, subpackages
 from tfgen.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,3 +155,11 @@ def test_the_written_import_order_is_the_enforced_one(doc: str) -> None:
     assert len(orders) == 1, f"{doc}: one `a > b > ...` import order, not {orders}"
     [order] = orders
     assert tuple(order.split(" > ")) == LAYERS, f"{doc}: `{order}`"
+
+
+@pytest.mark.parametrize("doc", ["docs/design.md", "generator/README.md"])
+@pytest.mark.parametrize("stage", sorted(SUBLAYERS))
+def test_the_written_room_order_is_the_enforced_one(doc: str, stage: str) -> None:
+    orders = re.findall(rf"`{stage}: (\w+(?: > \w+)+)`", (ROOT / doc).read_text(encoding="utf-8"))
+    assert len(orders) == 1, f"{doc}: one `{stage}: a > b > ...` order of its rooms, not {orders}"
+    assert tuple(orders[0].split(" > ")) == SUBLAYERS[stage], f"{doc}: `{stage}: {orders[0]}`"

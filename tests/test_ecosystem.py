@@ -27,7 +27,8 @@ def test_least_privilege_and_gate_commands() -> None:
     text = WORKFLOW.read_text()
     assert 'tfgen check --base "origin/${BASE_REF}"' in text
     assert "tfgen diff --base" in text and "--format markdown" in text
-    assert "<!-- tfgen-diff -->" in text  # the sticky comment's marker, as diff.py writes it
+    # the sticky comment's marker, as gate/diff/report.py writes it
+    assert "<!-- tfgen-diff -->" in text
     assert "${{ github.base_ref }}" not in "\n".join(
         line for line in text.splitlines() if "run:" in line)
 

@@ -16,8 +16,8 @@ import yaml
 from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tfgen.gate import applications
-from tfgen.gate.manifests import ManifestValidator
+from tfgen.gate.argo import applications
+from tfgen.gate.documents.manifests import ManifestValidator
 from tfgen.render import apply_plan, argo, plan_render
 from tfgen.repo import chart, layout, resources, runtimes
 

@@ -1,4 +1,4 @@
-"""The ApplicationSet's Go-template placeholders (`gate/gotemplate.py`): a template compiled
+"""The ApplicationSet's Go-template placeholders (`gate/argo/gotemplate.py`): a template compiled
 once and filled once per generator file gives what filling each string of it gives, in the
 template's order, and no filled Application shares a part that holds a placeholder."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tfgen.gate import gotemplate
+from tfgen.gate.argo import gotemplate
 
 PARAMS = {"name": "run-1", "n": 3, "flag": True, "path": {"basename": "run-1"}}
 OTHER_PARAMS = {"name": "run-2", "n": 4, "flag": False, "path": {"basename": "run-2"}}

@@ -6,8 +6,9 @@ and the ApplicationSet's `missingkey=error`, then the finalizer and namespace ru
 own applicationset code does not build from the Go module proxy: tests/go/README.md.) For every
 generator file of this repository and of property-generated repositories (names, namespaces,
 owners and sources of any text, nested folders, keys missing or extra), the Application tfgen
-resolves (gate/applications.py with gate/gotemplate.py) must be Go's, field for field, and a
-generator file Go cannot fill must be one tfgen refuses, naming the same missing key.
+resolves (gate/argo/applications.py with gate/argo/gotemplate.py) must be Go's, field for
+field, and a generator file Go cannot fill must be one tfgen refuses, naming the same missing
+key.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import yaml
 from helpers import REPO_ROOT, go_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfgen.gate import applications
-from tfgen.gate.gotemplate import TemplateError, compiled
-from tfgen.gate.kubeyaml import load_document
+from tfgen.gate.argo import applications
+from tfgen.gate.argo.gotemplate import TemplateError, compiled
+from tfgen.gate.documents.kubeyaml import load_document
 from tfgen.render.generated import dump_yaml
 
 APPSET = REPO_ROOT / "argo" / "applicationset.yaml"

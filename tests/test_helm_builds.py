@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 from helpers import copy_repo_parts
 from tfgen.cli import main
-from tfgen.gate.batch import BatchRenderer
 from tfgen.gate.check import CheckOptions, run_check
-from tfgen.gate.helm import find_helm, identify
-from tfgen.gate.helmprobe import FAST, HELMS_SCHEMA, ONE_BY_ONE
+from tfgen.gate.helm.batch import BatchRenderer
+from tfgen.gate.helm.command import find_helm, identify
+from tfgen.gate.helm.probe import FAST, HELMS_SCHEMA, ONE_BY_ONE
 from tfgen.repo.cache import CACHE_DIRNAME, Cache
 from tfgen.repo.keys import content_hash
 

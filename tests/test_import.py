@@ -368,8 +368,8 @@ def test_refused_input(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_input_is_read_as_kubernetes_reads_it(tmp_path: Path) -> None:
-    # go-yaml v2's scalars (gate/kubeyaml.py), not PyYAML's: y is true, 1e3 a number, 60:30
-    # and a date text
+    # go-yaml v2's scalars (gate/documents/kubeyaml.py), not PyYAML's: y is true, 1e3 a number,
+    # 60:30 and a date text
     path = tmp_path / "config.yaml"
     path.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\ndata:\n"
                     "  a: y\n  b: 1e3\n  c: 60:30\n  d: 2001-12-14\n")

@@ -25,7 +25,7 @@ import yaml
 from helpers import node_paths, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfgen.gate.helm import find_helm
+from tfgen.gate.helm.command import find_helm
 from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo import naming, runtimes

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.errors import EnvironmentProblem
-from tfgen.gate import kubeconform
-from tfgen.gate.kubeconform import (
+from tfgen.gate.documents import kubeconform
+from tfgen.gate.documents.kubeconform import (
     errors_in,
     find_kubeconform,
     layout_dirname,
@@ -32,7 +32,7 @@ from tfgen.gate.kubeconform import (
     schema_location,
     write_schema_layout,
 )
-from tfgen.gate.manifests import ManifestValidator, RenderedObject
+from tfgen.gate.documents.manifests import ManifestValidator, RenderedObject
 from tfgen.repo import resources
 
 KINDS = [("v1", "PersistentVolume"), ("apps/v1", "Deployment"), ("v1", "Service"),

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.gate import check as gate
 from tfgen.gate import ledger
-from tfgen.gate.applications import resolve_applications
+from tfgen.gate.argo.applications import resolve_applications
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.repo import layout
 from tfgen.repo.cache import CACHE_DIRNAME, Cache

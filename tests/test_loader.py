@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tfgen.validate import nodes
-from tfgen.validate.loader import LoadError, _load_plain, load_bytes, load_text
-from tfgen.validate.nodes import load_nodes as _load_nodes
+from tfgen.validate.yaml import nodes
+from tfgen.validate.yaml.loader import LoadError, _load_plain, load_bytes, load_text
+from tfgen.validate.yaml.nodes import load_nodes as _load_nodes
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = sorted(

@@ -12,15 +12,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.errors import EnvironmentProblem, InputError
-from tfgen.gate import helm as helm_mod
-from tfgen.gate import kubeyaml, manifests, umbrella
-from tfgen.gate.helm import find_helm
-from tfgen.gate.manifests import (
+from tfgen.gate.documents import kubeyaml, manifests
+from tfgen.gate.documents.manifests import (
     ManifestValidator,
     json_pointer,
     kind_suffix,
     parse_manifest,
 )
+from tfgen.gate.helm import command as helm_mod
+from tfgen.gate.helm import umbrella
+from tfgen.gate.helm.command import find_helm
 from tfgen.repo import resources
 
 DEPLOYMENT = {
@@ -196,7 +197,7 @@ _TEXTS = st.lists(_PIECES, max_size=40).map("".join)
 @given(_TEXTS)
 def test_documents_are_split_as_the_separator_pattern_splits_them(text: str) -> None:
     # helm's output at every document separator, and an umbrella render's at the templates'
-    # separators (`gate/umbrella.py`)
+    # separators (`gate/helm/umbrella.py`)
     for separator in (manifests.DOCUMENT_SEPARATOR, umbrella._DOC_SPLIT):
         assert manifests.split_at_separators(text, separator) == separator.split(text)
 

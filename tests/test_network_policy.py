@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import template
-from tfgen.gate.helm import find_helm
+from tfgen.gate.helm.command import find_helm
 from tfgen.repo.runtimes import tfjob
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
-"""The Pod Security verdict on a spec (`validate/pods.py`, at the spec's lines) is the verdict
-on what the chart renders from it (`gate/policy.py` on the real helm's objects): a
+"""The Pod Security verdict on a spec (`validate/policy/pods.py`, at the spec's lines) is the
+verdict on what the chart renders from it (`gate/objects/policy.py` on the real helm's objects): a
 differential test over generated security contexts, annotations, sidecars, namespace levels
 and `runAsNonRoot` policies. An Istio sidecar is refused at its line where the level refuses
 istio-init, unless tfgen.yaml says the cluster runs the Istio CNI plugin."""
@@ -15,13 +15,13 @@ import yaml
 from helpers import mnist_spec, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfgen.gate import policy
-from tfgen.gate.helm import find_helm
-from tfgen.gate.manifests import parse_manifest
+from tfgen.gate.documents.manifests import parse_manifest
+from tfgen.gate.helm.command import find_helm
+from tfgen.gate.objects import policy
 from tfgen.render.values import build_values
-from tfgen.validate.checked import Checked
-from tfgen.validate.config import RepoConfig, builtin_data
-from tfgen.validate.pods import pod_level_problems
+from tfgen.validate.config.load import RepoConfig, builtin_data
+from tfgen.validate.experiment.checked import Checked
+from tfgen.validate.policy.pods import pod_level_problems
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / "tfjob-experiment"
 NAMESPACE = "team"

@@ -14,9 +14,9 @@ import yaml
 from click.testing import CliRunner
 from helpers import copy_repo_parts, template
 from tfgen.cli import main
-from tfgen.gate.helm import find_helm
+from tfgen.gate.helm.command import find_helm
 from tfgen.repo.resources import CONFIG_SCHEMA, schema
-from tfgen.validate import podsecurity
+from tfgen.validate.policy import podsecurity
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"

@@ -4,8 +4,8 @@ tests/go/podsecurity runs the evaluator of k8s.io/pod-security-admission (the ve
 go.mod pins: the Kubernetes minor tfgen targets) on pods. Every pod template tfgen renders here
 (each chart ci scenario, each bundled experiment), property-generated security contexts,
 annotations and volumes, and the upstream module's own test fixtures go through it and through
-generator/tfgen/validate/podsecurity.py at baseline and restricted: the verdicts and the failing
-controls must be the same.
+generator/tfgen/validate/policy/podsecurity.py at baseline and restricted: the verdicts and the
+failing controls must be the same.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import yaml
 from helpers import REPO_ROOT, go_tool, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tfgen.validate import podsecurity
+from tfgen.validate.policy import podsecurity
 
 KUBE_VERSION = "1.30"  # the minor of k8s.io/pod-security-admission in tests/go/podsecurity
 LEVELS = ("baseline", "restricted")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tfgen.gate.immutability import immutability_changes
-from tfgen.gate.manifests import RenderedObject
-from tfgen.gate.policy import data_safety_problems, job_problems
-from tfgen.gate.wiring import Project, kind_allowed
+from tfgen.gate.argo.wiring import Project, kind_allowed
+from tfgen.gate.documents.manifests import RenderedObject
+from tfgen.gate.objects.policy import data_safety_problems, job_problems
+from tfgen.gate.revisions.immutability import immutability_changes
 
 KEEP = {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
 

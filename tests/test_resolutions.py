@@ -1,4 +1,4 @@
-"""Applications remembered per generator file (`gate/resolutions.py`): a resolution that
+"""Applications remembered per generator file (`gate/argo/resolutions.py`): a resolution that
 recalls them is the resolution that reads every file again, whatever changed since they were
 remembered: an app.yaml, a values.yaml removed, a folder become a link, the ApplicationSet."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from helpers import copy_repo_parts
-from tfgen.gate.applications import resolve_applications
-from tfgen.gate.resolutions import RememberedApplications
+from tfgen.gate.argo.applications import resolve_applications
+from tfgen.gate.argo.resolutions import RememberedApplications
 from tfgen.repo.cache import CACHE_DIRNAME, Cache
 from tfgen.repo.inputs import snapshot
 from tfgen.repo.keys import CacheKeys, content_hash

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tfgen.validate.config import load_config
+from tfgen.validate.config.load import load_config
 from tfgen.validate.experiments import validate_paths
 
 FULL = Path(__file__).parent / "fixtures" / "specs" / "valid" / "everything.yaml"

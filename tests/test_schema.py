@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from tfgen.validate.defaults import apply_defaults
-from tfgen.validate.document import pointer_text
-from tfgen.validate.loader import load_bytes
-from tfgen.validate.patterns import PATTERN_WORDS
-from tfgen.validate.schema import _folded, inlined_schema
+from tfgen.validate.schema.defaults import apply_defaults
+from tfgen.validate.schema.patterns import PATTERN_WORDS
+from tfgen.validate.schema.validator import _folded, inlined_schema
+from tfgen.validate.yaml.document import pointer_text
+from tfgen.validate.yaml.loader import load_bytes
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 NAMES = ["experiment.schema.json", "repo-config.schema.json"]

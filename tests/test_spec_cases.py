@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tfgen.validate.config import load_config
+from tfgen.validate.config.load import load_config
 from tfgen.validate.experiments import validate_paths
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,15 +17,16 @@ from helpers import REPO_ROOT, copy_repo_parts, git, git_init
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
-from tfgen.gate import policy
-from tfgen.gate.helm import find_helm
-from tfgen.gate.manifests import ManifestValidator, parse_manifest
+from tfgen.gate.documents.manifests import ManifestValidator, parse_manifest
+from tfgen.gate.helm.command import find_helm
+from tfgen.gate.objects import policy
 from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo import naming, resources
 from tfgen.run import explain
-from tfgen.validate import sweep, validate_paths, validate_repo
-from tfgen.validate.config import load_config
+from tfgen.validate import validate_paths, validate_repo
+from tfgen.validate.config.load import load_config
+from tfgen.validate.experiment import sweep
 from tfgen.validate.experiments import check_file
 
 SWEEP = REPO_ROOT / "experiments" / "lr-sweep.yaml"
@@ -174,7 +175,7 @@ def test_max_runs_comes_from_tfgen_yaml(tmp_path: Path) -> None:
 
 
 def test_gpus_count_every_run() -> None:
-    from tfgen.validate.team import gpus
+    from tfgen.validate.policy.team import gpus
 
     assert gpus(_values_spec()) == 6 * 2  # six runs of two 1-GPU workers
 

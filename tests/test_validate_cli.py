@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from tfgen.cli import main
 from tfgen.repo.files import MAX_BYTES
-from tfgen.validate import nodes
+from tfgen.validate.yaml import nodes
 
 # The summary line ends with the next step.
 AGAIN = ". Next: fix them, then run `tfgen validate` again"

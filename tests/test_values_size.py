@@ -17,9 +17,10 @@ from tfgen.cli import main
 from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo.files import MAX_BYTES
-from tfgen.validate import sweep, valuesfile
-from tfgen.validate.config import load_config
+from tfgen.validate.config.load import load_config
+from tfgen.validate.experiment import sweep
 from tfgen.validate.experiments import check_file
+from tfgen.validate.rules import valuesfile
 
 FIXTURE = REPO_ROOT / "tests/fixtures/specs/invalid/sweep-values-too-large.yaml"
 MNIST = REPO_ROOT / "experiments/distributed-mnist.yaml"

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import REPO_ROOT
-from tfgen.gate import helm as helm_mod
+from tfgen.gate.helm import command as helm_mod
 from tfgen.render.argo import app_file
 from tfgen.render.generated import GeneratedFile, dump_yaml
 from tfgen.render.plan import experiment_files

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..gate import DIFF_FORMATS, VALIDATORS
+from ..gate.diff import DIFF_FORMATS
+from ..gate.documents import VALIDATORS
 from ..problems import FORMATS, format_problems
 from ..words import counted
 from .app import NO_CACHE_OPTION, ROOT_OPTION, Progress, handle_errors, main, require_repository
@@ -40,8 +41,8 @@ def check_command(base: str | None, changed_only: bool, validator: str, fmt: str
     data-safety and GitOps rules. Exit 0 clean (warnings are printed but fail nothing), 1
     problems, 2 usage or missing tool.
     """
-    from ..gate.base import check_ref
     from ..gate.check import CheckOptions, run_check
+    from ..gate.revisions.base import check_ref
 
     if base is not None:
         check_ref(base)
@@ -84,8 +85,8 @@ def diff_command(experiments: tuple[str, ...], base: str, full: bool, fmt: str, 
     the problems when a spec is invalid (then no diff at all) or a side fails to render; 2
     usage or missing tool.
     """
-    from ..gate.diff import experiment_names, run_diff
-    from ..gate.diffreport import format_diff, summary
+    from ..gate.diff.changes import experiment_names, run_diff
+    from ..gate.diff.report import format_diff, summary
 
     names = experiment_names(experiments)
     result = run_diff(require_repository(root), base, use_cache=not no_cache, names=names)
@@ -114,7 +115,7 @@ def install_helm_command(root: Path | None) -> None:
     kept in ~/.cache/tfgen), checked against its pinned SHA-256; a helm of the pinned version
     on PATH is linked instead. Exit 0 installed, 2 a download or checksum failed.
     """
-    from ..gate.helminstall import install_all
+    from ..gate.helm.install import install_all
     from ..repo import layout
 
     base = root or layout.find_root() or Path.cwd()

@@ -4,9 +4,9 @@ A run composes the stages, each called as the other commands call it: the valida
 checks every spec (`validate.validate_paths`, as `tfgen validate`), the render stage plans the
 generated files against the committed ones (`render.plan_render`, as `tfgen render --check`).
 Then the gate's own steps: resolve the Applications the committed ApplicationSet generates
-(`applications`), render each with helm exactly as Argo CD would and judge every rendered
-object and every Argo CD object in argo/ (`judging`, `objects`, `wiring`), and with a base
-revision refuse changes a live run cannot take (`immutability`). Every finding is a `Problem`;
+(`argo/`), render each with helm exactly as Argo CD would (`helm/`) and judge every rendered
+object and every Argo CD object in argo/ (`objects/`), and with a base revision refuse changes
+a live run cannot take (`revisions/`). Every finding is a `Problem`;
 nothing is printed here.
 
 There is one sequence of stages (`Gate.check`); the cache only chooses its scope and spares
@@ -35,25 +35,23 @@ from ..problems import Problem, errors_of, tally, warned
 from ..repo import layout
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..repo.keys import path_digest
-from ..validate import (
-    RepoConfig,
-    ValidationResult,
-    load_config,
-    repository_specs,
-    validate_paths,
-)
+from ..validate import RepoConfig, ValidationResult, load_config, repository_specs, validate_paths
 from ..words import counted
-from . import VALIDATORS, base, immutability, kubeconform, ledger, objects, retained, wiring
-from .applications import Resolution, ResolvedApplication, resolve_applications
-from .batch import BatchRenderer
-from .helm import find_helm, program_digest
-from .judging import Judging, Progress
-from .resolutions import (
+from . import ledger
+from .argo import wiring
+from .argo.applications import Resolution, ResolvedApplication, resolve_applications
+from .argo.resolutions import (
     RememberedApplications,
     resolution_from_json,
     resolution_inputs,
     resolution_to_json,
 )
+from .documents import VALIDATORS, kubeconform
+from .helm.batch import BatchRenderer
+from .helm.command import find_helm, program_digest
+from .objects import verdict
+from .objects.judging import Judging, Progress
+from .revisions import base, immutability, retained
 from .scope import WHOLE, Scope, since
 
 
@@ -80,7 +78,7 @@ class CheckResult:
     cache_hits: int = 0  # experiments whose render or verdict came from .tfgen-cache/
     from_cache: bool = False
     # Why this run's helm rendered off the fast path, what that costs and how to get it
-    # (`helmprobe.slow_path_note`); a stored result cost nothing more and says nothing.
+    # (`helm/probe.slow_path_note`); a stored result cost nothing more and says nothing.
     notes: list[str] = field(default_factory=list)
     # What its Applications make helm read that the run's snapshot holds no hash of (by real
     # path: each chart, whose folders may be links or lie elsewhere, and any value file
@@ -151,7 +149,7 @@ class Pass:
     result: CheckResult
     applications: list[ResolvedApplication]
     facts: dict[str, dict[str, Any]]
-    rendered: list[objects.AppObjects]
+    rendered: list[verdict.AppObjects]
     warnings: dict[str, tuple[Problem, ...]]  # each valid experiment's own, by name
 
 
@@ -261,9 +259,9 @@ class Gate:
         # What this pass's own renders took from the cache; the base revision's renders below
         # go through the same renderer and are not the experiments checked.
         reused = stage.reused + self.renderer.stats.cached - cached
-        problems += found + objects.collisions(rendered, scope.identities())
+        problems += found + verdict.collisions(rendered, scope.identities())
         if self.options.validator != "builtin":
-            problems += objects.kubeconform_problems(rendered, stage.judge.validator)
+            problems += verdict.kubeconform_problems(rendered, stage.judge.validator)
         if self.options.base:
             problems += immutability.base_problems(
                 self.root, self.options.base, rendered, self.config.kubernetes_version,

@@ -43,8 +43,8 @@ from ..repo.cache import Cache
 from ..repo.keys import CacheKeys
 from ..validate import RepoConfig
 from ..validate.experiments import Checked, facts_checked
-from .applications import ResolvedApplication
-from .objects import AppObjects, identity_digest
+from .argo.applications import ResolvedApplication
+from .objects.verdict import AppObjects, identity_digest
 
 SPACE = "ledger"
 # The ledger is kept in parts, an experiment's in the part its name falls in: a check that

@@ -23,7 +23,7 @@ from ..problems import Problem
 from ..repo import layout
 from ..repo.inputs import Inputs
 from ..validate import RepoConfig
-from ..validate.checked import Checked
+from ..validate.experiment.checked import Checked
 from . import ledger
 from .ledger import Entry, Ledger
 

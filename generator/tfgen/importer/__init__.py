@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import OptionsError, ProblemsFound
 from ..problems import Problem, errors_of, warnings_of
 from ..repo import layout, runtimes
-from ..validate.config import RepoConfig, load_config
+from ..validate.config.load import RepoConfig, load_config
 from .jobsets import read_jobset, task_services
 from .leftout import RUNTIME_MADE, LeftOut, leftovers
 from .manifests import Manifest, ManifestError, read_manifests

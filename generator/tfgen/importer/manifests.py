@@ -22,8 +22,8 @@ import yaml
 from yaml.nodes import Node
 
 from ..errors import InputError
-from ..gate.kubeyaml import StrictLoader, expanded_size
-from ..gate.manifests import KubeObject
+from ..gate.documents.kubeyaml import StrictLoader, expanded_size
+from ..gate.documents.manifests import KubeObject
 from ..repo import chart, runtimes
 from ..repo.files import read_input
 from ..repo.layout import YAML_SUFFIXES

@@ -21,9 +21,9 @@ from ..render.durable import write_temp
 from ..render.generated import dump_yaml
 from ..render.write import blocked_paths
 from ..repo import layout
-from ..validate.config import RepoConfig
+from ..validate.config.load import RepoConfig
 from ..validate.experiments import across_problems, check_file
-from ..validate.loader import LoadError, read_file
+from ..validate.yaml.loader import LoadError, read_file
 from .manifests import ManifestError
 
 MODELINE = "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"

@@ -23,7 +23,7 @@ from yaml.nodes import MappingNode, ScalarNode
 
 from ..errors import OptionsError
 from ..repo import chart, naming
-from ..validate.document import pointer_text
+from ..validate.yaml.document import pointer_text
 from .edit import Path, Scalar, TextEdit, compose, find, renamer, scalars
 
 # Fields a copy keeps even when they contain the old name: what the run uses, not what it

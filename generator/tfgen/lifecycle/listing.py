@@ -4,7 +4,7 @@ Every spec that loads is listed, valid or not (a broken spec still names a run t
 live); the problems come from the validate stage, as `tfgen validate` reports them. Topology
 words follow the roles in their reading order (naming.ROLES); the runtime and the queue are the
 spec's with its namespace's defaults filled in; the GPUs held are those the namespace quota
-counts (validate/team.py).
+counts (validate/policy/team.py).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from typing import Any
 
 from ..problems import Problem
 from ..repo import chart, layout, naming, runtimes
-from ..validate import load_config, sweep, validate_repo
-from ..validate.checked import lookup, roles
+from ..validate import load_config, validate_repo
+from ..validate.experiment import sweep
+from ..validate.experiment.checked import lookup, roles
 from ..validate.experiments import check_file
-from ..validate.loader import LoadError, read_file
-from ..validate.team import gpus, holds_quota
+from ..validate.policy.team import gpus, holds_quota
+from ..validate.yaml.loader import LoadError, read_file
 from ..words import counted
 
 COLUMNS = ("name", "namespace", "owner", "runtime", "queue", "runs", "topology", "gpus",
@@ -37,7 +38,7 @@ class Row:
     owner: str
     runtime: str  # spec.runtime, the namespace's default filled in
     queue: str  # the Kueue LocalQueue that admits its runs, "" when not queued
-    runs: int  # a sweep's runs (validate/sweep.py), 1 without a sweep
+    runs: int  # a sweep's runs (validate/experiment/sweep.py), 1 without a sweep
     topology: str  # of one run: every run of a sweep has the same roles
     gpus: int
     holds: int  # the GPUs counted against the namespace's quota: none when suspended, retired or

@@ -25,10 +25,10 @@ from ..render.generated import dump_yaml
 from ..repo import layout, naming
 from ..repo.files import read_input
 from ..repo.yamlread import SafeLoader
-from ..validate.checked import lookup
-from ..validate.config import NAMESPACE_DEFAULTS, RepoConfig, load_config
-from ..validate.document import pointer_text
+from ..validate.config.load import NAMESPACE_DEFAULTS, RepoConfig, load_config
+from ..validate.experiment.checked import lookup
 from ..validate.experiments import check_file
+from ..validate.yaml.document import pointer_text
 from .copy import EMPTY, Change, CopyRequest, copied_text
 
 

@@ -24,8 +24,9 @@ from ..render import apply_plan, plan_repository
 from ..render.write import blocked_paths, replace_file
 from ..repo import chart, layout, naming, runtimes
 from ..repo.files import read_input
-from ..validate import sweep, validate_repo
-from ..validate.config import RepoConfig, load_config
+from ..validate import validate_repo
+from ..validate.config.load import RepoConfig, load_config
+from ..validate.experiment import sweep
 from ..validate.experiments import check_file
 from .edit import TextEdit, compose, find
 

@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..repo import naming
-from ..validate import sweep, valuesfile
-from ..validate.config import builtin_data
-from ..validate.defaults import object_defaults
-from ..validate.valuesfile import env_list, env_var
+from ..validate.config.load import builtin_data
+from ..validate.experiment import sweep
+from ..validate.rules import valuesfile
+from ..validate.rules.valuesfile import env_list, env_var
+from ..validate.schema.defaults import object_defaults
 
 __all__ = ["build_values", "env_list", "env_var", "resources"]
 

@@ -144,7 +144,7 @@ class CacheKeys:
 
     def helm_shortcuts(self, helm: str) -> str:
         """Which of the batch renderer's shortcuts give exactly a helm's own per-experiment
-        verdicts (`gate.helmprobe`): that helm (`HelmIdentity.key`) and tfgen (the probe)."""
+        verdicts (`gate/helm/probe.py`): that helm (`HelmIdentity.key`) and tfgen (the probe)."""
         return digest("helm-shortcuts", self.tool, helm)
 
     @staticmethod

@@ -2,7 +2,7 @@
 specs, probe charts) comes out of `dump_yaml`, block style, no line wrapping, keys in the
 order they were built, so the same data gives the same bytes on every run. It sits below the
 stages so that the validate stage can measure what render will write before anything is
-written (`validate/valuesfile.py`).
+written (`validate/rules/valuesfile.py`).
 
 The files are read by YAML parsers that resolve plain scalars differently: tfgen's own (yaml_rs
 and PyYAML), and go-yaml v2 under `sigs.k8s.io/yaml` with YAML 1.1 rules (Helm's `--values`, the

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OptionsError, ProblemsFound
-from ..gate import helm
-from ..gate.manifests import ManifestValidator, parse_manifest
+from ..gate.documents.manifests import ManifestValidator, parse_manifest
+from ..gate.helm import command as helm
 from ..problems import Problem, errors_of, tally
 from ..render.generated import dump_yaml
 from ..render.values import build_values
 from ..repo import chart, layout, naming, resources, runtimes
 from ..repo.runtimes import tfconfig
-from ..validate import sweep, validate_repo
+from ..validate import validate_repo
+from ..validate.experiment import sweep
 from ..words import counted
 
 

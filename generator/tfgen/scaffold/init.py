@@ -30,12 +30,12 @@ from ..render.write import apply_plan, blocked_paths, write_new_files
 from ..repo import cache, layout, resources, runtimes
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
-from ..validate.config import builtin_data
-from ..validate.configrules import config_problems
-from ..validate.defaults import apply_defaults
-from ..validate.document import pointer_text
-from ..validate.loader import load_text
-from ..validate.schema import inlined_schema, schema_problems
+from ..validate.config.load import builtin_data
+from ..validate.config.rules import config_problems
+from ..validate.schema.defaults import apply_defaults
+from ..validate.schema.validator import inlined_schema, schema_problems
+from ..validate.yaml.document import pointer_text
+from ..validate.yaml.loader import load_text
 from . import source as pinned
 
 INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates

@@ -1,12 +1,13 @@
 """The validate stage: what people write (experiments/*.yaml, tfgen.yaml) -> validated Experiments.
 
-`validate_repo` / `validate_paths` are the way in for every command; the modules behind them
-load YAML strictly (`loader`, `nodes`, `document`), check it against the schema (`schema`,
-`messages`), fill in defaults (`defaults`, `config`) and apply the rules a schema cannot express
-(`rules`).
+`validate_repo` / `validate_paths` are the way in for every command; the folders behind them
+load YAML strictly (`yaml/`), check it against the schema and fill in its defaults (`schema/`),
+read tfgen.yaml (`config/`), and apply the rules a schema cannot express: on one experiment
+(`experiment/` as the rules read it, `rules/`), per namespace (`policy/`) and across
+experiments (`across/`).
 """
 
-from .config import RepoConfig, builtin_defaults_note, load_config, on_builtin_defaults
+from .config.load import RepoConfig, builtin_defaults_note, load_config, on_builtin_defaults
 from .experiments import (
     Experiment,
     SpecVerdict,

@@ -1,12 +1,12 @@
 """The validate stage's way in: experiment files -> validated Experiments, and every problem
 of every file at once.
 
-Each file is read strictly (`loader`), laid over tfgen.yaml's defaults, checked against the
-schema and completed with the schema's defaults (`schema`, `defaults`), then checked by the
-rules a schema cannot express (`rules`); the rules across files (unique names) run over all of
-them. `validate_paths` is the one way in: `tfgen validate`, `render`, `explain` and `check`
-all come through it. `check` hands it a memory of earlier verdicts (`Verdicts`), so a file whose
-bytes did not change is not checked again; the rules across files always run.
+Each file is read strictly (`yaml/`), laid over tfgen.yaml's defaults (`config/`), checked
+against the schema and completed with the schema's defaults (`schema/`), then checked by the
+rules a schema cannot express (`rules/`, `policy/`); the rules across files (`across/`) run
+over all of them. `validate_paths` is the one way in: `tfgen validate`, `render`, `explain` and
+`check` all come through it. `check` hands it a memory of earlier verdicts (`Verdicts`), so a
+file whose bytes did not change is not checked again; the rules across files always run.
 """
 
 from __future__ import annotations
@@ -21,15 +21,18 @@ from ..errors import TfgenError
 from ..problems import Problem, errors_of, tally, warnings_of
 from ..repo import layout
 from ..words import counted
-from . import capacity, pods, runtime, sweep, team, valuesfile
-from .checked import across_files, lookup
-from .config import RepoConfig, load_config
-from .defaults import apply_defaults, merge_defaults
-from .document import Locator
-from .loader import LoadError, load_bytes, read_file
-from .objectnames import name_clash_problems
-from .rules import Checked, repo_problems, semantic_problems
-from .schema import schema_problems
+from .across.names import repo_problems
+from .across.objectnames import name_clash_problems
+from .config.load import RepoConfig, load_config
+from .experiment import sweep
+from .experiment.checked import across_files, lookup
+from .policy import pods, team
+from .rules import capacity, runtime, valuesfile
+from .rules.spec import Checked, semantic_problems
+from .schema.defaults import apply_defaults, merge_defaults
+from .schema.validator import schema_problems
+from .yaml.document import Locator
+from .yaml.loader import LoadError, load_bytes, read_file
 
 
 @dataclass(frozen=True)

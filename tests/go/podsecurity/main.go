@@ -2,7 +2,7 @@
 // does: the pod as the API server's defaulting leaves it, judged by the evaluator of
 // k8s.io/pod-security-admission at the version go.mod pins (the Kubernetes minor tfgen
 // targets). tfgen's tests run it beside tfgen's own judgement
-// (generator/tfgen/validate/podsecurity.py) and require the same verdicts.
+// (generator/tfgen/validate/policy/podsecurity.py) and require the same verdicts.
 //
 // Input: one JSON request per line on stdin,
 //

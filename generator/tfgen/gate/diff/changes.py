@@ -1,0 +1,299 @@
+"""`tfgen diff --base REF`: what a pull request changes in the cluster, object by object.
+
+The experiments touched since REF (or those named) are rendered twice with the real helm, as
+Argo CD would render them before and after the merge (the base tree exported by `base`, both
+sides through the cached batch renderer), and their objects are paired by kind, namespace and
+name. Each experiment is added, removed or changed, with the GPUs it requests on each side;
+each added, removed or changed object becomes one unified diff of helm's own YAML. How this is
+shown (a summary table, the full diffs on request, text or one pull-request comment) is
+`report`'s job.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import InputError, OptionsError
+from ...problems import Problem, errors_of
+from ...repo import layout, naming
+from ...repo.cache import CACHE_DIRNAME, Cache
+from ...validate import RepoConfig, load_config, validate_repo
+from ...validate.experiments import check_file
+from ...validate.policy import team
+from ...validate.yaml.loader import LoadError, load_file, read_file
+from ..argo.applications import ResolvedApplication, resolve_applications
+from ..documents.manifests import documents, parse_manifest
+from ..helm.batch import BatchRenderer, RenderResult, jobs_for
+from ..helm.command import find_helm
+from ..objects.policy import kept_by_argo
+from ..revisions import base
+
+
+@dataclass
+class ObjectDiff:
+    """One object that differs between the base and now."""
+
+    experiment: str
+    kind: str
+    namespace: str
+    name: str
+    status: str  # added | removed | changed | kept (left in the cluster: Prune/Delete=false)
+    diff: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ExperimentChange:
+    """One experiment whose objects differ: added, removed or changed, and the GPUs its active
+    spec requests before and after (None: no such spec on that side, or not readable)."""
+
+    name: str
+    status: str  # added | removed | changed
+    gpus_before: int | None
+    gpus_after: int | None
+
+
+@dataclass(frozen=True)
+class NamespaceGpus:
+    """GPUs a namespace's active experiments request before and after the change (None: the
+    base could not be read), and its quota now (None: no quota)."""
+
+    namespace: str
+    before: int | None
+    after: int
+    quota: int | None
+
+
+@dataclass(frozen=True)
+class CopyDiff:
+    """An added experiment that records its source (`tfgen new --from`, `tfgen rerun`): the
+    unified diff of the source's spec (at the base, else now) against the copy's."""
+
+    name: str
+    source: str
+    diff: str
+
+
+@dataclass
+class DiffResult:
+    base: str
+    experiments: list[str] = field(default_factory=list)  # those whose objects differ
+    changes: list[ExperimentChange] = field(default_factory=list)  # the same, described
+    diffs: list[ObjectDiff] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    gpus: list[NamespaceGpus] = field(default_factory=list)
+    copies: list[CopyDiff] = field(default_factory=list)
+
+
+def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
+    """Experiment -> (namespace, GPUs its spec requests, 0 when not active), from every spec
+    that loads (an invalid one counts too: an experiment over quota is exactly what the tables
+    must show)."""
+    found: dict[str, tuple[str, int]] = {}
+    for path in layout.spec_files(config.experiments_dir):
+        shown = layout.shown(path)
+        try:
+            checked, _ = check_file(path, shown, read_file(path, shown, config.root), config)
+        except LoadError:
+            continue
+        data = checked.data if checked is not None else None
+        spec = data.get("spec") if isinstance(data, dict) else None
+        metadata = (data.get("metadata") or {}) if data else {}
+        namespace, name = metadata.get("namespace"), metadata.get("name")
+        if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
+            continue
+        found[str(name)] = (namespace, team.gpus(spec) if team.holds_quota(spec) else 0)
+    return found
+
+
+def gpus_by_namespace(experiments: dict[str, tuple[str, int]]) -> dict[str, int]:
+    """GPUs requested by each namespace's active experiments."""
+    totals: dict[str, int] = {}
+    for namespace, gpus in experiments.values():
+        totals[namespace] = totals.get(namespace, 0) + gpus
+    return totals
+
+
+def gpu_table(config: RepoConfig, before: dict[str, int] | None,
+              after: dict[str, int]) -> list[NamespaceGpus]:
+    """One row per namespace that requests GPUs on either side or has a quota."""
+    quotas = {ns: config.namespace_policy(ns).get("gpuQuota") for ns in config.data["policy"]}
+    names = set(after) | set(before or {}) | {ns for ns, q in quotas.items() if q is not None}
+    rows = []
+    for ns in sorted(names):
+        old = None if before is None else before.get(ns, 0)
+        new, quota = after.get(ns, 0), quotas.get(ns)
+        if old or new or quota is not None:
+            rows.append(NamespaceGpus(ns, old, new, quota))
+    return rows
+
+
+ObjectId = tuple[str, str, str]  # kind, namespace, name
+
+
+def _documents(manifest: str) -> tuple[dict[ObjectId, str], set[ObjectId]]:
+    """(kind, namespace, name) -> the document's YAML as helm printed it (minus `# Source:`),
+    and those Argo CD keeps in the cluster once they leave Git (`policy.kept_by_argo`)."""
+    out: dict[ObjectId, str] = {}
+    kept: set[ObjectId] = set()
+    for _, body in documents(manifest):
+        for obj in parse_manifest(body):
+            out[(obj.kind, obj.namespace, obj.name)] = body
+            if kept_by_argo(obj):
+                kept.add((obj.kind, obj.namespace, obj.name))
+    return out, kept
+
+
+def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]:
+    """Per-object unified diffs between two rendered manifests of one experiment. An object
+    that leaves the rendering but that Argo CD keeps (the PV and PVC) is `kept`: the cluster
+    keeps it, with its data, whether the spec is retired or deleted."""
+    (old, keeps), (new, _) = _documents(before), _documents(after)
+    out = []
+    for key in sorted(set(old) | set(new)):
+        kind, namespace, name = key
+        label = f"{kind}/{namespace + '/' if namespace else ''}{name}"
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        status = ("added" if a is None else "changed" if b is not None
+                  else "kept" if key in keeps else "removed")
+        text = "".join(difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+            f"a/{label}" if a is not None else "/dev/null",
+            f"b/{label}" if b is not None else "/dev/null",
+        ))
+        out.append(ObjectDiff(experiment, kind, namespace, name, status, text))
+    return out
+
+
+def _render(
+    renderer: BatchRenderer, apps: Sequence[ResolvedApplication], kube: str
+) -> dict[str, RenderResult]:
+    return {r.job.name: r for r in renderer.render(jobs_for(apps, kube))}
+
+
+def run_diff(
+    root: Path, ref: str, *, use_cache: bool = True, helm: str | None = None,
+    names: Sequence[str] = (),
+) -> DiffResult:
+    """Render the experiments touched since `ref` (only those in `names`, when given) on both
+    sides and diff their objects.
+
+    Invalid specs now are problems and nothing is diffed: argo/ cannot be rendered from them,
+    so a diff of the committed files would say "no changes" about a change that cannot merge.
+    A name that is an experiment on neither side is an OptionsError.
+    """
+    config = load_config(cwd=root)
+    root = config.root
+    base.resolve(root, ref)  # a bad --base is a usage error before any work
+    with base.tree_at(root, ref) as tree:
+        try:
+            base_gpus: dict[str, tuple[str, int]] | None = gpus_by_experiment(
+                load_config(cwd=tree))
+        except InputError:  # the base's tfgen.yaml is not valid: its GPUs are unknown
+            base_gpus = None
+    now_gpus = gpus_by_experiment(config)
+    table = gpu_table(config, None if base_gpus is None else gpus_by_namespace(base_gpus),
+                      gpus_by_namespace(now_gpus))
+    specs = validate_repo(cwd=root)
+    if errors_of(specs.problems):  # (warnings leave the diff whole: `tfgen check` says them)
+        return DiffResult(base=ref, problems=errors_of(specs.problems), gpus=table)
+    cache = Cache(root / CACHE_DIRNAME if use_cache else None)
+    renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
+    scope = base.changed_experiments(root, ref)
+    result = DiffResult(base=ref, gpus=table)
+    now_all = resolve_applications(root).applications
+    with base.tree_at(root, ref) as tree:
+        base_all = resolve_applications(tree).applications
+        if names:
+            _known(names, {a.name for a in (*now_all, *base_all)}, ref)
+            scope = set(names) if scope is None else scope & set(names)
+        base_apps = [a for a in base_all if scope is None or a.name in scope]
+        before = _render(renderer, base_apps, config.kubernetes_version)
+        now_apps = [a for a in now_all if scope is None or a.name in scope]
+        existing = {a.name for a in base_all}
+        result.copies = copy_diffs(root, tree, [a.name for a in now_apps
+                                                if a.name not in existing])
+    after = _render(renderer, now_apps, config.kubernetes_version)
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        for side, rendered in (("base", old), ("now", new)):
+            if rendered is not None and rendered.error:
+                result.problems.append(Problem(
+                    layout.generated_folder(name), pointer=f"helm template ({side})",
+                    message=" ".join(rendered.error.split())))
+        if (old and old.error) or (new and new.error):
+            continue
+        diffs = diff_manifests(name, old.manifest if old else "", new.manifest if new else "")
+        if diffs:
+            result.experiments.append(name)
+            result.diffs += diffs
+            status = "added" if old is None else "removed" if new is None else "changed"
+            result.changes.append(ExperimentChange(
+                name, status,
+                None if base_gpus is None or name not in base_gpus else base_gpus[name][1],
+                now_gpus[name][1] if name in now_gpus else None))
+    return result
+
+
+def _source_of(spec: Path) -> str | None:
+    """The experiment a spec records as its source (naming.SOURCE_ANNOTATIONS), if any."""
+    try:
+        data = load_file(spec).data
+    except (InputError, OSError):
+        return None
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict):
+        return None
+    found = next((annotations[k] for k in naming.SOURCE_ANNOTATIONS if k in annotations), None)
+    return found if isinstance(found, str) and naming.is_experiment_name(found) else None
+
+
+def copy_diffs(root: Path, tree: Path, added: Sequence[str]) -> list[CopyDiff]:
+    """What each added experiment that is a copy changes in its source's spec."""
+    out = []
+    for name in added:
+        rel = f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}"
+        source = _source_of(root / rel)
+        if source is None:
+            continue
+        source_rel = f"{layout.EXPERIMENTS_DIR}/{source}{layout.SPEC_SUFFIX}"
+        original = next((p for p in (tree / source_rel, root / source_rel) if p.is_file()), None)
+        if original is None:
+            continue
+        text = "".join(difflib.unified_diff(
+            original.read_text(encoding="utf-8").splitlines(keepends=True),
+            (root / rel).read_text(encoding="utf-8").splitlines(keepends=True),
+            f"a/{source_rel}", f"b/{rel}"))
+        out.append(CopyDiff(name, source, text))
+    return out
+
+
+def _known(names: Sequence[str], experiments: set[str], ref: str) -> None:
+    """Every name given is an experiment at `ref` or now."""
+    unknown = [name for name in names if name not in experiments]
+    if unknown:
+        raise OptionsError(f"{', '.join(unknown)}: no experiment of that name at {ref} or now "
+                           "(give names of experiments/<name>.yaml, or their files)")
+
+
+def experiment_names(arguments: Sequence[str]) -> list[str]:
+    """The experiments a person named, each as a name or a spec file (`layout.experiment_path`);
+    a bare name whose spec is gone stays a name: it may be an experiment the change removes."""
+    names = []
+    for argument in arguments:
+        try:
+            names.append(layout.experiment_path(argument).stem)
+        except OptionsError:
+            if not naming.is_experiment_name(argument):
+                raise
+            names.append(argument)
+    return list(dict.fromkeys(names))

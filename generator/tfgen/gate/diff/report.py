@@ -1,0 +1,200 @@
+"""How `tfgen diff` shows what a change does: a summary table first, every object in full only
+on request.
+
+The table has one row per experiment whose objects differ: added, removed or changed, its
+objects by kind, and the GPUs it requests before and after. `--full` adds each object's unified
+diff. Text is for terminals; Markdown is one pull-request comment, opening with a marker line
+(so a workflow finds and updates the comment it posted before) and the GPUs each namespace
+requests against its quota, with the full diffs in one collapsed `<details>` block, cut to fit
+GitHub's comment size limit with a note saying what was left out. `summary` is the closing
+sentence, in plain words, for stderr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...errors import InputError
+from ...words import counted
+from . import DIFF_FORMATS
+from .changes import CopyDiff, DiffResult, ExperimentChange, NamespaceGpus, ObjectDiff
+
+COMMENT_MARKER = "<!-- tfgen-diff -->"
+# GitHub refuses comments over 65,536 characters; leave room for the header and notes.
+MAX_MARKDOWN_CHARS = 60_000
+MAX_OBJECT_LINES = 300
+NOTE_ROOM = 300  # kept free for the note that says what was cut
+STATUSES = ("added", "changed", "removed")  # the order rows and counts are given in
+# How objects fare, in that order: `kept` leaves Git but stays in the cluster (the PV and PVC,
+# Prune=false and Delete=false), as `tfgen retire --delete` says.
+OBJECT_STATUSES = ("added", "changed", "removed", "kept")
+
+
+def _clip(text: str, max_lines: int) -> str:
+    lines = text.splitlines(keepends=True)
+    if len(lines) <= max_lines:
+        return text
+    return "".join(lines[:max_lines]) + f"... {counted(len(lines) - max_lines, 'more line')}\n"
+
+
+def _by_kind(diffs: Sequence[ObjectDiff]) -> str:
+    """`Deployment, 2 NetworkPolicy, TFJob`: the kinds, a count where there are several."""
+    kinds: dict[str, int] = {}
+    for d in diffs:
+        kinds[d.kind] = kinds.get(d.kind, 0) + 1
+    return ", ".join(kind if n == 1 else f"{n} {kind}" for kind, n in kinds.items())
+
+
+def objects_cell(diffs: Sequence[ObjectDiff]) -> str:
+    """`7 added: Deployment, 2 NetworkPolicy, ...; 1 changed: TFJob; 2 kept: ...`."""
+    parts = []
+    for status in OBJECT_STATUSES:
+        of = [d for d in diffs if d.status == status]
+        if of:
+            parts.append(f"{len(of)} {status}: {_by_kind(of)}")
+    return "; ".join(parts)
+
+
+def gpus_cell(change: ExperimentChange, arrow: str = "->") -> str:
+    """`none -> 3`, `3 -> 4 (+1)`, `3` when unchanged, `?` for a side that could not be read."""
+    before, after = change.gpus_before, change.gpus_after
+    if change.status == "changed" and before == after:
+        return "?" if after is None else str(after)
+    old = "none" if change.status == "added" else "?" if before is None else str(before)
+    new = "none" if change.status == "removed" else "?" if after is None else str(after)
+    delta = ""
+    if before is not None and after is not None and before != after:
+        delta = f" ({after - before:+d})"
+    return f"{old} {arrow} {new}{delta}"
+
+
+def _status_words(diff: ObjectDiff) -> str:
+    if diff.status == "kept":
+        return ("kept (leaves Git, stays in the cluster with its data: Prune=false, "
+                "Delete=false)")
+    return diff.status
+
+
+def _rows(result: DiffResult) -> list[tuple[ExperimentChange, list[ObjectDiff]]]:
+    order = {status: i for i, status in enumerate(STATUSES)}
+    changes = sorted(result.changes, key=lambda c: (order[c.status], c.name))
+    return [(c, [d for d in result.diffs if d.experiment == c.name]) for c in changes]
+
+
+def _what_changed(result: DiffResult) -> str:
+    """`1 experiment added, 1 changed`."""
+    parts: list[str] = []
+    for status in STATUSES:
+        n = sum(1 for c in result.changes if c.status == status)
+        if n:
+            parts.append(f"{n} {status}" if parts else f"{counted(n, 'experiment')} {status}")
+    return ", ".join(parts)
+
+
+def summary(result: DiffResult, *, full: bool) -> str:
+    """The closing sentence: what the change does in the cluster, and what to do next."""
+    if not result.changes:
+        return (f"Nothing changes in the cluster against {result.base}. Next: open the pull "
+                "request")
+    objects = {s: sum(1 for d in result.diffs if d.status == s) for s in OBJECT_STATUSES}
+    # "removed" is what Argo CD deletes; "kept" what leaves Git but stays in the cluster (the
+    # volume and claim: Prune=false, Delete=false).
+    present = [s for s in OBJECT_STATUSES if objects[s]]
+    what = counted(len(result.diffs), "object") + (
+        f" {present[0]}" if len(present) == 1
+        else ": " + ", ".join(f"{objects[s]} {s}" for s in present))
+    next_step = ("review the objects above, then open the pull request" if full else
+                 f"`tfgen diff --base {result.base} --full` shows every object")
+    return f"Against {result.base}: {_what_changed(result)} ({what}). Next: {next_step}"
+
+
+def _copy_words(copy: CopyDiff) -> str:
+    return (f"{copy.name} is a copy of {copy.source}; what it changes in the spec"
+            + ("" if copy.diff else ": nothing"))
+
+
+def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
+    if not result.changes:
+        return ""
+    rows = [("EXPERIMENT", "CHANGE", "OBJECTS", "GPUS")]
+    rows += [(c.name, c.status, objects_cell(diffs), gpus_cell(c)) for c, diffs in _rows(result)]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+             + "  " + row[3] for row in rows]
+    for copy in result.copies:  # a copy is read against its source, before its objects
+        lines += ["", f"=== {_copy_words(copy)}", _clip(copy.diff, max_object_lines).rstrip("\n")]
+    if full:
+        for c, diffs in _rows(result):
+            for d in diffs:
+                lines += ["", f"=== {c.name}: {d.ref} {_status_words(d)}",
+                          _clip(d.diff, max_object_lines).rstrip("\n")]
+    return "\n".join(lines)
+
+
+def _gpu_rows(rows: Sequence[NamespaceGpus]) -> list[str]:
+    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs."""
+    if not rows:
+        return []
+    out = ["| Namespace | GPUs before | GPUs after | Quota |", "| --- | ---: | ---: | ---: |"]
+    for row in rows:
+        before = "?" if row.before is None else str(row.before)
+        change = ""
+        if row.before is not None and row.after != row.before:
+            change = f" ({row.after - row.before:+d})"
+        quota = "none" if row.quota is None else str(row.quota)
+        over = " **over quota**" if row.quota is not None and row.after > row.quota else ""
+        out.append(f"| `{row.namespace}` | {before} | {row.after}{change}{over} | {quota} |")
+    return [*out, ""]
+
+
+def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: int) -> str:
+    head = [COMMENT_MARKER, f"### tfgen diff against `{result.base}`", ""]
+    head += _gpu_rows(result.gpus)
+    if not result.changes:
+        head.append("No rendered object changes.")
+        return "\n".join(head) + "\n"
+    head += [f"{_what_changed(result)}.", "",
+             "| Experiment | Change | Objects | GPUs |", "| --- | --- | --- | --- |"]
+    rows = _rows(result)
+    for i, (c, diffs) in enumerate(rows):
+        row = f"| `{c.name}` | {c.status} | {objects_cell(diffs)} | {gpus_cell(c, '→')} |"
+        if sum(len(line) + 1 for line in head) + len(row) > max_chars - NOTE_ROOM:
+            head += ["", f"_{counted(len(rows) - i, 'more experiment')} not shown (comment "
+                         f"size limit); run `tfgen diff --base {result.base}` locally._"]
+            return "\n".join(head) + "\n"
+        head.append(row)
+    out = "\n".join(head) + "\n"
+    for copy in result.copies:
+        block = (f"\n**{_copy_words(copy).replace(copy.name, f'`{copy.name}`', 1)}**\n\n"
+                 f"````diff\n{_clip(copy.diff, max_object_lines).rstrip()}\n````\n")
+        if len(out) + len(block) <= max_chars - NOTE_ROOM:
+            out += block
+    if not full:
+        return out + f"\nEvery object in full: `tfgen diff --base {result.base} --full`.\n"
+    out += (f"\n<details><summary>Every object in full "
+            f"({counted(len(result.diffs), 'object')})</summary>\n\n")
+    closing = "</details>\n"
+    shown = 0
+    for d in (d for _, diffs in _rows(result) for d in diffs):
+        block = (f"**`{d.experiment}`: {d.ref} {_status_words(d)}**\n\n````diff\n"
+                 f"{_clip(d.diff, max_object_lines).rstrip()}\n````\n\n")
+        if len(out) + len(block) + len(closing) > max_chars - NOTE_ROOM:
+            break
+        out += block
+        shown += 1
+    if shown < len(result.diffs):
+        out += (f"_{counted(len(result.diffs) - shown, 'more object')} not shown (comment size "
+                f"limit); run `tfgen diff --base {result.base} --full` locally._\n\n")
+    return out + closing
+
+
+def format_diff(result: DiffResult, fmt: str, *, full: bool = False,
+                max_chars: int = MAX_MARKDOWN_CHARS,
+                max_object_lines: int = MAX_OBJECT_LINES) -> str:
+    """The diff for people (`text`; empty when nothing changes) or for a pull-request comment
+    (`markdown`): the summary table, and every object's diff with `full`."""
+    if fmt not in DIFF_FORMATS:
+        raise InputError(f"--format {fmt}: one of {', '.join(DIFF_FORMATS)}")
+    if fmt == "text":
+        return _text(result, full, max_object_lines)
+    return _markdown(result, full, max_chars, max_object_lines)

@@ -1,0 +1,397 @@
+"""Rendering many experiments with few `helm` processes, and not at all when nothing changed.
+
+One `helm template` process costs ~65 ms, so a gate over a thousand experiments cannot start one
+per experiment. Instead we generate an umbrella chart (`umbrella`) in a temporary folder with
+one aliased dependency per experiment (all pointing at one copy of the chart), give each alias
+its experiment's values and split helm's output back per experiment using the `# Source:
+<umbrella>/charts/<alias>/templates/...` comments. The chart promises not to use `.Release.*` or
+`.Chart.Name` in its output, so the objects are the ones the per-experiment `helm template` that
+Argo CD runs would produce (a test proves it byte for byte). Two Helm behaviours differ for
+subcharts and are neutralised here: parent-supplied `null`s do not delete subchart defaults in
+Helm 4 (so we merge values with the chart defaults ourselves, Helm's way, and give the copy an
+empty values.yaml), and Helm adds a `global` key to every subchart's values (so the copy's
+values.schema.json admits `global`). Helm's own check of the values against values.schema.json
+costs about a quarter of its time per experiment, so each experiment's values are checked here
+first with a validator compiled once: an experiment they fail is rendered alone by a plain `helm
+template` (helm's own verdict and message, as Argo CD would see them), and a batch of
+experiments that pass is rendered with `--skip-schema-validation`. Results are cached by content
+hash; a batch that fails is bisected so each failing experiment gets its own helm error message.
+
+A batch hands helm the values as tfgen read them, not the committed files that Argo CD
+gives helm (go-yaml v2, YAML 1.1 rules: an unquoted `y` is a boolean there and a string here).
+So only a values file in the writer's canonical form is batched: comment lines of printable
+ASCII (the header), then exactly `dump_yaml` of what was read from it (`read_canonical`). The
+writer quotes everything the two parsers could read differently, and tests/test_yaml_types.py
+shows helm reading such files exactly as written, so for these the values are the same either
+way. Any other values file (edited by hand, written by another tool) is rendered alone by a
+plain `helm template --values <file>` with helm's own schema check: the verdict and message
+Argo CD's repo-server would give. tests/test_batch.py compares the two ways byte for byte.
+The chart's own values.yaml is hand-written. tfgen reads it by go-yaml's rules
+(`values.load_yaml_file`), and before a chart is batched helm is asked once (per chart and
+helm version, then cached) what its defaults are; if helm reads them otherwise than tfgen does
+(a `!!binary` tag, a key that is not text), that chart's experiments are rendered one by one.
+
+Batches and the skipped schema check are shortcuts that rest on how helm behaves, which moves
+between releases: each helm build takes only the shortcuts it was seen to take on a probe
+chart (`probe`, once per build by its content hash). Renders are remembered by the helm's
+identity (`helm.HelmIdentity`); a helm without one (a wrapper, a shim) has nothing remembered.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import EnvironmentProblem, HelmError
+from ...repo import chart as chart_facts
+from ...repo.cache import Cache, machine_cache
+from ...repo.keys import CacheKeys, content_hash, tool_digest
+from ..argo.applications import ResolvedApplication
+from . import command as helm_mod
+from . import probe
+from .command import HelmIdentity, RenderJob
+from .probe import Shortcuts
+from .umbrella import (
+    UMBRELLA,
+    ChartInfo,
+    alias,
+    aliases_named,
+    canonical_manifest,
+    split_umbrella,
+    write_umbrella,
+)
+from .values import coalesce, files_merged
+
+MIN_CHUNK = 25
+# Batches started and not yet taken, per worker: one rendering, one finished and waiting.
+IN_FLIGHT = 2
+Progress = Callable[[int], None]
+
+
+def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> list[RenderJob]:
+    """One helm run per Application, with exactly the Application's parameters."""
+    return [
+        RenderJob(name=app.release_name, namespace=app.namespace, chart=app.chart_dir,
+                  values_files=tuple(app.value_files), kube_version=kube_version)
+        for app in applications
+    ]
+
+
+@dataclass
+class RenderResult:
+    """The canonical manifest of one job, or helm's error for it; `values`: what the judge
+    reads of the job's value files merged (`chart.job_values`), when the batch read them (then
+    the judge need not read them again; a batch waiting to be judged holds no more)."""
+
+    job: RenderJob
+    manifest: str = ""
+    error: str = ""
+    values: dict[str, Any] | None = None
+
+
+@dataclass
+class BatchStats:
+    """What a renderer did: helm processes started, jobs rendered, jobs found in the cache."""
+
+    helm_processes: int = 0
+    cached: int = 0
+    rendered: int = 0
+
+
+class BatchRenderer:
+    """Renders RenderJobs through the real helm, batched, cached and in parallel."""
+
+    def __init__(
+        self,
+        *,
+        helm: str | None = None,
+        cache: Cache | None = None,
+        keys: CacheKeys | None = None,
+        workers: int | None = None,
+        chunk_size: int = 150,
+        known_hash: Callable[[Path], str | None] | None = None,
+    ) -> None:
+        self.helm = helm or helm_mod.find_helm()
+        # The content hash of a values file when the caller already knows it (the gate's
+        # snapshot): a repository's render keys then cost no read of its values files.
+        self.known_hash = known_hash or (lambda path: None)
+        self.cache = cache or Cache(None)
+        self.keys = keys or CacheKeys(tool_digest(), os.getcwd())
+        # Two helm processes per core keep the cores busy while one of them reads, writes or
+        # collects garbage (measured: 1,000 experiments on 2 cores, 4 workers x 125 per
+        # process 5.5 s, 2 workers x 400-500 per process 6.0 s).
+        self.workers = workers or max(2, 2 * (os.cpu_count() or 1))
+        self.chunk_size = chunk_size
+        self.stats = BatchStats()
+        self._charts: dict[Path, ChartInfo] = {}
+        self._defaults: dict[str, str] = {}  # defaults_agree() without a cache
+        self.one_by_one: list[str] = []  # charts whose defaults helm reads otherwise
+        self._identity: HelmIdentity | None = None
+        self._shortcuts: Shortcuts | None = None
+        # what this machine's helm builds are and do: asked once per machine, not per
+        # repository (a cache of its own, beside the machine's key), unless nothing is cached
+        where = self.cache.path
+        self.programs = machine_cache(where.parent.parent) if where is not None else self.cache
+
+    @property
+    def identity(self) -> HelmIdentity:
+        """Which helm renders (`helm.identify`). One that is not the build it reports has
+        nothing remembered: its renders go to no cache."""
+        if self._identity is None:
+            if not Path(self.helm).exists() and not shutil.which(self.helm):
+                raise EnvironmentProblem(f"helm not found at {self.helm}; {helm_mod.INSTALL_HINT}")
+            self._identity = helm_mod.identify(self.helm, self.programs)
+            if not self._identity.pinned:
+                self.cache.close()
+                self.cache = Cache(None)
+        return self._identity
+
+    @property
+    def remembers(self) -> bool:
+        """Whether what this helm renders may be remembered beyond this run."""
+        return self.identity.pinned
+
+    @property
+    def shortcuts(self) -> Shortcuts:
+        """The shortcuts this helm build takes: remembered, else verified now (`probe`)."""
+        if self._shortcuts is None:
+            key = self.keys.helm_shortcuts(self.identity.key)
+            known = probe.BY_NAME.get(self.programs.get("helm-shortcuts", key) or "")
+            if known is None:
+                known = probe.verify(self.with_shortcuts)
+                if self.identity.pinned:
+                    self.programs.put("helm-shortcuts", key, known.name)
+                    self.programs.flush()
+            self._shortcuts = known
+        return self._shortcuts
+
+    def with_shortcuts(self, shortcuts: Shortcuts) -> BatchRenderer:
+        """A renderer of the same helm that remembers nothing and takes these shortcuts."""
+        other = BatchRenderer(helm=self.helm, workers=1, chunk_size=self.chunk_size)
+        other._identity, other._shortcuts = self.identity, shortcuts
+        return other
+
+    def slow_path_note(self, experiments: int) -> str | None:
+        """One line when this helm renders off the fast path (`probe.slow_path_note`),
+        as far as this run has learnt (it probes nothing for it)."""
+        return probe.slow_path_note(self.identity, self._shortcuts or probe.FAST,
+                                        self.one_by_one, experiments)
+
+    def key(self, job: RenderJob) -> str:
+        """The content hash that names this job's rendered manifest in the cache."""
+        values: list[str] = []
+        for path in job.values_files:
+            known = self.known_hash(path)
+            if known is None:
+                try:
+                    known = content_hash(path.read_bytes())
+                except OSError:
+                    known = f"missing:{path}"
+            values.append(known)
+        release = (job.name, job.namespace, job.kube_version or "", ",".join(job.api_versions))
+        return self.keys.render(self.identity.key, self.chart(job.chart).digest, release,
+                                values)
+
+    def cached(self, job: RenderJob) -> str | None:
+        """The job's manifest from the cache, if it was rendered before."""
+        return self.cache.get("render", self.key(job))
+
+    def chart(self, path: Path) -> ChartInfo:
+        if path not in self._charts:  # keyed by the path as given, then by the real path
+            real = path.resolve()
+            info = next((c for c in self._charts.values() if c.path == real), None)
+            self._charts[path] = info or ChartInfo(real)
+        return self._charts[path]
+
+    def defaults_agree(self, chart: ChartInfo) -> bool:
+        """Does helm read the chart's values.yaml as tfgen does (`chart.defaults`)? Asked once
+        per chart and helm version: a chart that prints its own values, rendered by helm."""
+        key = self.keys.chart_defaults(self.identity.key, chart.digest)
+        known = self._defaults.get(key) or self.cache.get("chart-defaults", key)
+        if known is None:
+            self.stats.helm_processes += 1
+            known = str(probe.reads_defaults_alike(self.helm, chart.path, chart.defaults))
+            self.cache.put("chart-defaults", key, known)
+        if key not in self._defaults and known != "True":
+            self.one_by_one.append(os.path.relpath(chart.path / "values.yaml"))
+        self._defaults[key] = known
+        return known == "True"
+
+    # -- one experiment per process: the reference behaviour, and the fallback -------------
+    def render_single(self, job: RenderJob) -> RenderResult:
+        self.stats.helm_processes += 1
+        try:
+            text = helm_mod.template(job, helm=self.helm)
+        except HelmError as exc:
+            return RenderResult(job, error=exc.message)
+        return RenderResult(job, manifest=canonical_manifest(text))
+
+    # -- many experiments per process -------------------------------------------------------
+    @staticmethod
+    def over_defaults(merged: dict[str, Any] | None, chart: ChartInfo) -> dict[str, Any] | None:
+        """A job's merged value files (`values.files_merged`) as helm computes its values:
+        coalesced over the chart's defaults (None stays None)."""
+        return None if merged is None else coalesce(merged, chart.defaults)
+
+    def batch_size(self, count: int) -> int:
+        """Experiments per helm process for `count` that share a chart: small sets in one
+        process (each costs ~65 ms to start), large ones spread over the workers."""
+        return min(self.chunk_size, max(MIN_CHUNK, -(-count // self.workers)))
+
+    def umbrella_command(
+        self, tmp: Path, job_values: Sequence[dict[str, Any]], chart: ChartInfo,
+        namespace: str, kube_version: str | None, api_versions: tuple[str, ...],
+    ) -> list[str]:
+        """Write the umbrella chart for one batch under `tmp`; the helm command rendering it
+        (also what bench/ times as "helm alone")."""
+        umbrella = write_umbrella(tmp, job_values, chart)
+        job = RenderJob(UMBRELLA, namespace, umbrella, kube_version=kube_version,
+                        api_versions=api_versions)
+        return helm_mod.template_command(
+            self.helm, job,
+            # every alias passed the values schema already (see the module docstring)
+            skip_schema_validation=(chart.values_validator is not None
+                                    and self.shortcuts.skip_schema),
+        )
+
+    def _render_chunk(
+        self, jobs: Sequence[RenderJob], job_values: Sequence[dict[str, Any]], chart: ChartInfo,
+        kube_version: str | None, api_versions: tuple[str, ...],
+    ) -> str:
+        with tempfile.TemporaryDirectory(prefix="tfgen-batch-") as tmp:
+            cmd = self.umbrella_command(Path(tmp), job_values, chart, jobs[0].namespace,
+                                        kube_version, api_versions)
+            self.stats.helm_processes += 1
+            return helm_mod.run(cmd)
+
+    def _render_group(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
+        """Render jobs sharing chart/kube version/api versions; bisect on failure."""
+        chart = self.chart(jobs[0].chart)
+        if (len(jobs) == 1 or not chart.batchable or not self.shortcuts.batch
+                or not self.defaults_agree(chart)):
+            return [self.render_single(job) for job in jobs]
+        read = [files_merged(job.values_files) for job in jobs]
+        values_of = [self.over_defaults(merged, chart) for merged in read]
+        validator = chart.values_validator
+        alone = [i for i, values in enumerate(values_of)
+                 if values is None or (validator is not None and not validator.is_valid(values))]
+        if alone:
+            by_index = {i: self.render_single(jobs[i]) for i in alone}
+            keep = [i for i in range(len(jobs)) if i not in by_index]
+            passed = self._render_group([jobs[i] for i in keep]) if keep else []
+            by_index.update(zip(keep, passed, strict=True))
+            return [by_index[i] for i in range(len(jobs))]
+        job_values = [values for values in values_of if values is not None]
+        try:
+            text = self._render_chunk(jobs, job_values, chart, jobs[0].kube_version,
+                                      jobs[0].api_versions)
+        except HelmError as exc:
+            # helm names the failing subcharts (`charts/e00042/templates/...` for a template
+            # error, `e00042:` in a schema report): render those alone for their own message
+            # and the rest again together; bisect when it names none.
+            named = {i for i in aliases_named(exc.message) if i < len(jobs)}
+            if named:
+                failing = [jobs[i] for i in sorted(named)]
+                rest = [job for i, job in enumerate(jobs) if i not in named]
+                by_job = {id(job): res for job, res in zip(
+                    failing, [self.render_single(job) for job in failing], strict=True)}
+                by_job.update({id(job): res for job, res in zip(
+                    rest, self._render_group(rest) if rest else [], strict=True)})
+                return [by_job[id(job)] for job in jobs]
+            middle = len(jobs) // 2
+            return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
+        parts = split_umbrella(text, chart.name)
+        return [
+            RenderResult(job, manifest=parts.get(alias(index), ""),
+                         values=None if merged is None else chart_facts.job_values(merged))
+            for index, (job, merged) in enumerate(zip(jobs, read, strict=True))
+        ]
+
+    def render(
+        self, jobs: Sequence[RenderJob], on_progress: Progress | None = None
+    ) -> list[RenderResult]:
+        """Render every job (cache first); results in the order of `jobs`."""
+        results: dict[int, RenderResult] = {}
+        self.render_each(jobs, results.__setitem__, on_progress)
+        return [results[i] for i in range(len(jobs))]
+
+    def _not_cached(self, jobs: Sequence[RenderJob],
+                    on_result: Callable[[int, RenderResult], None]
+                    ) -> dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]]:
+        """Hand each cached manifest to `on_result`; the others' (index, key), grouped by
+        what one helm process can render together (chart, Kubernetes and API versions)."""
+        todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
+        keys = [self.key(job) for job in jobs]
+        for start in range(0, len(jobs), 500):  # the cached manifests, a slice at a time
+            known = self.cache.get_many("render", keys[start:start + 500])
+            for index in range(start, min(start + 500, len(jobs))):
+                job, key = jobs[index], keys[index]
+                if key in known:
+                    on_result(index, RenderResult(job, manifest=known[key]))
+                    self.stats.cached += 1
+                    continue
+                group = (self.chart(job.chart).path, job.kube_version, job.api_versions)
+                todo.setdefault(group, []).append((index, key))
+        return todo
+
+    def _chunks(self, jobs: Sequence[RenderJob],
+                todo: Mapping[Any, list[tuple[int, str]]]) -> list[list[tuple[int, str]]]:
+        """The jobs to render (`_not_cached`'s groups), in batches of one helm process each."""
+        chunks: list[list[tuple[int, str]]] = []
+        for members in todo.values():
+            chart = self.chart(jobs[members[0][0]].chart)
+            if len(members) > 1 and chart.batchable and self.shortcuts.batch:
+                # asked once, here, rather than by every worker
+                self.defaults_agree(chart)
+            size = self.batch_size(len(members))
+            chunks += [members[i:i + size] for i in range(0, len(members), size)]
+        return chunks
+
+    def render_each(
+        self, jobs: Sequence[RenderJob], on_result: Callable[[int, RenderResult], None],
+        on_progress: Progress | None = None,
+    ) -> None:
+        """Render every job (cache first), handing each result to `on_result(index, result)`
+        as soon as its helm batch finishes and keeping none: a caller that judges and drops
+        each manifest holds a few batches in memory, never the whole repository's."""
+        todo = self._not_cached(jobs, on_result)
+        hits = len(jobs) - sum(map(len, todo.values()))
+        if on_progress and hits:
+            on_progress(hits)
+        chunks = self._chunks(jobs, todo)
+
+        def work(chunk: list[tuple[int, str]]) -> list[tuple[int, str, RenderResult]]:
+            rendered = self._render_group([jobs[i] for i, _ in chunk])
+            if on_progress:
+                on_progress(len(chunk))
+            return [(i, key, res) for (i, key), res in zip(chunk, rendered, strict=True)]
+
+        waiting = iter(chunks)
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            # At most IN_FLIGHT batches per worker are started and not yet taken: helm never
+            # waits for work, and when the results are judged more slowly than helm renders
+            # them, finished batches (manifests and values) do not pile up in memory.
+            running = {pool.submit(work, chunk)
+                       for chunk in itertools.islice(waiting, IN_FLIGHT * self.workers)}
+            while running:
+                # taken as they finish, whatever their order: a finished batch never waits in
+                # memory behind a slower one
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    for index, key, result in future.result():
+                        self.stats.rendered += 1
+                        if not result.error:
+                            self.cache.put("render", key, result.manifest)
+                        on_result(index, result)
+                    # written per batch: the pending entries would otherwise hold every manifest
+                    self.cache.flush()
+                    following = next(waiting, None)
+                    if following is not None:
+                        running.add(pool.submit(work, following))

@@ -1,0 +1,146 @@
+"""Live-run immutability (`tfgen check --base`): what a running experiment cannot take.
+
+A change between the experiment at the base revision (what runs in the cluster) and now that
+Kubernetes would refuse (a PV's volume source, a bound PVC's spec), that the job's runtime
+refuses or ignores (a started JobSet's replicated jobs, a TFJob's replica specs), that Kueue
+never re-reads (the queue, the priority), or a switch of runtime, must become a new run under
+a new name (`tfgen rerun`); `livechanges.py` finds them. Both sides are rendered by the real
+helm, through the same batch renderer. Each change found in the rendered objects is then
+traced back to the spec field that made it (the spec at the base against the spec now), so it
+is reported once, at that field's line, with its whole old and new value, however many
+replica types it touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...problems import Problem
+from ...repo import chart, layout
+from ...validate.yaml.document import PointerParts, pointer_text
+from ...validate.yaml.loader import load_file
+from ..argo.applications import resolve_applications
+from ..documents.manifests import parse_manifest
+from ..helm.batch import BatchRenderer, jobs_for
+from ..objects.verdict import AppObjects, app_is_retired
+from . import base
+from .livechanges import ABSENT, NEW_RUN_HINT, Immutable, full, immutability_changes
+
+__all__ = ["base_problems", "immutability_changes", "located"]
+
+
+def _unretired(current: AppObjects) -> Problem:
+    """A retired run made active again would train anew over the old run's data and logs."""
+    name = current.app.name
+    line, col = 0, 0
+    # The spec rendered, so it reads: point at its lifecycle field. Should it have become
+    # unreadable since, the problem still names the file.
+    with contextlib.suppress(InputError):
+        line, col = load_file(current.path).locate(("spec", "lifecycle"), key=True)
+    return Problem(current.path, line, col, pointer="$.spec.lifecycle",
+                   message=f"{name} is {chart.RETIRED} at the base revision and "
+                   f"{chart.ACTIVE} now; a retired run cannot train again (it would write "
+                   "over the old run's checkpoints and event logs)",
+                   hint=f"set spec.lifecycle back to {chart.RETIRED} and rerun it under a new "
+                   f"name: `tfgen rerun {name} --as NEW`")
+
+
+def _spec_leaves(old: Any, new: Any, parts: PointerParts = ()
+                 ) -> list[tuple[PointerParts, Any, Any]]:
+    """The innermost fields of a spec that differ: (pointer parts, old, new)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [leaf for key in sorted(set(old) | set(new), key=str)
+                if old.get(key, ABSENT) != new.get(key, ABSENT)
+                for leaf in _spec_leaves(old.get(key, ABSENT), new.get(key, ABSENT),
+                                         (*parts, key))]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [leaf for index, (a, b) in enumerate(zip(old, new, strict=True)) if a != b
+                for leaf in _spec_leaves(a, b, (*parts, index))]
+    return [(parts, old, new)]
+
+
+def _shows(value: Any, rendered: Any) -> bool:
+    """Whether a spec value (absent: anything) is to be seen in a rendered value."""
+    if value is ABSENT:
+        return True
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text in (rendered if isinstance(rendered, str) else full(rendered))
+
+
+def located(changes: Sequence[Immutable], spec_path: str, old_spec: Any, name: str
+            ) -> list[Problem]:
+    """The changes as problems: each spec field whose old and new value the rendered
+    changes show, once, at its line in the spec with both values whole (naming the objects
+    it changes); a rendered change no spec field explains (tfgen.yaml, the chart), as itself,
+    in an object no spec field's change refuses already."""
+    try:
+        document = load_file(spec_path)
+    except InputError:
+        return [change.problem(spec_path, name) for change in changes]
+    leaves = _spec_leaves(old_spec, document.data)
+    out, explained = [], set()
+    for parts, old, new in leaves:
+        touched = [c for c in changes if _shows(old, c.old) and _shows(new, c.new)]
+        if not touched or parts[:1] not in (("spec",), ("metadata",)):
+            continue
+        explained.update(touched)
+        line, col = document.locate(parts)
+        why = "; ".join(dict.fromkeys(c.why for c in touched))
+        parts_touched = ", ".join(dict.fromkeys(c.part for c in touched))
+        out.append(Problem(spec_path, line, col, pointer=pointer_text(parts),
+                           message=f"changed from {full(old)} to {full(new)}, which a "
+                           f"started run cannot take: {why} ({parts_touched})",
+                           hint=NEW_RUN_HINT.format(name=name)))
+    # What no spec field explains in an object a spec field's change already refuses is that
+    # change's consequence (a JobSet's TF_CONFIG, in every role, lists the workers a replicas
+    # count names): the rerun the problem asks for takes it too.
+    refused = {c.ref for c in explained}
+    rest = {(c.ref, c.pointer, c.message): c for c in changes
+            if c not in explained and c.ref not in refused}
+    return out + [c.problem(spec_path, name) for c in rest.values()]
+
+
+def base_problems(
+    root: Path, ref: str, rendered: Sequence[AppObjects], kube_version: str,
+    renderer: BatchRenderer,
+) -> list[Problem]:
+    """Live-run immutability of every rendered experiment against itself at `ref`.
+
+    The repository at `ref` is resolved and rendered exactly like the working tree. An
+    experiment that `ref` does not render (new, or `ref` predates tfgen) has nothing live to
+    protect; every other failure is reported, never taken for "nothing to check".
+    """
+    now = {item.app.name: item for item in rendered}
+    with base.tree_at(root, ref) as tree:
+        before_apps = {a.name: a for a in resolve_applications(tree).applications}
+        pairs = [(before_apps[name], now[name]) for name in now if name in before_apps]
+        out = [_unretired(current) for before, current in pairs
+               if app_is_retired(before) and not app_is_retired(current.app)]
+        results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
+        for (_, current), before in zip(pairs, results, strict=True):
+            if before.error or before.manifest == current.manifest:
+                continue  # an experiment that did not render at the base was not running
+            try:
+                old_objects = parse_manifest(before.manifest)
+            except InputError:
+                continue  # the same: what the base rendered could not have been applied
+            changes = immutability_changes(old_objects, current.objects)
+            if changes:
+                out += located(changes, current.path, _spec_at(tree, root, current.path),
+                               current.app.name)
+    return out
+
+
+def _spec_at(tree: Path, root: Path, shown: str) -> Any:
+    """The spec file `shown` as the base revision (exported to `tree`) had it; None when it
+    had none or it does not read."""
+    rel = layout.relative(root, Path(shown).resolve())
+    try:
+        return load_file(tree / rel).data
+    except (InputError, OSError):
+        return None

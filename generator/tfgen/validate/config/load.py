@@ -1,0 +1,194 @@
+"""The repository configuration, `tfgen.yaml` at the repository root.
+
+The file is read like a spec: loaded strictly, validated against its schema with the same
+messages, and completed with the schema's defaults; without a file the built-in defaults apply.
+Its `defaults` block is laid under every experiment spec before validation (`merge_defaults`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...repo import layout
+from ...repo.resources import CONFIG_SCHEMA
+from ..schema.defaults import apply_defaults
+from ..schema.validator import schema_problems
+from ..yaml.loader import Document, LoadError, load_file
+from .rules import config_problems
+
+# The spec fields a namespace's policy gives a default to (`policy.<namespace>.<field>`): how
+# its runs are run and queued. A spec's own value wins, then these, then `defaults`.
+NAMESPACE_DEFAULTS = ("runtime", "queue", "priority")
+
+
+@dataclass
+class RepoConfig:
+    """tfgen.yaml with every default filled in.
+
+    `root` is the repository root (where tfgen.yaml is, else the starting directory), `path`
+    the config file (None when the built-in defaults are used), `data` the complete config as
+    a dict (keys as in the contract: kubernetesVersion, clusterDomain, argocd, networkPolicy,
+    defaults).
+    """
+
+    root: Path
+    path: Path | None
+    data: dict[str, Any]
+    document: Document | None = field(default=None, repr=False)
+
+    @property
+    def kubernetes_version(self) -> str:
+        return str(self.data["kubernetesVersion"])
+
+    @property
+    def cluster_domain(self) -> str:
+        return str(self.data["clusterDomain"])
+
+    @property
+    def argocd(self) -> dict[str, Any]:
+        return dict(self.data["argocd"])
+
+    @property
+    def namespaces(self) -> list[str]:
+        return list(self.data["argocd"]["namespaces"])
+
+    @property
+    def network_policy(self) -> dict[str, Any]:
+        """`networkPolicy`: whether experiments render NetworkPolicies, and the ingress
+        controller's namespace that may reach TensorBoard."""
+        return dict(self.data["networkPolicy"])
+
+    def namespace_policy(self, namespace: str) -> dict[str, Any]:
+        """The `policy` entry of a namespace, every default filled in (an absent entry is an
+        empty one)."""
+        entry = self.data["policy"].get(namespace)
+        return dict(entry if isinstance(entry, dict) else _builtin_policy())
+
+    def policy_source(self, namespace: str, key: str) -> str:
+        """Where a namespace's policy setting is written: `tfgen.yaml:<line>`, or the schema's
+        default when tfgen.yaml does not set it."""
+        parts = ("policy", namespace, key)
+        if self.document is None or not _has(self.document.data, parts):
+            return f"{layout.CONFIG_NAME} default"
+        line, _ = self.document.locate(parts, key=True)
+        return f"{layout.CONFIG_NAME}:{line}"
+
+    @property
+    def owners(self) -> dict[str, Any]:
+        """`owners`: `platform` (a list) and `namespaces` (namespace -> list), each optional;
+        empty when tfgen.yaml declares none (then no CODEOWNERS is generated)."""
+        return dict(self.data.get("owners") or {})
+
+    @property
+    def node_types(self) -> list[dict[str, Any]]:
+        """`cluster.nodeTypes`: what one node of each type can hold (capacity.py)."""
+        return list((self.data.get("cluster") or {}).get("nodeTypes") or [])
+
+    @property
+    def node_types_source(self) -> str:
+        """Where the node types are written: `cluster.nodeTypes (tfgen.yaml:<line>)`."""
+        parts = ("cluster", "nodeTypes")
+        if self.document is None or not _has(self.document.data, parts):
+            return "cluster.nodeTypes"
+        line, _ = self.document.locate(parts, key=True)
+        return f"cluster.nodeTypes ({layout.CONFIG_NAME}:{line})"
+
+    @property
+    def max_runs(self) -> int:
+        """`sweep.maxRuns`: the most runs one spec's sweep may make."""
+        return int(self.data["sweep"]["maxRuns"])
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return dict(self.data["defaults"])
+
+    def spec_defaults(self, namespace: object) -> dict[str, Any]:
+        """What is laid under a spec of `namespace`: the `defaults` block, with the namespace
+        policy's own defaults of the spec fields it names (NAMESPACE_DEFAULTS) over it."""
+        policy = self.namespace_policy(namespace) if isinstance(namespace, str) else {}
+        own = {key: policy[key] for key in NAMESPACE_DEFAULTS if key in policy}
+        if not own:
+            return self.defaults
+        defaults = self.defaults
+        return {**defaults, "spec": {**(defaults.get("spec") or {}), **own}}
+
+    @property
+    def experiments_dir(self) -> Path:
+        return self.root / layout.EXPERIMENTS_DIR
+
+
+def builtin_data() -> dict[str, Any]:
+    """The complete config of a repository whose tfgen.yaml sets nothing: the schema's
+    defaults, their only home."""
+    return apply_defaults({"apiVersion": "tfgen.io/v1", "kind": "RepoConfig"}, CONFIG_SCHEMA)
+
+
+def builtin_policy() -> dict[str, Any]:
+    """A namespace's `policy` entry when tfgen.yaml has none: the schema's defaults (a copy
+    the caller may change)."""
+    return copy.deepcopy(_builtin_policy())
+
+
+@functools.cache
+def _builtin_policy() -> dict[str, Any]:
+    # computed once: asked twice per spec, it was a tenth of a render's time
+    data = {"apiVersion": "tfgen.io/v1", "kind": "RepoConfig", "policy": {"x": {}}}
+    return dict(apply_defaults(data, CONFIG_SCHEMA)["policy"]["x"])
+
+
+def _has(data: Any, parts: tuple[str, ...]) -> bool:
+    for part in parts:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+# Who hears that tfgen.yaml is missing and the built-in defaults apply. The library never
+# prints: the command line registers a listener that says so once on stderr, because results
+# computed from defaults the user never chose (namespaces, NAS server, Kubernetes version) look
+# exactly like results computed from their own file.
+_builtin_listeners: list[Callable[[Path], None]] = []
+
+
+def on_builtin_defaults(listener: Callable[[Path], None]) -> None:
+    """Call `listener(start)` whenever a config is loaded without a tfgen.yaml (`start` is the
+    folder searched from)."""
+    _builtin_listeners.append(listener)
+
+
+def builtin_defaults_note(start: Path) -> str:
+    """The one line that says the built-in defaults apply, and how to get a file of one's own."""
+    return (f"note: no {layout.CONFIG_NAME} in {layout.shown(start)} or above: using tfgen's "
+            f"built-in defaults (`tfgen init` starts a repository with its own "
+            f"{layout.CONFIG_NAME})")
+
+
+def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> RepoConfig:
+    """Find, load, validate and complete tfgen.yaml; InputError listing every problem if invalid.
+
+    The repository root is found from `paths` (else `cwd`) upwards (`layout.find_root`).
+    """
+    root = layout.find_root(paths, cwd)
+    if root is None:
+        start = (cwd or Path.cwd()).resolve()
+        for listener in _builtin_listeners:
+            listener(start)
+        return RepoConfig(root=start, path=None, data=builtin_data())
+    path = root / layout.CONFIG_NAME
+    try:
+        document = load_file(path, display=layout.shown(path), root=root)
+    except LoadError as exc:
+        raise InputError(exc.message) from None
+    problems = schema_problems(document, document.data, CONFIG_SCHEMA)
+    data = apply_defaults(document.data, CONFIG_SCHEMA) if not problems else {}
+    problems = problems or config_problems(document, data)
+    if problems:
+        raise InputError("invalid repository config:\n" + "\n".join(p.text() for p in problems))
+    return RepoConfig(root=root, path=path, data=data, document=document)
