@@ -29,7 +29,7 @@ from tfgen.gate.helm.command import find_helm
 from tfgen.render.generated import dump_yaml
 from tfgen.render.values import build_values
 from tfgen.repo import naming, runtimes
-from tfgen.repo.runtimes import jobset, tfconfig
+from tfgen.repo.runtimes import indexedjob, jobset, tfconfig
 from tfgen.validate import validate_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def pod_env(container: dict[str, Any], index: int) -> dict[str, str]:
     declared: dict[str, str] = {}
     for entry in container.get("env") or []:
         ref = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-        if ref == f"metadata.annotations['{jobset.COMPLETION_INDEX_ANNOTATION}']":
+        if ref == f"metadata.annotations['{indexedjob.COMPLETION_INDEX_ANNOTATION}']":
             declared[entry["name"]] = str(index)
         elif "value" in entry:
             declared[entry["name"]] = expand(entry["value"], declared)
@@ -227,10 +227,10 @@ def test_the_gate_refuses_a_jobset_tfgen_would_not_render(
 
 
 def test_the_gates_expansion_is_the_kubelets() -> None:
-    """runtimes/jobset.py's expansion against this file's, on hostile text."""
+    """runtimes/indexedjob.py's expansion against this file's, on hostile text."""
     declared = {"A": "1", "B": "$(A)"}
     for value in ["$(A)", "$$(A)", "$(C)", "$(A", "x$", "$(A)$(B)", "$$$(A)", "(A)$", ""]:
-        assert jobset.expand(value, declared) == expand(value, declared), value
+        assert indexedjob.expand(value, declared) == expand(value, declared), value
 
 
 def test_explain_and_run_local_see_the_operators_tfjob() -> None:

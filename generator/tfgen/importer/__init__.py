@@ -21,11 +21,10 @@ from ..errors import OptionsError, ProblemsFound
 from ..problems import Problem, errors_of, warnings_of
 from ..repo import layout, runtimes
 from ..validate.config.load import RepoConfig, load_config
-from .jobsets import read_jobset, task_services
-from .leftout import RUNTIME_MADE, LeftOut, leftovers
+from .jobs import Job, read_job, task_services
+from .leftout import LeftOut, leftovers
 from .manifests import Manifest, ManifestError, read_manifests
 from .mapping import Imported, build_spec
-from .versions import RUNTIME, Job, read_job
 from .write import problems_of, refuse_blocked, spec_text, target, write_new
 
 __all__ = ["ImportResult", "ManifestError", "import_manifests"]
@@ -81,11 +80,11 @@ def _jobs(manifests: list[Manifest]) -> list[Manifest]:
 
 
 def _read(job: Manifest, manifests: list[Manifest]) -> Job:
-    """A training job in one shape: a TFJob of any version as written, another runtime's
-    through the TFJob it stands for. The Services its runtime makes are set aside."""
-    read = read_job(job) if job.kind == RUNTIME.kind else read_jobset(job)
+    """A training job in one shape, as its runtime reads it. The Services its runtime makes
+    are set aside."""
+    read = read_job(job)
     for service in task_services(read, manifests):
-        service.why[()] = RUNTIME_MADE
+        service.runtime_made(())
     return read
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..repo import naming, runtimes
-from .manifests import Manifest, Path_, pointer
+from ..repo import chart, runtimes
+from .manifests import RUNTIME_MADE, Manifest, Path_, pointer
 
 # Fields the cluster writes; an export from `kubectl get -o yaml` is full of them.
 CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
@@ -23,9 +23,6 @@ CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "
 # What the cluster and kubectl write on every object: left out, counted, never listed field by
 # field (an export holds dozens per object and nobody needs them named).
 BOOKKEEPING = "what the cluster and kubectl write on every object"
-# What the runtime makes of the spec (the chart writes it for a JobSet, the training operator
-# makes it for a TFJob): tfgen writes it again from the spec; counted, never listed.
-RUNTIME_MADE = "what the runtime makes of the spec itself"
 # The counted groups, each with the examples that say what it holds.
 QUIET = {
     BOOKKEEPING: "status, uid, resourceVersion, managedFields, ...",
@@ -69,7 +66,7 @@ def _reason(manifest: Manifest, parts: Path_) -> str:
                 return why
     if parts and parts[0] in ("metadata", "labels", "annotations") or "labels" in parts:
         key = str(parts[-1])
-        if key.startswith(naming.RESERVED_PREFIXES):
+        if key.startswith(chart.RESERVED_PREFIXES):
             return "tfgen sets labels and annotations with this prefix itself"
     return "the spec has no field for it"
 

@@ -49,6 +49,12 @@ class ManifestError(InputError):
     """Input that cannot be imported; the message names the file, line and what to do."""
 
 
+# What the runtime makes of the spec (the chart writes it for a JobSet, the training operator
+# makes it for a TFJob): tfgen writes it again from the spec; counted, never listed
+# (`leftout.QUIET`).
+RUNTIME_MADE = "what the runtime makes of the spec itself"
+
+
 class _Loader(StrictLoader):  # type: ignore[misc,valid-type]
     """The input read as Kubernetes reads it (`gate.kubeyaml`), date-like text kept as text
     even where a tag asks for a timestamp, as Kubernetes reads an untyped field."""
@@ -125,6 +131,19 @@ class Manifest(KubeObject):
         if value is not None:
             self.used.add(tuple(parts))
         return value
+
+    def leave_out(self, parts: Path_, why: str) -> None:
+        """The field at `parts` is not imported, for the reason `why` (`leftout` says it)."""
+        self.why[parts] = why
+
+    def runtime_made(self, parts: Path_) -> None:
+        """The field at `parts` is what the runtime makes: left out quietly."""
+        self.leave_out(parts, RUNTIME_MADE)
+
+    def refused(self, parts: Path_, what: str) -> ManifestError:
+        """The error refusing this object at the field `parts` (the object itself for ())."""
+        at = f" {pointer(parts)}" if parts else ""
+        return ManifestError(f"{self.where}: {self.ref}{at}: {what}")
 
     def leftovers(self) -> Iterator[tuple[Path_, Any]]:
         """(path, value) of every leaf the conversion did not use; empty maps and lists count

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..repo import naming
-from ..repo.chart import CLAIM, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, VOLUME
+from ..repo.chart import CLAIM, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, RESERVED_PREFIXES, VOLUME
+from .jobs import Job, Replica
 from .manifests import Manifest, ManifestError
 from .pods import PodTemplate, roles_of, shared_fields
-from .versions import Job, Replica
 
 CSI_DRIVER = "nasplugin.csi.alibabacloud.com"
 FLEX_DRIVER = "alicloud/nas"
@@ -311,7 +311,7 @@ def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Im
     for key in ("labels", "annotations"):
         values = manifest.mapping("metadata", key)
         kept = {k: str(v) for k, v in values.items()
-                if not str(k).startswith(naming.RESERVED_PREFIXES)
+                if not str(k).startswith(RESERVED_PREFIXES)
                 and k != "kubectl.kubernetes.io/last-applied-configuration"}
         for k in kept:
             manifest.take("metadata", key, k)

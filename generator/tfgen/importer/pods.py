@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..repo.runtimes import CONTAINER
+from ..repo.runtimes import CONTAINER, PORT, PORT_NAME
+from .jobs import Job, Replica
 from .manifests import Manifest, ManifestError, Path_, pointer
-from .versions import DEFAULT_PORT, Job, Replica
 
 # PodTemplate-level fields the spec sets once for every role (spec field <- pod or container path).
 SHARED_POD_FIELDS = {
@@ -71,7 +71,7 @@ def _pod(job: Manifest, replica: Replica) -> PodTemplate:
                             "the one the operator runs TensorFlow in")
     container = (*spec, "containers", index)
     job.take(*container, "name")
-    if job.get(*container, "ports") == [{"name": "tfjob-port", "containerPort": DEFAULT_PORT}]:
+    if job.get(*container, "ports") == [{"name": PORT_NAME, "containerPort": PORT}]:
         job.take(*container, "ports")
     return PodTemplate(job, replica, spec, container)
 

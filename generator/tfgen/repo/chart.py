@@ -24,12 +24,19 @@ class Kind:
     namespaced: bool = True
 
 
-# The label that queues a TFJob or JobSet in a Kueue LocalQueue (Kueue v0.19); Kueue's webhook
-# then creates it suspended and unsuspends it on admission.
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's labels and annotations (Kueue v0.19). The first queues a job in a Kueue LocalQueue;
+# Kueue's webhook then creates it suspended and unsuspends it on admission.
+KUEUE_PREFIX = "kueue.x-k8s.io/"
+KUEUE_QUEUE_LABEL = f"{KUEUE_PREFIX}queue-name"
 # The label that gives it a Kueue WorkloadPriorityClass. Kueue reads both when it admits the
 # workload: `tfgen check --base` refuses a change to either on a started run.
-KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+KUEUE_PRIORITY_LABEL = f"{KUEUE_PREFIX}priority-class"
+# Label and annotation prefixes a spec may not use: those the chart sets itself (names,
+# selectors, sync waves, data safety), those the runtimes' controllers set on the pods (the
+# NetworkPolicies select on them: a pod carrying another job's labels would be let into that
+# job), and Kueue's; a user key there would clash with them or weaken them.
+CHART_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")
+RESERVED_PREFIXES = (*CHART_PREFIXES, *runtimes.LABEL_PREFIXES, KUEUE_PREFIX)
 VOLUME = "PersistentVolume"
 # The volume sources the chart's PersistentVolume uses (storage.nas.driver): the NAS CSI driver,
 # the 2018 FlexVolume driver, or in-tree NFS. Anything else (hostPath above all) is not NAS.

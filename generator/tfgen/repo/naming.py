@@ -112,19 +112,12 @@ RESERVED_NAMES = {
     APPLICATIONSET_NAME: "the ApplicationSet that generates every experiment's Application",
 }
 
-# Label and annotation prefixes the chart sets itself (names, selectors, sync waves, data
-# safety), or the training operator sets on the pods (the NetworkPolicies select on them: a
-# pod carrying another job's labels would be let into that job); a user key there would clash
-# with them or weaken them.
 # The annotations under tfgen.io/ a spec carries: where a copy came from. `tfgen rerun` writes
 # the first, and the chart writes it on every object (values experiment.rerunOf); `tfgen new
 # --from` writes the second, which stays in the spec (`tfgen diff` reads both).
 RERUN_ANNOTATION = "tfgen.io/rerun-of"
 COPY_ANNOTATION = "tfgen.io/copy-of"
 SOURCE_ANNOTATIONS = (RERUN_ANNOTATION, COPY_ANNOTATION)
-RESERVED_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/",
-                     "training.kubeflow.org/", "jobset.sigs.k8s.io/", "batch.kubernetes.io/",
-                     "kueue.x-k8s.io/")
 # Keys the chart writes from a spec field of their own (a second one in the pod template's
 # annotations would be a duplicate key, which helm refuses).
 SIDECAR_ANNOTATION = "sidecar.istio.io/inject"

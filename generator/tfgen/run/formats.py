@@ -143,9 +143,8 @@ def as_text(explanation: Explanation) -> str:
             "one replica in total"
         )
         return "\n".join(lines)
-    setter = ("set by the training operator" if runtime is runtimes.DEFAULT else
-              "written by the chart, as the training operator would set it,")
-    lines.append(f"TF_CONFIG {setter} in each pod (use --format json for the exact strings):")
+    lines.append(f"TF_CONFIG {runtime.tf_config_by} in each pod (use --format json for the "
+                 "exact strings):")
     for p in pods:
         lines += ["", f"{p.name}:"]
         lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]

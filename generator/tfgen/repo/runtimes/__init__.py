@@ -1,7 +1,8 @@
 """The runtimes an experiment can run on, behind one interface (`base.Runtime`).
 
 `spec.runtime` names one (`by_name`); a rendered object is known as a runtime's job by its
-apiVersion and kind (`of_object`). Every command asks these instead of naming a runtime.
+apiVersion and kind (`of_object`), a job to import by its kind alone (`of_kind`: import reads
+older API versions too). Every command asks these instead of naming a runtime.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ _BY_KEY = {runtime.key: runtime for runtime in RUNTIMES}
 VALUES_KEY = "runtime"
 # The job kinds, for whoever counts or finds the training jobs among rendered objects.
 JOB_KINDS = frozenset(runtime.kind for runtime in RUNTIMES)
+_BY_KIND = {runtime.kind: runtime for runtime in RUNTIMES}
+# Every prefix of the labels and annotations the runtimes' controllers write (`repo/chart.py`
+# reserves them, with the chart's own and Kueue's).
+LABEL_PREFIXES = tuple(prefix for runtime in RUNTIMES for prefix in runtime.label_prefixes)
 
 
 def by_name(name: object) -> Runtime:
@@ -34,10 +39,16 @@ def of_object(api_version: object, kind: object) -> Runtime | None:
     return _BY_KEY.get((str(api_version), str(kind)))
 
 
+def of_kind(kind: str) -> Runtime:
+    """The runtime whose job kind `kind` is (one of JOB_KINDS: the caller found it there)."""
+    return _BY_KIND[kind]
+
+
 def of_values(values: Mapping[str, Any]) -> Runtime:
     """The runtime of an experiment's chart values."""
     return by_name(values.get(VALUES_KEY))
 
 
-__all__ = ["CONTAINER", "DEFAULT", "JOB_KINDS", "PORT", "PORT_NAME", "RUNTIMES", "PodTemplate",
-           "Refusal", "Runtime", "VALUES_KEY", "by_name", "group_of", "of_object", "of_values"]
+__all__ = ["CONTAINER", "DEFAULT", "JOB_KINDS", "LABEL_PREFIXES", "PORT", "PORT_NAME", "RUNTIMES",
+           "PodTemplate", "Refusal", "Runtime", "VALUES_KEY", "by_name", "group_of", "of_kind",
+           "of_object", "of_values"]

@@ -14,6 +14,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .changes import ABSENT, PER_PART, LiveChange, change_text, changed_keys, leaf_changes
+from .imported import ImportedJob, JobSource
+
 # The container every runtime finds by name: the training operator adds the port and TF_CONFIG
 # to it, a JobSet's pods get them from the chart, and a podFailurePolicy names it.
 CONTAINER = "tensorflow"
@@ -66,6 +69,12 @@ class Runtime(ABC):
     described: str  # how people name it: "a Kubeflow TFJob (training-operator v1.9)"
     controller: str  # what runs its jobs: "the training operator"
     pod_names: str  # how its pods are named: "<run>-<role>-<index>"
+    # Who puts TF_CONFIG into each pod, as `tfgen explain` says it: the runtime's controller,
+    # or the chart at render time where no controller does.
+    tf_config_by: str
+    # The label and annotation prefixes its controllers write on the job and its pods: a spec
+    # may not use them (a pod carrying another job's labels would be let into that job).
+    label_prefixes: tuple[str, ...]
     # The status conditions whose status "True" says a run ended, successfully or not (what
     # `tfgen retire --finished` reads in a cluster listing).
     finished_conditions: tuple[str, ...]
@@ -136,9 +145,28 @@ class Runtime(ABC):
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         """What this runtime cannot run of a complete spec, at the spec's fields."""
 
-    # What of a started job's `spec` may still change (the rest its API refuses, or its
-    # controller ignores): the top-level keys; None when the gate knows the kind field by field.
-    mutable: tuple[str, ...] | None = None
+    @abstractmethod
+    def live_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[LiveChange]:
+        """What a started job (`old`, as rendered at the base revision) cannot take of its new
+        rendering (`new`): what its API refuses, or its controller stores and never acts on."""
+
+    # The API versions of the job's kind that `tfgen import` reads (older ones included).
+    @property
+    def read_versions(self) -> tuple[str, ...]:
+        return (self.api_version,)
+
+    def read_job(self, job: JobSource) -> ImportedJob:
+        """A job of this runtime's kind being imported -> its roles and run policy, each field
+        taken, set aside or left out on `job` as it is read; refused (`job.refused`) for an API
+        version tfgen does not read, or a shape that would not be the same training."""
+        if job.api_version not in self.read_versions:
+            raise job.refused((), f"apiVersion {job.api_version!r} is not a {self.kind} "
+                              f"version tfgen reads ({', '.join(self.read_versions)})")
+        return self.read(job)
+
+    @abstractmethod
+    def read(self, job: JobSource) -> ImportedJob:
+        """`read_job` for a job of a version tfgen reads."""
 
 
 def _container_problems(template: PodTemplate) -> list[JobProblem]:
@@ -176,3 +204,54 @@ def listed(value: Any) -> list[Any]:
 def group_of(api_version: str) -> str:
     """`kubeflow.org` of `kubeflow.org/v1`; "" for the core group."""
     return api_version.rpartition("/")[0]
+
+
+def frozen_spec_changes(runtime: Runtime, old: Mapping[str, Any], new: Mapping[str, Any],
+                        mutable: tuple[str, ...]) -> list[LiveChange]:
+    """The changes to a started job whose API refuses any change to its spec but the `mutable`
+    keys, each said of the role whose node holds it (`PodTemplate.role_pointer`)."""
+    why = (f"a started {runtime.kind} takes no change to its spec but {' and '.join(mutable)} "
+           "(its API refuses the rest: field is immutable)")
+    roles_old = {t.role_pointer: t.replica_type for t in runtime.pod_templates(old)}
+    roles_new = {t.role_pointer: t.replica_type for t in runtime.pod_templates(new)}
+    out = _role_changes(roles_old, roles_new, runtime.kind, why)
+    roles_changed, nodes = bool(out), roles_old | roles_new
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    said: dict[str | None, int] = {}
+    for key in changed_keys(old_spec, new_spec, set(mutable)):
+        for where, a, b in leaf_changes(old_spec.get(key, ABSENT), new_spec.get(key, ABSENT),
+                                        f"$.spec.{key}", limit=None):
+            role = _role_at(where, nodes)
+            if roles_changed and (role or any(_under(node, where) for node in nodes)):
+                continue  # in or above the roles' nodes, once roles came or went: said above
+            said[role] = said.get(role, 0) + 1
+            if said[role] <= PER_PART:
+                out.append(LiveChange(where, f"{where.removeprefix('$.spec.')} changed "
+                                      f"({change_text(a, b)}); {why}", a, b, why, role))
+    return out
+
+
+def _role_changes(roles_old: dict[str, str], roles_new: dict[str, str], kind: str, why: str
+                  ) -> list[LiveChange]:
+    """Roles added to or removed from a started job (the others' nodes may shift with them:
+    no change of theirs)."""
+    where_old = {role: pointer for pointer, role in roles_old.items()}
+    where_new = {role: pointer for pointer, role in roles_new.items()}
+    out = []
+    for role in sorted(set(where_old) ^ set(where_new)):
+        removed = role in where_old
+        out.append(LiveChange(where_new.get(role) or where_old[role],
+                              f"role {role} {'removed from' if removed else 'added to'} a "
+                              f"started {kind}; {why}", role if removed else ABSENT,
+                              ABSENT if removed else role, why, role))
+    return out
+
+
+def _under(pointer: str, parent: str) -> bool:
+    """Whether `pointer` is `parent` or a field within it."""
+    return pointer == parent or pointer.startswith((f"{parent}.", f"{parent}["))
+
+
+def _role_at(pointer: str, roles: dict[str, str]) -> str | None:
+    """The role whose node holds `pointer`, None outside every role's node."""
+    return next((role for owner, role in roles.items() if _under(pointer, owner)), None)

@@ -13,23 +13,26 @@ from typing import Any
 from ...errors import InputError
 from .. import naming
 from . import tfconfig
-from .base import CONTAINER, JobProblem, PodTemplate, Refusal, Runtime, listed
+from .base import (
+    CONTAINER,
+    JobProblem,
+    PodTemplate,
+    Refusal,
+    Runtime,
+    frozen_spec_changes,
+    listed,
+)
+from .changes import LiveChange
+from .imported import ImportedJob, JobSource
+from .indexedjob import INDEX_ENV, JOB_SUCCESS_POLICY_SINCE, POD_NAME_RANDOM, pod_env
+from .jobset_import import read_jobset
 from .tfjob import TFJOB
 
 # The labels the JobSet controller and the Job controller set on a JobSet's pods: the
-# NetworkPolicy selects a run's pods by the first, each task's Service its pod by all three.
+# NetworkPolicy selects a run's pods by the first, each task's Service its pod by all three
+# (the third, the Job's, `indexedjob.COMPLETION_INDEX_LABEL`).
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-# The Job controller also writes the index as this annotation on every pod (a label only from
-# Kubernetes 1.28 on): the env var the chart declares before TF_CONFIG reads it.
-COMPLETION_INDEX_ANNOTATION = COMPLETION_INDEX_LABEL
-INDEX_ENV = "JOB_COMPLETION_INDEX"
-# The random suffix Kubernetes gives a Job's pod names (`<job>-<index>-xxxxx`); the JobSet
-# webhook counts it when it checks the longest pod name.
-POD_NAME_RANDOM = "-xxxxx"
-# A Job's successPolicy (succeededIndexes) is GA from this Kubernetes minor version.
-JOB_SUCCESS_POLICY_SINCE = (1, 33)
 # What of a started JobSet may change: its suspend (Kueue's, and the spec's). The replicated
 # jobs, network, success, failure and startup policies are immutable.
 MUTABLE = ("suspend",)
@@ -79,39 +82,6 @@ def _replicated_problems(where: str, replicated: Any) -> list[JobProblem]:
             if failed]
 
 
-def expand(value: str, declared: Mapping[str, str]) -> str:
-    """The kubelet's `$(VAR)` expansion of one env value: a variable declared before it is
-    replaced, `$$` is `$`, any other `$(...)` stays as written."""
-    out, at = [], 0
-    while (start := value.find("$", at)) >= 0:
-        out.append(value[at:start])
-        end = value.find(")", start)
-        if value.startswith("$$", start):
-            out.append("$")
-            at = start + 2
-        elif value.startswith("$(", start) and end > 0 and value[start + 2:end] in declared:
-            out.append(declared[value[start + 2:end]])
-            at = end + 1
-        else:
-            out.append("$")
-            at = start + 1
-    return "".join(out) + value[at:]
-
-
-def pod_env(container: Mapping[str, Any], index: int) -> dict[str, str]:
-    """The env of the pod of completion index `index`, as its container sees it."""
-    declared: dict[str, str] = {}
-    annotation = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
-    for entry in listed(container.get("env")):
-        if not isinstance(entry, Mapping):
-            continue
-        if _field(entry, "valueFrom", "fieldRef", "fieldPath") == annotation:
-            declared[str(entry.get("name"))] = str(index)
-        elif isinstance(entry.get("value"), str):
-            declared[str(entry.get("name"))] = expand(entry["value"], declared)
-    return declared
-
-
 def _task_problems(template: PodTemplate,
                    expected: Mapping[tuple[str, int], str | None]) -> list[JobProblem]:
     """The first task of the template's role whose TF_CONFIG is not the operator's."""
@@ -153,13 +123,15 @@ class JobSetRuntime(Runtime):
     described = "a JobSet (JobSet v0.12)"
     controller = "the JobSet controller"
     pod_names = "<run>-<role>-0-<index>-xxxxx"
+    tf_config_by = "written by the chart, as the training operator would set it,"
+    # the JobSet controller's labels, and the Job controller's on an Indexed Job's pods
+    label_prefixes = ("jobset.sigs.k8s.io/", "batch.kubernetes.io/")
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
     health_lua = "jobset-health.lua"
     suspend_pointer = "/spec/suspend"
     pod_specs_jq = ".spec.replicatedJobs[]?.template.spec.template.spec"
     # the JobSet controller's terminal conditions (also its status.terminalState)
     finished_conditions = ("Completed", "Failed")
-    mutable = MUTABLE
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         jobs = _field(job, "spec", "replicatedJobs")
@@ -237,6 +209,14 @@ class JobSetRuntime(Runtime):
                                "workload by Kueue instead",
                                "remove it and set spec.queue, or runtime: tfjob"))
         return out + _worker_zero(spec, kubernetes_version) + _index_env(spec)
+
+    def live_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[LiveChange]:
+        return frozen_spec_changes(self, old, new, MUTABLE)
+
+    def read(self, job: JobSource) -> ImportedJob:
+        return read_jobset(job, self.as_tfjob(job.doc), self.name)
+
+
 
 
 def _roles(spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

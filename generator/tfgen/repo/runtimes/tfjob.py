@@ -1,5 +1,8 @@
 """The TFJob runtime: a Kubeflow TFJob (kubeflow.org/v1) run by training-operator v1.9, which
-makes a pod and a headless Service per task and injects TF_CONFIG itself."""
+makes a pod and a headless Service per task and injects TF_CONFIG itself. It stores a change to
+a started TFJob and never acts on it (`live_changes`), and `tfgen import` reads TFJobs of every
+API version the kind had (`read`).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +10,41 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import naming
-from .base import JobProblem, PodTemplate, Refusal, Runtime, env_entries
+from .base import PORT, JobProblem, PodTemplate, Refusal, Runtime, env_entries
+from .changes import ABSENT, LiveChange, change_text, changed_keys, leaf_changes
+from .imported import ImportedJob, JobSource, Replica
+
+# Every TFJob API version `tfgen import` reads, the oldest first (README.md, "Importing
+# existing manifests", describes each conversion):
+# - `v1alpha1`: `spec.replicaSpecs` is a list, each item naming its type in `tfReplicaType`
+#   (MASTER, WORKER, PS); the restart policy is the pod template's; `spec.tfImage` is the
+#   image of a container that names none; `tfPort` 2222 and a `terminationPolicy` ending the
+#   job with MASTER 0 are what v1 does anyway.
+# - `v1alpha2` and `v1beta1`: `spec.tfReplicaSpecs` maps the type (Master, Worker, PS, Chief,
+#   Evaluator) to `replicas`, `restartPolicy` and `template`; `cleanPodPolicy`,
+#   `activeDeadlineSeconds` and `backoffLimit` sit directly under `spec`.
+# - `v1`: the same replica map; the run policy under `spec.runPolicy` (early v1 releases kept
+#   it directly under `spec`, and both are read).
+# Replica types are matched without regard to case, as the operator does.
+API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1beta1",
+                "kubeflow.org/v1")
+# The run-policy fields the spec's runPolicy holds, under the names every version uses.
+RUN_POLICY_FIELDS = ("cleanPodPolicy", "activeDeadlineSeconds", "backoffLimit", "suspend",
+                     "schedulingPolicy")
+# runPolicy fields the operator reads continuously; everything else is read once at start.
+RUN_POLICY_LIVE = {"suspend", "activeDeadlineSeconds", "backoffLimit", "cleanPodPolicy"}
+_ROLE_OF_TYPE = {replica_type.lower(): role for role, replica_type in naming.REPLICA_TYPES.items()}
 
 
 class TFJobRuntime(Runtime):
     name = "tfjob"
-    api_version = "kubeflow.org/v1"
+    api_version = API_VERSIONS[-1]
     kind = "TFJob"
     described = "a Kubeflow TFJob (training-operator v1.9)"
     controller = "the training operator"
     pod_names = "<run>-<role>-<index>"
+    tf_config_by = "set by the training operator"
+    label_prefixes = ("training.kubeflow.org/",)
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
     health_lua = "tfjob-health.lua"
     suspend_pointer = "/spec/runPolicy/suspend"
@@ -67,6 +95,33 @@ class TFJobRuntime(Runtime):
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         return []  # the operator runs everything the spec schema allows
 
+    def live_changes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[LiveChange]:
+        """The operator reads replica specs and the start-time run policy once, when the job
+        starts; a change is stored but never acted on, so the run in the cluster would silently
+        differ from Git."""
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        old_r, new_r = old_spec.get("tfReplicaSpecs") or {}, new_spec.get("tfReplicaSpecs") or {}
+        out = []
+        for rtype in sorted(set(old_r) | set(new_r)):
+            out += _replica_changes(rtype, old_r.get(rtype), new_r.get(rtype))
+        old_p, new_p = old_spec.get("runPolicy") or {}, new_spec.get("runPolicy") or {}
+        why = "the operator reads it only when the job starts"
+        for key in changed_keys(old_p, new_p, RUN_POLICY_LIVE):
+            out.append(LiveChange(f"$.spec.runPolicy.{key}", f"runPolicy.{key} changed; {why}",
+                                  old_p.get(key, ABSENT), new_p.get(key, ABSENT), why))
+        return out
+
+    @property
+    def read_versions(self) -> tuple[str, ...]:
+        return API_VERSIONS
+
+    def read(self, job: JobSource) -> ImportedJob:
+        job.take("apiVersion")
+        job.take("kind")
+        replicas = (_v1alpha1(job) if job.api_version.endswith("/v1alpha1")
+                    else _replica_map(job))
+        return ImportedJob(replicas, _run_policy(job), self.name)
+
 
 _SINGLE = {naming.REPLICA_TYPES[role] for role in naming.SINGLE_REPLICA_ROLES}
 
@@ -83,6 +138,107 @@ def _replica_problems(rtype: str, replica: Mapping[str, Any]) -> list[JobProblem
         return [JobProblem(f"{where}.replicas", f"{rtype} has {count} replicas; the operator "
                            "supports one", "set replicas: 1")]
     return []
+
+
+def _replica_changes(rtype: str, before: Any, after: Any) -> list[LiveChange]:
+    """What changed in one replica spec of a started TFJob."""
+    where = f"$.spec.tfReplicaSpecs.{rtype}"
+    if before is None or after is None:
+        why = "the operator does not re-read replica specs"
+        return [LiveChange(where, f"replica type {rtype} "
+                           f"{'added' if before is None else 'removed'} in a running TFJob ({why})",
+                           before or ABSENT, after or ABSENT, why, rtype)]
+    out = []
+    if before.get("replicas") != after.get("replicas"):
+        why = "TF_CONFIG of running pods keeps the old cluster"
+        out.append(LiveChange(f"{where}.replicas", f"{rtype} replicas changed "
+                              f"{before.get('replicas')} -> {after.get('replicas')}; {why}",
+                              before.get("replicas"), after.get("replicas"), why, rtype))
+    why = "running pods are not recreated from a changed template"
+    for key in sorted((set(before) | set(after)) - {"replicas"}):
+        if before.get(key) == after.get(key):
+            continue
+        for pointer, a, b in leaf_changes(before.get(key, ABSENT), after.get(key, ABSENT),
+                                          f"{where}.{key}"):
+            out.append(LiveChange(pointer, f"{rtype} {key} changed ({change_text(a, b)}); {why}",
+                                  a, b, why, rtype))
+    return out
+
+
+def _role(job: JobSource, written: Any, at: tuple[str | int, ...], seen: dict[str, str]) -> str:
+    """The spec role of replica type `written` (any case, as the operator reads it)."""
+    role = _ROLE_OF_TYPE.get(str(written).lower())
+    if role is None:
+        known = ", ".join(naming.REPLICA_TYPES.values())
+        raise job.refused(at, f"unknown replica type {written!r} (the operator knows {known}, "
+                          "in any case)")
+    if role in seen:
+        raise job.refused(at, f"a second {naming.REPLICA_TYPES[role]} replica group (the first "
+                          f"is {seen[role]}); merge them into one")
+    seen[role] = str(written)
+    return role
+
+
+def _v1alpha1(job: JobSource) -> list[Replica]:
+    specs = job.get("spec", "replicaSpecs")
+    if not isinstance(specs, list) or not specs:
+        raise job.refused((), "spec.replicaSpecs must list the replica groups "
+                          "(kubeflow.org/v1alpha1)")
+    tf_image = job.take("spec", "tfImage")
+    chief = job.get("spec", "terminationPolicy", "chief")
+    if isinstance(chief, dict) and str(chief.get("replicaName", "")).upper() == "MASTER" and (
+            chief.get("replicaIndex", 0) == 0):
+        job.take("spec", "terminationPolicy")  # the job ends with master 0: what v1 does
+    seen: dict[str, str] = {}
+    out = []
+    for index, item in enumerate(specs):
+        at = ("spec", "replicaSpecs", index)
+        if not isinstance(item, dict):
+            raise job.refused(at, "not a mapping")
+        written = job.take(*at, "tfReplicaType")
+        if written is None:
+            raise job.refused(at, "no tfReplicaType")
+        role = _role(job, written, at, seen)
+        if job.get(*at, "tfPort") == PORT:
+            job.take(*at, "tfPort")
+        out.append(Replica(
+            role=role, written=str(written), template=(*at, "template"),
+            replicas=job.take(*at, "replicas"),
+            # v1alpha1 restarts pods by the pod's own policy; v1 moved it to the replica group
+            restart_policy=job.take(*at, "template", "spec", "restartPolicy"),
+            default_image=tf_image if isinstance(tf_image, str) else None,
+        ))
+    return out
+
+
+def _replica_map(job: JobSource) -> list[Replica]:
+    specs = job.get("spec", "tfReplicaSpecs")
+    if not isinstance(specs, dict) or not specs:
+        raise job.refused((), "spec.tfReplicaSpecs must map replica types to their groups "
+                          f"({job.api_version})")
+    seen: dict[str, str] = {}
+    out = []
+    for written, item in specs.items():
+        # (a key that is no text names no replica type: `_role` refuses it at its text)
+        at = ("spec", "tfReplicaSpecs", str(written))
+        role = _role(job, written, at, seen)
+        if not isinstance(item, dict):
+            raise job.refused(at, "not a mapping")
+        out.append(Replica(role=role, written=str(written), template=(*at, "template"),
+                           replicas=job.take(*at, "replicas"),
+                           restart_policy=job.take(*at, "restartPolicy")))
+    return out
+
+
+def _run_policy(job: JobSource) -> dict[str, Any]:
+    """The run policy wherever this version keeps it (`spec.runPolicy` wins over `spec`)."""
+    policy: dict[str, Any] = {}
+    for where in (("spec",), ("spec", "runPolicy")):
+        for name in RUN_POLICY_FIELDS:
+            value = job.take(*where, name)
+            if value is not None:
+                policy[name] = value
+    return policy
 
 
 # The labels training-operator v1.9 puts on every pod of a TFJob (GenLabels in the common job

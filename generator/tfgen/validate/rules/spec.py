@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...problems import Problem
-from ...repo import naming
+from ...repo import chart, naming
 from ..config.rules import platform_problem
 from ..experiment.checked import Checked, Collector, lookup
 from ..schema.messages import shown
@@ -81,7 +81,7 @@ def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
                 out.add(("metadata", where, key), f"{shown(str(key))} is set by tfgen itself "
                         f"from {field}", f"remove it and set {field} instead")
                 continue
-            prefix = next((p for p in naming.RESERVED_PREFIXES if str(key).startswith(p)), None)
+            prefix = next((p for p in chart.RESERVED_PREFIXES if str(key).startswith(p)), None)
             if prefix:
                 out.add(
                     ("metadata", where, key),

@@ -1,26 +1,26 @@
-"""A JobSet of the shape tfgen's chart renders for `runtime: jobset` -> the one shape of `versions`.
+"""How `tfgen import` reads a JobSet back into the spec's shape: the inverse of the chart's
+`runtime: jobset`.
 
 The runtime says which TFJob a JobSet stands for (`Runtime.as_tfjob`: one replica type per
 replicated job, its Indexed Job's completions as the replicas, the same pod template), so the
-TFJob mapping (`mapping`, `pods`) reads its pod templates where they are, and every message
-names the JobSet's own fields. What only a JobSet says is read here: the Job's restart policy
+TFJob mapping (`importer/`) reads its pod templates where they are, and every message names
+the JobSet's own fields. What only a JobSet says is read here: the Job's restart policy
 (ExitCode is `Never` plus the operator's exit-code rule as a podFailurePolicy), the run policy
 the chart spreads over every Job, the success policy. A JobSet of another shape (several copies
 of a Job, a NonIndexed Job, fewer pods at once than tasks, a replicated job named after no
 role) would not be the same training once imported: it is refused at the document's line.
 What the chart writes for the runtime (the task index, TF_CONFIG, the port, each task's
-Service) is left out quietly (`leftout.RUNTIME_MADE`): tfgen writes it again from the spec.
+Service) is set aside as the runtime's own: tfgen writes it again from the spec.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..repo import naming, runtimes
-from ..repo.runtimes.jobset import COMPLETION_INDEX_ANNOTATION, INDEX_ENV
-from .leftout import RUNTIME_MADE
-from .manifests import Manifest, ManifestError, Path_, pointer
-from .versions import Job, Replica
+from .. import naming
+from .base import CONTAINER, PORT, PORT_NAME
+from .imported import ImportedJob, JobSource, Path_, Replica
+from .indexedjob import COMPLETION_INDEX_ANNOTATION, INDEX_ENV
 
 INDEXED = "Indexed"
 # What the chart writes on every JobSet and every replicated job, whatever the spec: taken
@@ -37,9 +37,9 @@ REPLICATED_FIELDS: tuple[tuple[Path_, Any], ...] = (
 # The training operator's ExitCode restart policy as a Job says it (the chart's exitCodePolicy):
 # exit codes 128-255 (killed by a signal) are retried, any other failure fails the job.
 EXIT_CODE_POLICY = {"rules": [
-    {"action": "Count", "onExitCodes": {"containerName": runtimes.CONTAINER, "operator": "In",
+    {"action": "Count", "onExitCodes": {"containerName": CONTAINER, "operator": "In",
                                         "values": list(range(128, 256))}},
-    {"action": "FailJob", "onExitCodes": {"containerName": runtimes.CONTAINER,
+    {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER,
                                           "operator": "NotIn", "values": [0]}},
 ]}
 # The run-policy fields the chart writes on every role's Job alike.
@@ -49,62 +49,58 @@ INDEX_SOURCE = {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_IN
 TF_CONFIG = "TF_CONFIG"
 
 
-def _refused(job: Manifest, at: Path_, what: str) -> ManifestError:
-    return ManifestError(f"{job.where}: {job.ref} {pointer(at)}: {what}")
-
-
 def _count(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
-def _checked(job: Manifest, index: int, seen: set[str]) -> str:
-    """The role replicated job `index` runs; ManifestError when it is not of the chart's shape."""
+def _checked(job: JobSource, index: int, seen: set[str]) -> str:
+    """The role replicated job `index` runs; refused when it is not of the chart's shape."""
     at: Path_ = ("spec", "replicatedJobs", index)
     item = job.get(*at)
     name = item.get("name") if isinstance(item, dict) else None
     if name not in naming.ROLES:
-        raise _refused(job, (*at, "name"), f"{name!r} names no role; tfgen names each "
-                       f"replicated job after its role ({', '.join(naming.ROLES)})")
+        raise job.refused((*at, "name"), f"{name!r} names no role; tfgen names each "
+                          f"replicated job after its role ({', '.join(naming.ROLES)})")
     if name in seen:
-        raise _refused(job, (*at, "name"), f"a second replicated job {name!r}; one per role")
+        raise job.refused((*at, "name"), f"a second replicated job {name!r}; one per role")
     seen.add(str(name))
     replicas = _count(job.get(*at, "replicas"), 1)
     if replicas != 1:
-        raise _refused(job, (*at, "replicas"), f"{replicas!r} copies of the Job; tfgen runs "
-                       "one Job per role, its pods the role's replicas (replicas: 1)")
+        raise job.refused((*at, "replicas"), f"{replicas!r} copies of the Job; tfgen runs "
+                          "one Job per role, its pods the role's replicas (replicas: 1)")
     spec = (*at, "template", "spec")
     mode = _count(job.get(*spec, "completionMode"), INDEXED)
     if mode != INDEXED:
-        raise _refused(job, (*spec, "completionMode"), f"{mode!r}; TensorFlow's tasks need "
-                       "the index of an Indexed Job (completionMode: Indexed)")
+        raise job.refused((*spec, "completionMode"), f"{mode!r}; TensorFlow's tasks need "
+                          "the index of an Indexed Job (completionMode: Indexed)")
     completions = job.get(*spec, "completions")
     if type(completions) is not int or completions < 1:
-        raise _refused(job, (*spec, "completions"), f"{completions!r}; the number of the "
-                       "role's tasks, a whole number of at least 1")
+        raise job.refused((*spec, "completions"), f"{completions!r}; the number of the "
+                          "role's tasks, a whole number of at least 1")
     parallelism = _count(job.get(*spec, "parallelism"), 1)
     if parallelism != completions:
-        raise _refused(job, (*spec, "parallelism"), f"{parallelism!r}, and completions "
-                       f"{completions}; every task of a TensorFlow cluster runs at once "
-                       "(parallelism = completions)")
+        raise job.refused((*spec, "parallelism"), f"{parallelism!r}, and completions "
+                          f"{completions}; every task of a TensorFlow cluster runs at once "
+                          "(parallelism = completions)")
     if not isinstance(job.get(*spec, "template", "spec"), dict):
-        raise _refused(job, (*spec, "template", "spec"), "no pod template")
+        raise job.refused((*spec, "template", "spec"), "no pod template")
     _containers_checked(job, (*spec, "template", "spec"))
     return str(name)
 
 
-def _containers_checked(job: Manifest, pod: Path_) -> None:
+def _containers_checked(job: JobSource, pod: Path_) -> None:
     """The containers and their env as Kubernetes takes them (lists of mappings), before the
-    runtime reads them as the TFJob they stand for; ManifestError at the first that is not."""
+    runtime reads them as the TFJob they stand for; refused at the first that is not."""
     for index, container in enumerate(job.sequence(*pod, "containers")):
         if not isinstance(container, dict):
-            raise _refused(job, (*pod, "containers", index), "not a mapping")
+            raise job.refused((*pod, "containers", index), "not a mapping")
         for number, entry in enumerate(job.sequence(*pod, "containers", index, "env")):
             if not isinstance(entry, dict):
-                raise _refused(job, (*pod, "containers", index, "env", number),
-                               "not a mapping (name and value or valueFrom)")
+                raise job.refused((*pod, "containers", index, "env", number),
+                                  "not a mapping (name and value or valueFrom)")
 
 
-def _restart_policy(job: Manifest, at: Path_) -> str | None:
+def _restart_policy(job: JobSource, at: Path_) -> str | None:
     """The role's restartPolicy from its Job's pods: ExitCode is Never with the operator's
     exit-code rule; absent is what the JobSet webhook defaults (OnFailure)."""
     pod = job.get(*at, "template", "spec", "template", "spec", "restartPolicy")
@@ -118,29 +114,25 @@ def _restart_policy(job: Manifest, at: Path_) -> str | None:
     return None
 
 
-def _set_aside_at(job: Manifest, parts: Path_) -> None:
-    job.why[parts] = RUNTIME_MADE
-
-
-def _set_aside(job: Manifest, at: Path_) -> None:
+def _set_aside(job: JobSource, at: Path_) -> None:
     """The chart's own environment and port in the TensorFlow container of replicated job
     `at`: the runtime's."""
     pod: Path_ = (*at, "template", "spec", "template", "spec")
     containers = job.get(*pod, "containers")
     for index, container in enumerate(containers if isinstance(containers, list) else ()):
-        if not isinstance(container, dict) or container.get("name") != runtimes.CONTAINER:
+        if not isinstance(container, dict) or container.get("name") != CONTAINER:
             continue
         for number, entry in enumerate(job.sequence(*pod, "containers", index, "env")):
             if isinstance(entry, dict) and (
                     entry.get("name") == TF_CONFIG
                     or entry.get("name") == INDEX_ENV and entry.get("valueFrom") == INDEX_SOURCE):
-                _set_aside_at(job, (*pod, "containers", index, "env", number))
-        if container.get("ports") == [{"name": runtimes.PORT_NAME, "containerPort": runtimes.PORT,
+                job.runtime_made((*pod, "containers", index, "env", number))
+        if container.get("ports") == [{"name": PORT_NAME, "containerPort": PORT,
                                        "protocol": "TCP"}]:
-            _set_aside_at(job, (*pod, "containers", index, "ports"))
+            job.runtime_made((*pod, "containers", index, "ports"))
 
 
-def _same(job: Manifest, groups: list[Path_], *parts: str) -> Any:
+def _same(job: JobSource, groups: list[Path_], *parts: str) -> Any:
     """The value every replicated job holds at `parts` (taken), None when they differ (each
     left out with the reason) or none holds one."""
     values = [job.get(*at, *parts) for at in groups]
@@ -148,14 +140,14 @@ def _same(job: Manifest, groups: list[Path_], *parts: str) -> Any:
         why = (f"the spec sets runPolicy.{parts[-1]} once for every role, and the replicated "
                "jobs differ")
         for at in groups:
-            job.why.update({(*at, *parts): why})
+            job.leave_out((*at, *parts), why)
         return None
     for at in groups:
         job.take(*at, *parts)
     return values[0]
 
 
-def _success(job: Manifest, roles: dict[str, Path_]) -> dict[str, Any]:
+def _success(job: JobSource, roles: dict[str, Path_]) -> dict[str, Any]:
     """runPolicy.successPolicy from the JobSet's success policy, when it is the chart's."""
     leader = next((role for role in naming.LEADER_ROLES if role in roles), None)
     given = job.get("spec", "successPolicy")
@@ -174,7 +166,7 @@ def _success(job: Manifest, roles: dict[str, Path_]) -> dict[str, Any]:
     return {}
 
 
-def _run_policy(job: Manifest, roles: dict[str, Path_]) -> dict[str, Any]:
+def _run_policy(job: JobSource, roles: dict[str, Path_]) -> dict[str, Any]:
     groups = list(roles.values())
     policy: dict[str, Any] = {}
     for name in JOB_RUN_POLICY:
@@ -186,23 +178,18 @@ def _run_policy(job: Manifest, roles: dict[str, Path_]) -> dict[str, Any]:
     return {**policy, **_success(job, roles)}
 
 
-def read_jobset(job: Manifest) -> Job:
-    """A JobSet of the shape the chart renders -> `Job` (its replica groups where its pod
-    templates are); ManifestError for any other shape or API version."""
-    runtime = runtimes.of_object(job.api_version, job.kind)
-    if runtime is None:
-        known = [r.api_version for r in runtimes.RUNTIMES if r.kind == job.kind]
-        raise ManifestError(f"{job.where}: {job.ref}: apiVersion {job.api_version!r} is not "
-                            f"a {job.kind} version tfgen reads ({', '.join(known)})")
+def read_jobset(job: JobSource, view: dict[str, Any], runtime: str) -> ImportedJob:
+    """A JobSet of the shape the chart renders -> its replica groups where its pod templates
+    are; refused for any other shape. `view` is the TFJob the JobSet stands for
+    (`Runtime.as_tfjob`): which replica type and how many replicas each pod template is."""
     replicated = job.sequence("spec", "replicatedJobs")
     if not replicated:
-        raise _refused(job, ("spec", "replicatedJobs"), "no replicated jobs; tfgen's "
-                       "JobSet has one per role")
+        raise job.refused(("spec", "replicatedJobs"), "no replicated jobs; tfgen's "
+                          "JobSet has one per role")
     seen: set[str] = set()
     roles: dict[str, Path_] = {_checked(job, index, seen): ("spec", "replicatedJobs", index)
                                for index in range(len(replicated))}
-    # the runtime's view: which replica type and how many replicas each pod template is
-    view = runtime.as_tfjob(job.doc)["spec"]["tfReplicaSpecs"]
+    specs = view["spec"]["tfReplicaSpecs"]
     replicas = []
     for role, at in roles.items():
         _set_aside(job, at)
@@ -213,31 +200,11 @@ def read_jobset(job: Manifest) -> Job:
         job.take(*at, "template", "spec", "completions")
         job.take(*at, "template", "spec", "parallelism")
         replicas.append(Replica(role, role, (*at, "template", "spec", "template"),
-                                view[naming.REPLICA_TYPES[role]]["replicas"],
+                                specs[naming.REPLICA_TYPES[role]]["replicas"],
                                 _restart_policy(job, at)))
     for parts, written in CHART_FIELDS:
         if job.get(*parts) == written:
             job.take(*parts)
     job.take("apiVersion")
     job.take("kind")
-    return Job(job, replicas, _run_policy(job, roles), runtime.name)
-
-
-def _task(service: str, job: Job) -> bool:
-    """Whether `service` is named as the runtime names a task's Service, `<job>-<role>-<index>`
-    (the index below the role's replicas, written as Kubernetes writes a number)."""
-    for replica in job.replicas:
-        prefix = f"{job.manifest.name}-{replica.role}-"
-        index = service[len(prefix):] if service.startswith(prefix) else ""
-        count = replica.replicas if type(replica.replicas) is int else 1
-        if (index.isascii() and index.isdigit() and len(index) <= len(str(count))
-                and index == str(int(index)) and int(index) < count):
-            return True
-    return False
-
-
-def task_services(job: Job, manifests: list[Manifest]) -> list[Manifest]:
-    """The headless Service of each task the runtime makes (the training operator for a
-    TFJob, the chart for a JobSet), as a render of the chart or a cluster export holds them."""
-    return [m for m in manifests if m.kind == "Service" and _task(m.name, job)
-            and m.namespace in ("", job.manifest.namespace)]
+    return ImportedJob(replicas, _run_policy(job, roles), runtime)
