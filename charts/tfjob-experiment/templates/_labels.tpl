@@ -1,6 +1,6 @@
 {{/*
-Labels and annotations of objects and pod templates, and the labels the training operator
-sets on its pods.
+Labels and annotations of objects and pod templates, and the labels each runtime's controllers
+set on its pods (the NetworkPolicy selects a run's pods by them).
 */}}
 
 {{/*
@@ -88,13 +88,16 @@ batch.kubernetes.io/job-completion-index: {{ .index | toString | quote }}
 {{- end }}
 
 {{/*
-The labels selecting every training pod of one run, on the experiment's runtime.
+The labels selecting every training pod of one run, on the experiment's runtime: the helper of
+that runtime's selector, by name; a runtime without one fails the render (the values schema
+lists the runtimes, and this table must know each).
 Usage: {{ include "tfjob-experiment.runSelector" (dict "root" $root "run" $run.name) }}
 */}}
 {{- define "tfjob-experiment.runSelector" -}}
-{{- if eq .root.Values.runtime "jobset" }}
-{{- include "tfjob-experiment.jobsetSelector" .run }}
-{{- else }}
-{{- include "tfjob-experiment.operatorSelector" .run }}
+{{- $selectors := dict "tfjob" "tfjob-experiment.operatorSelector" "jobset" "tfjob-experiment.jobsetSelector" }}
+{{- $runtime := .root.Values.runtime }}
+{{- if not (hasKey $selectors $runtime) }}
+{{- fail (printf "runtime %q: no selector of its pods in the chart's runSelector (known: %s)" $runtime (keys $selectors | sortAlpha | join ", ")) }}
 {{- end }}
+{{- include (get $selectors $runtime) .run }}
 {{- end }}

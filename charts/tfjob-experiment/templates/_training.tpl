@@ -1,4 +1,76 @@
 {{/*
+What every runtime's job is made of, whatever the runtime: whether the experiment trains, its
+runs, its roles and their replica types, each role's environment and pod, the Kueue labels and
+whether the job starts suspended. A runtime's own template (`tfjob.yaml`, `jobset.yaml`) lays
+these out in its kind.
+*/}}
+{{/*
+"true" while the experiment trains, "" once it is retired: a retired experiment renders only
+its volume and claim, so Argo CD prunes the job, its NetworkPolicy and (unless
+tensorboard.keep) the TensorBoard, while the data stays bound.
+Usage: {{ if include "tfjob-experiment.training" . }}
+*/}}
+{{- define "tfjob-experiment.training" -}}
+{{- if ne .Values.lifecycle "retired" }}true{{ end }}
+{{- end }}
+
+{{/*
+The runs: one job each (a TFJob or a JobSet, as the runtime says). A sweep's values list them (name, args, env, per-role args and env,
+placeholders already replaced by tfgen, and the run's log directory); without a sweep the
+experiment is one run named after the release, with the spec-level args and env and the roles'
+own, so its objects stay exactly what they were before sweeps existed.
+Usage: {{ range (include "tfjob-experiment.runs" . | fromJsonArray) }}
+*/}}
+{{- define "tfjob-experiment.runs" -}}
+{{- if .Values.runs }}
+{{- toJson .Values.runs }}
+{{- else }}
+{{- toJson (list (dict "name" (include "tfjob-experiment.fullname" .) "suffix" "" "logDir" .Values.tensorboard.logDir "args" .Values.args "env" .Values.env "roles" .Values.roles)) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The roles of a TensorFlow cluster, each with its replica type (the training operator accepts
+exactly these keys; tfgen/repo/naming.py is their home on the Python side, and a test renders
+every role of both). The one list of roles: every runtime's job lists its roles in the order of
+`roleKeys`.
+Usage: {{ include "tfjob-experiment.replicaTypes" . | fromJson }}
+*/}}
+{{- define "tfjob-experiment.replicaTypes" -}}
+{{- toJson (dict "chief" "Chief" "evaluator" "Evaluator" "master" "Master" "ps" "PS" "worker" "Worker") }}
+{{- end }}
+
+{{/*
+Every role key, sorted: the order in which a job lists its roles.
+Usage: {{ range $key := include "tfjob-experiment.roleKeys" . | fromJsonArray }}
+*/}}
+{{- define "tfjob-experiment.roleKeys" -}}
+{{- include "tfjob-experiment.replicaTypes" . | fromJson | keys | sortAlpha | toJson }}
+{{- end }}
+
+{{/*
+The replica type of a role key.
+Usage: {{ include "tfjob-experiment.replicaType" "ps" }}
+*/}}
+{{- define "tfjob-experiment.replicaType" -}}
+{{- get (include "tfjob-experiment.replicaTypes" . | fromJson) . }}
+{{- end }}
+
+{{/*
+The container environment of one role: the global env, minus the names the role sets itself,
+then the role env (the role wins, and no name appears twice in the container).
+Usage: {{ include "tfjob-experiment.roleEnv" (dict "global" .Values.env "role" $role.env) }}
+*/}}
+{{- define "tfjob-experiment.roleEnv" -}}
+{{- $own := dict }}
+{{- range (.role | default list) }}{{ $_ := set $own .name true }}{{ end }}
+{{- $env := list }}
+{{- range (.global | default list) }}{{ if not (hasKey $own .name) }}{{ $env = append $env . }}{{ end }}{{ end }}
+{{- range (.role | default list) }}{{ $env = append $env . }}{{ end }}
+{{- with $env }}{{ toYaml . }}{{ end }}
+{{- end }}
+
+{{/*
 A training pod template, the same on every runtime: one role's pod as a TFJob replica type or a
 JobSet replicated job runs it. A runtime adds what it must: the JobSet's TF_CONFIG (`env`, put
 before the experiment's own) and its port (`ports`); the training operator adds both itself.
