@@ -51,24 +51,50 @@ REASONS: tuple[tuple[Path_, str], ...] = (
 
 
 def _reason(manifest: Manifest, parts: Path_) -> str:
+    """Why the field at `parts` is left out: the reason the conversion recorded, else the
+    first of the general reasons that applies."""
+    for reason in (_recorded, _of_metadata, _of_field, _of_prefix):
+        why = reason(manifest, parts)
+        if why is not None:
+            return why
+    return "the spec has no field for it"
+
+
+def _recorded(manifest: Manifest, parts: Path_) -> str | None:
+    """The reason the conversion gave for the field or one of its parents."""
     for length in range(len(parts), 0, -1):
         if parts[:length] in manifest.why:
             return manifest.why[parts[:length]]
-    last_applied = parts[-1:] == ("kubectl.kubernetes.io/last-applied-configuration",)
-    if parts[:1] == ("metadata",) and parts[1:2] in (("labels",), ("annotations",)) and (
-            manifest.kind not in runtimes.JOB_KINDS and not last_applied):
-        return "tfgen labels every object from the spec's metadata (taken from the training job)"
+    return None
+
+
+def _of_metadata(manifest: Manifest, parts: Path_) -> str | None:
+    """Labels, annotations and namespace of the objects around the job: tfgen's own."""
     if parts[:2] == ("metadata", "namespace"):
         return "tfgen puts every object in the spec's namespace (the training job's)"
+    if parts[:1] != ("metadata",) or parts[1:2] not in (("labels",), ("annotations",)):
+        return None
+    last_applied = parts[-1:] == ("kubectl.kubernetes.io/last-applied-configuration",)
+    if manifest.kind in runtimes.JOB_KINDS or last_applied:
+        return None
+    return "tfgen labels every object from the spec's metadata (taken from the training job)"
+
+
+def _of_field(manifest: Manifest, parts: Path_) -> str | None:
+    """The reason for a field of this name wherever it is (`REASONS`, by its last keys)."""
     for tail, why in REASONS:
         for start in range(len(parts) - len(tail) + 1):
             if parts[start:start + len(tail)] == tail:
                 return why
-    if parts and parts[0] in ("metadata", "labels", "annotations") or "labels" in parts:
-        key = str(parts[-1])
-        if key.startswith(chart.RESERVED_PREFIXES):
-            return "tfgen sets labels and annotations with this prefix itself"
-    return "the spec has no field for it"
+    return None
+
+
+def _of_prefix(manifest: Manifest, parts: Path_) -> str | None:
+    """A label or annotation under a prefix tfgen, a runtime or Kueue writes."""
+    in_labels = parts[:1] in (("metadata",), ("labels",), ("annotations",)) or "labels" in parts
+    if in_labels and str(parts[-1]).startswith(chart.RESERVED_PREFIXES):
+        return "tfgen sets labels and annotations with this prefix itself"
+    return None
 
 
 @dataclass

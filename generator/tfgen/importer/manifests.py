@@ -248,6 +248,16 @@ def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
     """The Kubernetes objects of one document: itself, or the items of a List."""
     if data is None:
         return  # an empty document (a trailing `---`), as kubectl skips it
+    kind, metadata = _identity(data, shown, line)
+    if kind not in KEPT_KINDS:  # listed as left out: its identity is all that is kept
+        meta = {k: metadata[k] for k in ("name", "namespace") if k in metadata}
+        data = {"apiVersion": data["apiVersion"], "kind": kind, "metadata": meta}
+    yield Manifest(data, shown, line)
+
+
+def _identity(data: Any, shown: str, line: int) -> tuple[str, dict[str, Any]]:
+    """A document's kind and metadata, when it is one Kubernetes object with a name;
+    ManifestError otherwise."""
     if not isinstance(data, dict) or not data.get("kind") or not data.get("apiVersion"):
         raise ManifestError(
             f"{shown}:{line}:1: not a Kubernetes object (a mapping with apiVersion and kind); "
@@ -257,13 +267,10 @@ def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
     if kind.endswith("List"):
         raise ManifestError(f"{shown}:{line}:1: a {kind} without a list of items")
     metadata = data.get("metadata")
-    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not (
-            metadata.get("name")):
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(name, str) or not name:
         raise ManifestError(f"{shown}:{line}:1: {kind} has no metadata.name")
-    if kind not in KEPT_KINDS:  # listed as left out: its identity is all that is kept
-        meta = {k: metadata[k] for k in ("name", "namespace") if k in metadata}
-        data = {"apiVersion": data["apiVersion"], "kind": kind, "metadata": meta}
-    yield Manifest(data, shown, line)
+    return kind, metadata
 
 
 def _files(path: Path) -> list[tuple[Path, Path | None]]:

@@ -61,21 +61,42 @@ def _same_namespace(manifest: Manifest, namespace: str) -> bool:
     return manifest.namespace in ("", namespace)
 
 
-def _find_volume(claim: Manifest, manifests: list[Manifest]) -> Manifest:
-    volumes = [m for m in manifests if m.kind == VOLUME]
+def _named_by_claim(claim: Manifest, volumes: list[Manifest]) -> Manifest | None:
+    """The PV the claim names (`spec.volumeName`)."""
     by_name = claim.get("spec", "volumeName")
-    for volume in volumes:
-        if by_name and volume.name == by_name:
-            return volume
+    if not by_name:
+        return None
+    return next((volume for volume in volumes if volume.name == by_name), None)
+
+
+def _claiming(claim: Manifest, volumes: list[Manifest]) -> Manifest | None:
+    """The PV whose claimRef names the claim."""
     for volume in volumes:
         ref = volume.get("spec", "claimRef") or {}
         if isinstance(ref, dict) and ref.get("name") == claim.name:
             return volume
+    return None
+
+
+def _selected_by_claim(claim: Manifest, volumes: list[Manifest]) -> Manifest | None:
+    """The PV the claim's selector matches, for a claim that names none."""
     labels = claim.get("spec", "selector", "matchLabels")
+    if claim.get("spec", "volumeName") or not isinstance(labels, dict) or not labels:
+        return None
     for volume in volumes:
         own = volume.get("metadata", "labels") or {}
-        if not by_name and isinstance(labels, dict) and labels and all(
-                own.get(k) == v for k, v in labels.items()):
+        if all(own.get(k) == v for k, v in labels.items()):
+            return volume
+    return None
+
+
+def _find_volume(claim: Manifest, manifests: list[Manifest]) -> Manifest:
+    """The claim's PV in the input, as Kubernetes binds them: by the claim's volumeName, the
+    PV's claimRef, or the claim's selector; ManifestError when the input has none."""
+    volumes = [m for m in manifests if m.kind == VOLUME]
+    for find in (_named_by_claim, _claiming, _selected_by_claim):
+        volume = find(claim, volumes)
+        if volume is not None:
             return volume
     raise ManifestError(
         f"{claim.where}: {claim.ref}: no PersistentVolume in the input for this claim "
@@ -255,10 +276,9 @@ def _scheduling(job: Job, notes: list[str]) -> dict[str, Any]:
     return out
 
 
-def _storage(
-    job: Job, pods: list[PodTemplate], manifests: list[Manifest], used: list[Manifest],
-    notes: list[str],
-) -> tuple[dict[str, Any], str]:
+def _mounted_claim(job: Job, pods: list[PodTemplate], notes: list[str]) -> tuple[str, str]:
+    """The one claim every pod mounts, and where (noted for the pods that mount none);
+    ManifestError when the pods mount none, or different ones."""
     mounts = {pod.replica.written: _claim_mount(pod) for pod in pods}
     found = {m for m in mounts.values() if m is not None}
     where = f"{job.manifest.where}: {job.manifest.ref}"
@@ -276,6 +296,14 @@ def _storage(
         if mount is None:
             notes.append(f"{job.manifest.ref} {written}: will mount {claim_name} at "
                          f"{mount_path} too (every tfgen pod mounts the experiment's storage)")
+    return claim_name, mount_path
+
+
+def _storage(
+    job: Job, pods: list[PodTemplate], manifests: list[Manifest], used: list[Manifest],
+    notes: list[str],
+) -> tuple[dict[str, Any], str]:
+    claim_name, mount_path = _mounted_claim(job, pods, notes)
     namespace = job.manifest.namespace
     claims = [m for m in manifests if m.kind == CLAIM and m.name == claim_name
               and _same_namespace(m, namespace)]
@@ -292,13 +320,9 @@ def _storage(
     return {"nas": nas, "mountPath": mount_path}, claim_name
 
 
-def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Imported:
-    """One training job and the objects around it -> the spec (plain data, in the order people write
-    it); the manifests used are marked, the notes say what changes meaning."""
-    manifest = job.manifest
-    notes: list[str] = []
-    used = [manifest]
-    pods, roles = roles_of(job, notes)
+def _metadata(manifest: Manifest, name: str, owner: str, notes: list[str]) -> dict[str, Any]:
+    """The spec's metadata: the name, the job's namespace, the owner, and the labels and
+    annotations of the job's own (not those tfgen or the cluster write)."""
     if name == manifest.name:
         manifest.take("metadata", "name")
     metadata: dict[str, Any] = {"name": name}
@@ -309,29 +333,52 @@ def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Im
                      "(set metadata.namespace to choose)")
     metadata["owner"] = owner
     for key in ("labels", "annotations"):
-        values = manifest.mapping("metadata", key)
-        kept = {k: str(v) for k, v in values.items()
-                if not str(k).startswith(RESERVED_PREFIXES)
-                and k != "kubectl.kubernetes.io/last-applied-configuration"}
-        for k in kept:
-            manifest.take("metadata", key, k)
+        kept = {}
+        for k, v in manifest.mapping("metadata", key).items():
+            if _own_key(str(k)):
+                manifest.take("metadata", key, k)
+                kept[k] = str(v)
         if kept:
             metadata[key] = kept
+    return metadata
+
+
+def _own_key(key: str) -> bool:
+    """Whether a label or annotation is the job's own, for the spec to carry."""
+    return (not key.startswith(RESERVED_PREFIXES)
+            and key != "kubectl.kubernetes.io/last-applied-configuration")
+
+
+def _tensorboard_of(manifests: list[Manifest], job: Manifest, claim: str, mount_path: str,
+                    used: list[Manifest], notes: list[str]) -> dict[str, Any]:
+    """The spec's tensorboard from the first Deployment in the job's namespace that serves
+    TensorBoard from the claim (marked used), else TensorBoard off."""
+    for deployment in manifests:
+        if deployment.kind != "Deployment" or not _same_namespace(deployment, job.namespace):
+            continue
+        tensorboard = _tensorboard(deployment, claim, mount_path, notes)
+        if tensorboard is not None:
+            used.append(deployment)
+            deployment.take("apiVersion")
+            deployment.take("kind")
+            return tensorboard
+    return {"enabled": False}
+
+
+def build_spec(job: Job, manifests: list[Manifest], name: str, owner: str) -> Imported:
+    """One training job and the objects around it -> the spec (plain data, in the order people write
+    it); the manifests used are marked, the notes say what changes meaning."""
+    manifest = job.manifest
+    notes: list[str] = []
+    used = [manifest]
+    pods, roles = roles_of(job, notes)
+    metadata = _metadata(manifest, name, owner, notes)
     spec = {**_scheduling(job, notes), **shared_fields(pods, roles)}
     spec["roles"] = {role: roles[role] for role in naming.ROLES if role in roles}
     storage, claim = _storage(job, pods, manifests, used, notes)
     spec["storage"] = storage
-    tensorboard = None
-    for deployment in manifests:
-        if deployment.kind == "Deployment" and _same_namespace(deployment,
-                                                               manifest.namespace):
-            tensorboard = _tensorboard(deployment, claim, storage["mountPath"], notes)
-            if tensorboard is not None:
-                used.append(deployment)
-                deployment.take("apiVersion")
-                deployment.take("kind")
-                break
-    spec["tensorboard"] = tensorboard or {"enabled": False}
+    spec["tensorboard"] = _tensorboard_of(manifests, manifest, claim, storage["mountPath"],
+                                          used, notes)
     if job.run_policy:
         spec["runPolicy"] = job.run_policy
     return Imported(name, {"apiVersion": "tfgen.io/v1", "kind": "Experiment",

@@ -77,26 +77,16 @@ def _pod(job: Manifest, replica: Replica) -> PodTemplate:
 
 
 def _env(pod: PodTemplate, notes: list[str]) -> list[dict[str, Any]]:
+    """The container's variables the spec can carry: a value, a Secret key or a ConfigMap key
+    (the others noted); TF_CONFIG and what the runtime set aside stay left over."""
     out = []
     aside = {parts[-1] for parts in pod.job.why if parts[:-1] == (*(pod.container or ()), "env")}
     for index, entry in enumerate(pod.clist("env")):
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry.get(
-                "name") == "TF_CONFIG" or index in aside:
+        if index in aside or not _importable(entry):
             continue  # left over with its reason; TF_CONFIG is the runtime's
-        value_from = entry.get("valueFrom")
-        if "value" in entry or not value_from:
-            pod.ctake("env", index)
-            out.append({"name": entry["name"], "value": str(entry.get("value", ""))})
-            continue
-        for ref in ("secretKeyRef", "configMapKeyRef"):
-            source = value_from.get(ref) if isinstance(value_from, dict) else None
-            if isinstance(source, dict) and len(value_from) == 1:
-                pod.ctake("env", index, "name")
-                pod.ctake("env", index, "valueFrom", ref, "name")
-                pod.ctake("env", index, "valueFrom", ref, "key")
-                out.append({"name": entry["name"],
-                            ref: {"name": source.get("name"), "key": source.get("key")}})
-                break
+        variable = _variable(pod, index, entry)
+        if variable is not None:
+            out.append(variable)
         else:
             notes.append(f"{pod.job.ref}: variable {entry.get('name')} of "
                          f"{pod.replica.written} is not imported (the spec takes a value, a "
@@ -104,32 +94,69 @@ def _env(pod: PodTemplate, notes: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _importable(entry: Any) -> bool:
+    """A named variable that is not TF_CONFIG (the runtime's own)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        return False
+    return entry["name"] != "TF_CONFIG"
+
+
+def _variable(pod: PodTemplate, index: int, entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The spec's form of env entry `index` (taken), None when the spec has no form for it."""
+    value_from = entry.get("valueFrom")
+    if "value" in entry or not value_from:
+        pod.ctake("env", index)
+        return {"name": entry["name"], "value": str(entry.get("value", ""))}
+    if not isinstance(value_from, dict) or len(value_from) != 1:
+        return None
+    for ref in ("secretKeyRef", "configMapKeyRef"):
+        source = value_from.get(ref)
+        if isinstance(source, dict):
+            pod.ctake("env", index, "name")
+            pod.ctake("env", index, "valueFrom", ref, "name")
+            pod.ctake("env", index, "valueFrom", ref, "key")
+            return {"name": entry["name"], ref: {"name": source.get("name"),
+                                                 "key": source.get("key")}}
+    return None
+
+
 def _resources(pod: PodTemplate, role: dict[str, Any], notes: list[str]) -> None:
     pod.cmap("resources")
     requests = pod.cmap("resources", "requests")
     limits = pod.cmap("resources", "limits")
-    what = f"{pod.job.ref} {pod.replica.written}"
     if "cpu" in requests:
         role["cpu"] = str(pod.ctake("resources", "requests", "cpu"))
     elif "cpu" in limits:  # Kubernetes requests what a container limits when it says no more
         role["cpu"] = str(limits["cpu"])
-    memory_request, memory_limit = requests.get("memory"), limits.get("memory")
-    if memory_limit is not None:
+    _memory(pod, role, notes, requests.get("memory"), limits.get("memory"))
+    _gpus(pod, role, requests, limits)
+
+
+def _memory(pod: PodTemplate, role: dict[str, Any], notes: list[str], request: Any,
+            limit: Any) -> None:
+    """The spec's memory is request and limit: the limit, else the request (noted)."""
+    if limit is not None:
         role["memory"] = str(pod.ctake("resources", "limits", "memory"))
-        if memory_request is not None and str(memory_request) == str(memory_limit):
+        if request is not None and str(request) == str(limit):
             pod.ctake("resources", "requests", "memory")
-    elif memory_request is not None:
+    elif request is not None:
         role["memory"] = str(pod.ctake("resources", "requests", "memory"))
-        notes.append(f"{what}: memory {memory_request} becomes the limit too (the spec's memory "
-                     "is request and limit)")
+        notes.append(f"{pod.job.ref} {pod.replica.written}: memory {request} becomes the limit "
+                     "too (the spec's memory is request and limit)")
+
+
+def _gpus(pod: PodTemplate, role: dict[str, Any], requests: dict[str, Any],
+          limits: dict[str, Any]) -> None:
+    """The first extended resource named like a GPU (`vendor/...gpu...`) and its count."""
     gpus = [key for key in limits if "gpu" in str(key).lower() and "/" in str(key)]
-    if gpus:
-        key = gpus[0]
-        count = pod.ctake("resources", "limits", key)
-        role["gpus"] = int(count) if str(count).isdigit() else count
-        role["gpuResource"] = key
-        if key in requests and str(requests[key]) == str(count):
-            pod.ctake("resources", "requests", key)
+    if not gpus:
+        return
+    key = gpus[0]
+    count = pod.ctake("resources", "limits", key)
+    role["gpus"] = int(count) if str(count).isdigit() else count
+    role["gpuResource"] = key
+    if key in requests and str(requests[key]) == str(count):
+        pod.ctake("resources", "requests", key)
 
 
 def _role(pod: PodTemplate, notes: list[str]) -> dict[str, Any]:
@@ -143,7 +170,7 @@ def _role(pod: PodTemplate, notes: list[str]) -> dict[str, Any]:
     for key in ("command", "args"):
         value = pod.ctake(key)
         if value is not None:
-            role[key] = [str(item) for item in value] if isinstance(value, list) else value
+            role[key] = _words(value)
     role["env"] = _env(pod, notes)
     _resources(pod, role, notes)
     for key in ("nodeSelector", "tolerations"):
@@ -155,20 +182,30 @@ def _role(pod: PodTemplate, notes: list[str]) -> dict[str, Any]:
     return role
 
 
+def _words(value: Any) -> Any:
+    """A command or its args as the spec writes them: each item text."""
+    return [str(item) for item in value] if isinstance(value, list) else value
+
+
 def _shared(pods: list[PodTemplate], spec: dict[str, Any], key: str, read: Any) -> None:
     """A field the spec sets for every role: taken when all pods agree (or say nothing)."""
     values = [read(pod, False) for pod in pods]
     given = [v for v in values if v not in (None, "", [], {})]
     if not given:
         return
-    if all(v == given[0] for v in given) and len(given) == len(values):
-        for pod in pods:
-            read(pod, True)
-        spec[key] = given[0]
+    if len(given) < len(values) or any(v != given[0] for v in given):
+        _differ(pods, key, values)
         return
+    for pod in pods:
+        read(pod, True)
+    spec[key] = given[0]
+
+
+def _differ(pods: list[PodTemplate], key: str, values: list[Any]) -> None:
+    """The field left over on every pod, each pod's value listed."""
     shown = ", ".join(f"{pod.replica.written}: {value!r}" for pod, value in zip(
         pods, values, strict=True))
-    for pod in pods:  # left over on every pod, each value listed
+    for pod in pods:
         where = pod.container if key in SHARED_CONTAINER_FIELDS else pod.spec
         if where is not None:
             field_path = (*where, SHARED_POD_FIELDS.get(key, (key,))[0])

@@ -217,30 +217,41 @@ def as_mermaid(explanation: Explanation) -> str:
     out.append("  end")
     for i, p in enumerate(explanation.pods):
         out.append(f"  svc{i}([{_label(f'svc {p.name}:{p.port}')}]) --> pod{i}")
+    return "\n".join(out + _storage_mermaid(explanation) + _tensorboard_mermaid(explanation))
+
+
+def _storage_mermaid(explanation: Explanation) -> list[str]:
+    """The claim every pod mounts, its volume and the NAS behind it."""
     claim = explanation.claim
-    if claim:
-        out.append(f"  pvc[({_label(f'PVC {claim}<br/>{explanation.mount_path}')})]")
-        for i in range(len(explanation.pods)):
-            out.append(f"  pod{i} --> pvc")
-        pv = explanation.find("PersistentVolume")
-        if pv is not None:
-            out.append(f"  pv[({_label('PV ' + pv['metadata']['name'])})]")
-            out.append(f"  nas[({_label(_nas_text(pv))})]")
-            out.append("  pvc --> pv --> nas")
+    if not claim:
+        return []
+    out = [f"  pvc[({_label(f'PVC {claim}<br/>{explanation.mount_path}')})]"]
+    out += [f"  pod{i} --> pvc" for i in range(len(explanation.pods))]
+    pv = explanation.find("PersistentVolume")
+    if pv is not None:
+        out.append(f"  pv[({_label('PV ' + pv['metadata']['name'])})]")
+        out.append(f"  nas[({_label(_nas_text(pv))})]")
+        out.append("  pvc --> pv --> nas")
+    return out
+
+
+def _tensorboard_mermaid(explanation: Explanation) -> list[str]:
+    """TensorBoard reading the claim, with its Service and Ingress."""
     deployment = explanation.find("Deployment", "tensorboard")
-    if deployment is not None:
-        name = deployment["metadata"]["name"]
-        out.append(f"  tb[{_label(f'TensorBoard {name}<br/>{explanation.log_dir}')}]")
-        if claim:
-            out.append("  tb -. read-only .-> pvc")
-        service = explanation.find("Service", "tensorboard")
-        if service is not None:
-            ports = (service.get("spec") or {}).get("ports") or [{}]
-            svc = f"svc {service['metadata']['name']}:{ports[0].get('port', '')}"
-            out.append(f"  tbsvc([{_label(svc)}]) --> tb")
-        ingress = explanation.find("Ingress", "tensorboard")
-        if ingress is not None:
-            rules = (ingress.get("spec") or {}).get("rules") or [{}]
-            host = _label("Ingress " + str(rules[0].get("host", "")))
-            out.append(f"  ing{{{{{host}}}}} --> tbsvc")
-    return "\n".join(out)
+    if deployment is None:
+        return []
+    name = deployment["metadata"]["name"]
+    out = [f"  tb[{_label(f'TensorBoard {name}<br/>{explanation.log_dir}')}]"]
+    if explanation.claim:
+        out.append("  tb -. read-only .-> pvc")
+    service = explanation.find("Service", "tensorboard")
+    if service is not None:
+        ports = (service.get("spec") or {}).get("ports") or [{}]
+        svc = f"svc {service['metadata']['name']}:{ports[0].get('port', '')}"
+        out.append(f"  tbsvc([{_label(svc)}]) --> tb")
+    ingress = explanation.find("Ingress", "tensorboard")
+    if ingress is not None:
+        rules = (ingress.get("spec") or {}).get("rules") or [{}]
+        host = _label("Ingress " + str(rules[0].get("host", "")))
+        out.append(f"  ing{{{{{host}}}}} --> tbsvc")
+    return out

@@ -97,21 +97,39 @@ def immutability_changes(
     for obj in base:
         old_by_kind.setdefault(obj.kind, []).append(obj)
     names_now = {(o.kind, o.name) for o in now}
-    # A sweep that gains runs renders new jobs next to its live ones: that is new training,
-    # not a change. A new job name while a live one is gone is a renamed run.
-    runs_kept = all((o.kind, o.name) in names_now for o in base if _runtime(o))
+    runs_kept = _runs_kept(base, names_now)
     for obj in now:
         olds = old_by_kind.get(obj.kind) or []
         old = next((o for o in olds if o.name == obj.name), None)
         if old is not None:
             out += _changes(old, obj)
-        elif olds and obj.kind in _RENAMED_KINDS and not (_runtime(obj) and runs_kept):
-            # of a sweep's runs, name one that is gone
-            was = next((o.name for o in olds if (o.kind, o.name) not in names_now), olds[0].name)
-            out.append(Immutable(obj.ref, "$.metadata.name", f"{obj.kind} was {was!r} at the "
-                                 f"base revision and is {obj.name!r} now", was, obj.name,
-                                 "a renamed object is another one", obj.ref))
+        elif _renamed(obj, olds, runs_kept):
+            out.append(_rename(obj, olds, names_now))
     return out
+
+
+def _runs_kept(base: Sequence[RenderedObject], names_now: set[tuple[str, str]]) -> bool:
+    """Whether every live job is still rendered. A sweep that gains runs renders new jobs next
+    to its live ones: that is new training, not a change. A new job name while a live one is
+    gone is a renamed run."""
+    return all((o.kind, o.name) in names_now for o in base if _runtime(o))
+
+
+def _renamed(obj: RenderedObject, olds: list[RenderedObject], runs_kept: bool) -> bool:
+    """Whether a new object of a kind the base had is the base's renamed: a volume, a claim,
+    or a job while one of the live jobs is gone."""
+    if not olds or obj.kind not in _RENAMED_KINDS:
+        return False
+    return not (_runtime(obj) and runs_kept)
+
+
+def _rename(obj: RenderedObject, olds: list[RenderedObject], names_now: set[tuple[str, str]]
+            ) -> Immutable:
+    """A renamed object, said with the name it had (of a sweep's runs, one that is gone)."""
+    was = next((o.name for o in olds if (o.kind, o.name) not in names_now), olds[0].name)
+    return Immutable(obj.ref, "$.metadata.name", f"{obj.kind} was {was!r} at the base revision "
+                     f"and is {obj.name!r} now", was, obj.name, "a renamed object is another one",
+                     obj.ref)
 
 
 # The kinds of a run whose new name, while the old one is gone, is a renamed run.
@@ -159,7 +177,7 @@ def _changes(old: RenderedObject, obj: RenderedObject) -> list[Immutable]:
 
 def _of_job(obj: RenderedObject, change: LiveChange) -> Immutable:
     """A change the runtime found in a started job, said of the job (and of its role)."""
-    part = f"{obj.ref} {change.role}" if change.role else obj.ref
+    part = obj.ref if change.role is None else f"{obj.ref} {change.role}"
     return Immutable(obj.ref, change.pointer, change.message, change.old, change.new,
                      change.why, part)
 

@@ -215,20 +215,32 @@ def frozen_spec_changes(runtime: Runtime, old: Mapping[str, Any], new: Mapping[s
     roles_old = {t.role_pointer: t.replica_type for t in runtime.pod_templates(old)}
     roles_new = {t.role_pointer: t.replica_type for t in runtime.pod_templates(new)}
     out = _role_changes(roles_old, roles_new, runtime.kind, why)
-    roles_changed, nodes = bool(out), roles_old | roles_new
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    # once roles came or went, what changed in or above the roles' nodes is said by that
+    nodes, roles_changed = roles_old | roles_new, bool(out)
     said: dict[str | None, int] = {}
-    for key in changed_keys(old_spec, new_spec, set(mutable)):
-        for where, a, b in leaf_changes(old_spec.get(key, ABSENT), new_spec.get(key, ABSENT),
-                                        f"$.spec.{key}", limit=None):
-            role = _role_at(where, nodes)
-            if roles_changed and (role or any(_under(node, where) for node in nodes)):
-                continue  # in or above the roles' nodes, once roles came or went: said above
-            said[role] = said.get(role, 0) + 1
-            if said[role] <= PER_PART:
-                out.append(LiveChange(where, f"{where.removeprefix('$.spec.')} changed "
-                                      f"({change_text(a, b)}); {why}", a, b, why, role))
+    for where, a, b in _spec_leaves(old, new, mutable):
+        role = _role_at(where, nodes) or None  # (a role named "" is said of the job)
+        if roles_changed and _in_or_above(where, role, nodes):
+            continue
+        said[role] = said.get(role, 0) + 1
+        if said[role] <= PER_PART:
+            out.append(LiveChange(where, f"{where.removeprefix('$.spec.')} changed "
+                                  f"({change_text(a, b)}); {why}", a, b, why, role))
     return out
+
+
+def _spec_leaves(old: Mapping[str, Any], new: Mapping[str, Any], mutable: tuple[str, ...]
+                 ) -> Iterator[tuple[str, Any, Any]]:
+    """(pointer, old, new) of every innermost field of the spec that changed, but the mutable."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    for key in changed_keys(old_spec, new_spec, set(mutable)):
+        yield from leaf_changes(old_spec.get(key, ABSENT), new_spec.get(key, ABSENT),
+                                f"$.spec.{key}", limit=None)
+
+
+def _in_or_above(pointer: str, role: str | None, nodes: dict[str, str]) -> bool:
+    """Whether `pointer` is in a role's node (`role`) or holds one of them."""
+    return role is not None or any(_under(node, pointer) for node in nodes)
 
 
 def _role_changes(roles_old: dict[str, str], roles_new: dict[str, str], kind: str, why: str

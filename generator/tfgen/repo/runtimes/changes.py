@@ -21,7 +21,7 @@ PER_PART = 5
 class LiveChange:
     """A change a started job cannot take: where (a JSON pointer into the job), the sentence
     that explains it, the field's old and new value (ABSENT: not there), why, and the role
-    (replica type) whose node holds it, None for the job's other fields."""
+    (replica type) it is said of, None for the job's other fields."""
 
     pointer: str
     message: str

@@ -123,13 +123,21 @@ def _set_aside(job: JobSource, at: Path_) -> None:
         if not isinstance(container, dict) or container.get("name") != CONTAINER:
             continue
         for number, entry in enumerate(job.sequence(*pod, "containers", index, "env")):
-            if isinstance(entry, dict) and (
-                    entry.get("name") == TF_CONFIG
-                    or entry.get("name") == INDEX_ENV and entry.get("valueFrom") == INDEX_SOURCE):
+            if _written_for_the_runtime(entry):
                 job.runtime_made((*pod, "containers", index, "env", number))
         if container.get("ports") == [{"name": PORT_NAME, "containerPort": PORT,
                                        "protocol": "TCP"}]:
             job.runtime_made((*pod, "containers", index, "ports"))
+
+
+def _written_for_the_runtime(entry: Any) -> bool:
+    """An env entry the chart writes for the runtime: TF_CONFIG, or the task index read from
+    the Job's completion index."""
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("name") == TF_CONFIG:
+        return True
+    return entry.get("name") == INDEX_ENV and entry.get("valueFrom") == INDEX_SOURCE
 
 
 def _same(job: JobSource, groups: list[Path_], *parts: str) -> Any:

@@ -295,43 +295,62 @@ def pods(
     if not job:
         raise InputError("TFJob has no metadata.name")
     specs = replica_specs(tfjob)
-    dynamic = bool((tfjob.get("spec") or {}).get("enableDynamicWorker", False))
     cluster = cluster_spec(tfjob, cluster_domain)
     if address_of is not None:
-        cluster = {
-            rtype.lower(): [address_of(rtype, i) for i in range(replica_count(replica))]
-            for rtype, replica in specs.items()
-        }
-        cluster = dict(sorted(cluster.items()))
-    distributed = is_distributed(tfjob)
+        cluster = _local_cluster(specs, address_of)
+    shared = _Shared(job, cluster if is_distributed(tfjob) else None,
+                     bool((tfjob.get("spec") or {}).get("enableDynamicWorker", False)))
     out: list[Pod] = []
     for rtype in sorted(specs, key=sort_key):
-        replica = specs[rtype]
-        container = _tensorflow_container(replica)
-        if container is None:
-            raise InputError(
-                f"TFJob {job!r}: replica {rtype} has no container named {CONTAINER!r} "
-                "(the operator only configures that container)"
-            )
-        port = replica_port(replica)
-        env = tuple(e for e in container.get("env") or [] if e.get("name") != "TF_CONFIG")
-        for i in range(replica_count(replica)):
-            out.append(
-                Pod(
-                    name=naming.pod_name(job, rtype, i),
-                    replica_type=rtype,
-                    index=i,
-                    address=cluster[rtype.lower()][i],
-                    port=port,
-                    gpus=_gpus(replica),
-                    mounts=_mounts(replica, container),
-                    cluster=cluster if distributed else None,
-                    dynamic_worker=dynamic,
-                    image=str(container.get("image", "")),
-                    command=tuple(str(c) for c in container.get("command") or []),
-                    args=tuple(str(a) for a in container.get("args") or []),
-                    env=env,
-                    working_dir=str(container.get("workingDir", "")),
-                )
-            )
+        out += _replica_pods(shared, rtype, specs[rtype], cluster[rtype.lower()])
     return out
+
+
+def _local_cluster(specs: Mapping[str, Mapping[str, Any]],
+                   address_of: Callable[[str, int], str]) -> dict[str, list[str]]:
+    """The cluster spec with `address_of`'s addresses, keys sorted as the operator sorts them."""
+    cluster = {rtype.lower(): [address_of(rtype, i) for i in range(replica_count(replica))]
+               for rtype, replica in specs.items()}
+    return dict(sorted(cluster.items()))
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every pod of a job shares: the job's name, the cluster spec of its TF_CONFIG
+    (None when the operator sets none), whether each worker sees only itself."""
+
+    job: str
+    cluster: dict[str, list[str]] | None
+    dynamic_worker: bool
+
+
+def _replica_pods(shared: _Shared, rtype: str, replica: Mapping[str, Any],
+                  addresses: list[str]) -> list[Pod]:
+    """The pods of one replica type, each at its address."""
+    container = _tensorflow_container(replica)
+    if container is None:
+        raise InputError(
+            f"TFJob {shared.job!r}: replica {rtype} has no container named {CONTAINER!r} "
+            "(the operator only configures that container)"
+        )
+    port = replica_port(replica)
+    env = tuple(e for e in container.get("env") or [] if e.get("name") != "TF_CONFIG")
+    return [
+        Pod(
+            name=naming.pod_name(shared.job, rtype, i),
+            replica_type=rtype,
+            index=i,
+            address=addresses[i],
+            port=port,
+            gpus=_gpus(replica),
+            mounts=_mounts(replica, container),
+            cluster=shared.cluster,
+            dynamic_worker=shared.dynamic_worker,
+            image=str(container.get("image", "")),
+            command=tuple(str(c) for c in container.get("command") or []),
+            args=tuple(str(a) for a in container.get("args") or []),
+            env=env,
+            working_dir=str(container.get("workingDir", "")),
+        )
+        for i in range(replica_count(replica))
+    ]

@@ -185,10 +185,7 @@ def _v1alpha1(job: JobSource) -> list[Replica]:
         raise job.refused((), "spec.replicaSpecs must list the replica groups "
                           "(kubeflow.org/v1alpha1)")
     tf_image = job.take("spec", "tfImage")
-    chief = job.get("spec", "terminationPolicy", "chief")
-    if isinstance(chief, dict) and str(chief.get("replicaName", "")).upper() == "MASTER" and (
-            chief.get("replicaIndex", 0) == 0):
-        job.take("spec", "terminationPolicy")  # the job ends with master 0: what v1 does
+    _take_termination_policy(job)
     seen: dict[str, str] = {}
     out = []
     for index, item in enumerate(specs):
@@ -209,6 +206,15 @@ def _v1alpha1(job: JobSource) -> list[Replica]:
             default_image=tf_image if isinstance(tf_image, str) else None,
         ))
     return out
+
+
+def _take_termination_policy(job: JobSource) -> None:
+    """v1alpha1's terminationPolicy, taken when it ends the job with master 0: what v1 does."""
+    chief = job.get("spec", "terminationPolicy", "chief")
+    if not isinstance(chief, dict) or str(chief.get("replicaName", "")).upper() != "MASTER":
+        return
+    if chief.get("replicaIndex", 0) == 0:
+        job.take("spec", "terminationPolicy")
 
 
 def _replica_map(job: JobSource) -> list[Replica]:
