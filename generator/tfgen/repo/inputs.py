@@ -347,7 +347,7 @@ class _Walk:
             elif _leads_to_folder(entry):
                 resolve_input(entry.path, layout.shown(entry.path), self.root)
                 keep = False
-            elif not _not_input(current, entry.name):  # (else not looked at, and not kept)
+            elif not _not_input(current, entry.name):  # else not looked at (it may be gone)
                 keep = self._list_file(entry, files, statuses) and keep
         trusted = keep and settled(status, self.taken)
         return _Listing(current, path, _folder_ident(status) if trusted else "", subfolders,
