@@ -184,8 +184,7 @@ def list_command(fmt: str, namespace: str | None, owner: str | None,
     from ..lifecycle import list_experiments, quota_lines, table
 
     rows, problems = list_experiments()
-    rows = [r for r in rows if (namespace is None or r.namespace == namespace)
-            and (owner is None or r.owner == owner) and (state is None or r.state == state)]
+    rows = [r for r in rows if r.matches(namespace, owner, state)]
     if fmt == "json":
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2))
         if problems:

@@ -18,6 +18,7 @@ from .app import NO_CACHE_OPTION, ROOT_OPTION, emit_problems, handle_errors, mai
 
 if TYPE_CHECKING:
     from ..problems import Problem
+    from ..render import ApplyResult
     from ..render.plan import RenderPlan
 
 # --- tfgen validate -------------------------------------------------------------------------
@@ -61,13 +62,7 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
     counts = plan.counts()
     ready = f"{counted(plan.experiments, 'experiment')} ready for Argo CD"
     left = counts["orphan"] - len(removed)
-    extras = ""
-    if left:
-        them = "it" if left == 1 else "them"
-        extras += (f", {counted(left, 'left-over file')} (no spec generates {them}"
-                   + (")" if check else f"; --prune deletes {them})"))
-    if counts["foreign"]:
-        extras += f", {counted(counts['foreign'], 'file')} not written by tfgen (left alone)"
+    extras = _left_alone(counts, left, check=check)
     if check:
         if plan.drift:
             to_write = counts["create"] + counts["update"]
@@ -87,6 +82,19 @@ def _render_summary(plan: RenderPlan, *, check: bool, written: Sequence[str] = (
     folders = sorted({path.split("/")[0] + "/" for path in (*written, *removed)})
     return (f"{ready}: {', '.join(done)}, {counts['unchanged']} unchanged{extras}. Next: "
             f"commit {' and '.join(folders)}, then open a pull request")
+
+
+def _left_alone(counts: dict[str, int], left: int, *, check: bool) -> str:
+    """The summary's notes on the files the render leaves in place: `left` files no spec
+    generates (`--prune` deletes them) and files tfgen did not write; "" when there are none."""
+    extras = ""
+    if left:
+        them = "it" if left == 1 else "them"
+        extras += (f", {counted(left, 'left-over file')} (no spec generates {them}"
+                   + (")" if check else f"; --prune deletes {them})"))
+    if counts["foreign"]:
+        extras += f", {counted(counts['foreign'], 'file')} not written by tfgen (left alone)"
+    return extras
 
 
 @main.command()
@@ -130,42 +138,54 @@ def _render(check: bool, prune: bool, fmt: str,
         sys.exit(1)
     assert plan is not None
     problems = problems + plan.problems
-    counts = plan.counts()
     if check:
-        drift = plan.drift
-        if fmt == "json":
-            click.echo(json.dumps({
-                "check": True, "upToDate": not drift, "counts": counts,
-                "drift": [{"path": c.path, "action": c.action} for c in drift],
-                "diff": plan.diff(),
-                "problems": [asdict(p) for p in sorted(problems)],
-            }, indent=2))
-        else:
-            if drift:
-                click.echo(plan.diff(), nl=False)
-            emit_problems(problems, fmt)
-            click.echo(_render_summary(plan, check=True), err=True)
-        sys.exit(1 if drift or errors_of(problems) else 0)
+        _report_check(plan, problems, fmt)
+        sys.exit(1 if plan.drift or errors_of(problems) else 0)
     result = apply_plan(plan, prune=prune)
+    _report_written(plan, result, problems, fmt)
+    sys.exit(1 if errors_of(problems) else 0)  # the specs' warnings fail nothing
+
+
+def _report_check(plan: RenderPlan, problems: list[Problem], fmt: str) -> None:
+    """What `tfgen render --check` prints: the drift as a diff, the problems, the closing
+    line; or all of it as one JSON object."""
+    drift = plan.drift
     if fmt == "json":
         click.echo(json.dumps({
-            "check": False, "counts": counts,
+            "check": True, "upToDate": not drift, "counts": plan.counts(),
+            "drift": [{"path": c.path, "action": c.action} for c in drift],
+            "diff": plan.diff(),
+            "problems": [asdict(p) for p in sorted(problems)],
+        }, indent=2))
+        return
+    if drift:
+        click.echo(plan.diff(), nl=False)
+    emit_problems(problems, fmt)
+    click.echo(_render_summary(plan, check=True), err=True)
+
+
+def _report_written(plan: RenderPlan, result: ApplyResult, problems: list[Problem],
+                    fmt: str) -> None:
+    """What `tfgen render` prints once it has written: each file written, removed or left
+    over, the problems, the closing line; or all of it as one JSON object."""
+    if fmt == "json":
+        click.echo(json.dumps({
+            "check": False, "counts": plan.counts(),
             "written": result.written, "removed": result.removed,
             "orphans": result.kept_orphans,
             "problems": [asdict(p) for p in sorted(problems)],
         }, indent=2))
-    else:
-        for change in plan.changes:
-            if change.action in ("create", "update"):
-                click.echo(f"{change.action}d {change.path}")
-        for path in result.removed:
-            click.echo(f"removed {path}")
-        for path in result.kept_orphans:
-            click.echo(f"left over {path} (no spec generates it; --prune removes it)")
-        emit_problems(problems, fmt)
-        click.echo(_render_summary(plan, check=False, written=result.written,
-                                   removed=result.removed), err=True)
-    sys.exit(1 if errors_of(problems) else 0)  # the specs' warnings fail nothing
+        return
+    for change in plan.changes:
+        if change.action in ("create", "update"):
+            click.echo(f"{change.action}d {change.path}")
+    for path in result.removed:
+        click.echo(f"removed {path}")
+    for path in result.kept_orphans:
+        click.echo(f"left over {path} (no spec generates it; --prune removes it)")
+    emit_problems(problems, fmt)
+    click.echo(_render_summary(plan, check=False, written=result.written,
+                               removed=result.removed), err=True)
 
 
 # --- tfgen import -----------------------------------------------------------------------------

@@ -110,6 +110,10 @@ class TextEdit:
         if existing is not None or not isinstance(mapping, MappingNode) or not mapping.value:
             raise InputError(f"{shown}: cannot set {key} here (the mapping is not written "
                              f"as one key per line); set `{key}: {value}` by hand")
+        self._add_first_line(mapping, f"{key}: {text}")
+
+    def _add_first_line(self, mapping: MappingNode, line: str) -> None:
+        """Insert `line` into a block mapping before its first key, at that key's indentation."""
         first = mapping.value[0][0]
         line_start = self.text.rfind("\n", 0, first.start_mark.index) + 1
         indent = " " * first.start_mark.column
@@ -119,7 +123,7 @@ class TextEdit:
             if not self.text[previous:line_start].startswith(indent + "#"):
                 break
             line_start = previous
-        self.changes.append((line_start, line_start, f"{indent}{key}: {text}\n"))
+        self.changes.append((line_start, line_start, f"{indent}{line}\n"))
 
     def apply(self) -> str:
         text = self.text

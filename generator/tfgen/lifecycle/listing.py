@@ -49,6 +49,14 @@ class Row:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def matches(self, namespace: str | None, owner: str | None, state: str | None) -> bool:
+        """Whether the row passes `tfgen list`'s filters (None: not filtered on)."""
+        for wanted, value in ((namespace, self.namespace), (owner, self.owner),
+                              (state, self.state)):
+            if wanted is not None and value != wanted:
+                return False
+        return True
+
 
 def _role_words(role: str, replicas: int, each: int) -> str:
     """`2x1 GPU workers` (replicas x GPUs each), `1 master (2 GPUs)`, `3 workers`."""
@@ -78,19 +86,28 @@ def storage(spec: Any) -> str:
     return f"claim {claim}" if isinstance(claim, str) else "?"
 
 
+def _counts(spec: Any) -> tuple[int, int, int]:
+    """(runs, GPUs of one run, GPUs held of the namespace's quota); for a spec that is no
+    mapping (a broken file, listed all the same), one run holding nothing."""
+    if not isinstance(spec, dict):
+        return 1, 0, 0
+    return sweep.run_count(spec), gpus(spec), gpus(spec) if holds_quota(spec) else 0
+
+
 def row(data: Any) -> Row:
     spec = data.get("spec") if isinstance(data, dict) else None
     queue = lookup(spec, "queue")
+    runs, run_gpus, holds = _counts(spec)
     return Row(
         name=str(lookup(data, "metadata", "name") or "?"),
         namespace=str(lookup(data, "metadata", "namespace") or "?"),
         owner=str(lookup(data, "metadata", "owner") or "?"),
         runtime=runtimes.by_name(lookup(spec, "runtime")).name,
         queue=queue if isinstance(queue, str) else "",
-        runs=sweep.run_count(spec) if isinstance(spec, dict) else 1,
+        runs=runs,
         topology=topology(spec),
-        gpus=gpus(spec) if isinstance(spec, dict) else 0,
-        holds=gpus(spec) if isinstance(spec, dict) and holds_quota(spec) else 0,
+        gpus=run_gpus,
+        holds=holds,
         storage=storage(spec),
         state=str(lookup(spec, "lifecycle") or chart.ACTIVE),
     )
@@ -129,10 +146,14 @@ def quota_lines(rows: list[Row], cwd: Path | None = None) -> list[str]:
 
 def table(rows: list[Row]) -> str:
     """An aligned text table with a header line; a sparse column only when a row fills it."""
-    columns = [c for c in COLUMNS
-               if c not in SPARSE_COLUMNS or any(getattr(r, c) for r in rows)]
+    columns = _columns(rows)
     cells = [[c.upper() for c in columns]] + [[str(getattr(r, c)) for c in columns]
                                               for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))
                      .rstrip() for line in cells)
+
+
+def _columns(rows: list[Row]) -> list[str]:
+    """The columns of the table: each of COLUMNS but a sparse one that no row fills."""
+    return [c for c in COLUMNS if c not in SPARSE_COLUMNS or any(getattr(r, c) for r in rows)]

@@ -165,9 +165,7 @@ def _causes(config: RepoConfig, options: NewOptions, path: Path, text: str,
     (` with policy.ml.runtime jobset of tfgen.yaml:12, which --runtime overrides`)."""
     at = {problem.pointer for problem in problems}
     own = lookup(yaml.load(text, Loader=SafeLoader), "spec")
-    checked, _ = check_file(path, layout.shown(path, config.root), text.encode("utf-8"), config)
-    # the namespace the spec has once tfgen.yaml's defaults are under it
-    namespace = lookup(checked.data if checked else None, "metadata", "namespace")
+    namespace = _namespace_of(config, path, text)
     causes = []
     for key in NAMESPACE_DEFAULTS:
         if pointer_text(("spec", key)) not in at:
@@ -180,6 +178,13 @@ def _causes(config: RepoConfig, options: NewOptions, path: Path, text: str,
             causes.append(f"policy.{namespace}.{key} {value} of "
                           f"{config.policy_source(namespace, key)}, which --{key} overrides")
     return f" with {'; '.join(causes)}" if causes else ""
+
+
+def _namespace_of(config: RepoConfig, path: Path, text: str) -> Any:
+    """The namespace the spec has once tfgen.yaml's defaults are under it (its metadata's
+    value as it is: not necessarily a string)."""
+    checked, _ = check_file(path, layout.shown(path, config.root), text.encode("utf-8"), config)
+    return lookup(checked.data if checked else None, "metadata", "namespace")
 
 
 def new_experiment(name: str, options: NewOptions | None = None, *,

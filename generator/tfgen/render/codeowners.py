@@ -48,6 +48,26 @@ class Owned(Protocol):
     def namespace(self) -> str: ...
 
 
+def _owned_specs(
+    by_namespace: Mapping[str, list[str]], experiments: Iterable[Owned]
+) -> tuple[list[tuple[str, list[str]]], list[Problem]]:
+    """Each spec with its namespace's owners, sorted by path, and a problem for each owned
+    spec whose path CODEOWNERS would misread (kept apart: a line for it would own the wrong
+    files)."""
+    problems: list[Problem] = []
+    owned = []
+    for rel, namespace in sorted((e.rel, e.namespace) for e in experiments):
+        if not by_namespace.get(namespace):
+            continue
+        if _PLAIN_PATH.fullmatch(rel):
+            owned.append((rel, by_namespace[namespace]))
+        else:
+            problems.append(Problem(rel, message=f"{layout.CODEOWNERS_FILE} cannot name this "
+                                    "file (a space or one of # ! * ? [ \\ in its path)",
+                                    hint="rename it to <metadata.name>.yaml"))
+    return owned, problems
+
+
 def codeowners_file(
     owners: Mapping[str, Any], experiments: Iterable[Owned]
 ) -> tuple[GeneratedFile | None, list[Problem]]:
@@ -64,17 +84,7 @@ def codeowners_file(
         # later, more specific line (an experiment's spec) is never overridden by them.
         lines.append("# Platform: what changes every experiment.")
         lines += [_line(path, platform) for path in PLATFORM_PATHS]
-    problems: list[Problem] = []
-    owned = []
-    for rel, namespace in sorted((e.rel, e.namespace) for e in experiments):
-        if not by_namespace.get(namespace):
-            continue
-        if _PLAIN_PATH.fullmatch(rel):
-            owned.append((rel, by_namespace[namespace]))
-        else:
-            problems.append(Problem(rel, message=f"{layout.CODEOWNERS_FILE} cannot name this "
-                                    "file (a space or one of # ! * ? [ \\ in its path)",
-                                    hint="rename it to <metadata.name>.yaml"))
+    owned, problems = _owned_specs(by_namespace, experiments)
     if owned:
         lines.append("# Experiments: each spec by its namespace's owners.")
         lines += [_line(rel, names) for rel, names in owned]

@@ -221,11 +221,7 @@ def plan_render(
     experiments = list(experiments)
     files, problems = wanted_files(experiments, argocd, config, committed)
     tree = committed.tree(root)
-    changes: list[FileChange] = [
-        FileChange(path, UNCHANGED, None, None, (experiment.rel,))
-        for experiment in experiments if experiment.name in committed.settled
-        for path in layout.generated_paths(experiment.name)
-    ]
+    changes = _settled(experiments, committed.settled)
     wanted = {change.path for change in changes}
     for generated in files:
         wanted.add(generated.path)
@@ -235,12 +231,34 @@ def plan_render(
             continue
         changes.append(_compared(generated, tree, committed.hashes))
     changes += _left_over(tree, wanted, pending)
-    problems += [replace(problem, path=change.path) for change in changes
-                 if change.action == FOREIGN
-                 for problem in [_FOREIGN_WANTED if change.new is not None else _FOREIGN_LEFT]]
+    problems += _foreign_problems(changes)
     changes.sort(key=lambda c: c.path)
     return RenderPlan(root=root, changes=changes, problems=problems,
                       experiments=len(experiments))
+
+
+def _settled(experiments: Iterable[Experiment], settled: Collection[str]) -> list[FileChange]:
+    """The files of the experiments known settled, planned unchanged without being built or
+    read (see `Committed`)."""
+    changes = []
+    for experiment in experiments:
+        if experiment.name not in settled:
+            continue
+        for path in layout.generated_paths(experiment.name):
+            changes.append(FileChange(path, UNCHANGED, None, None, (experiment.rel,)))
+    return changes
+
+
+def _foreign_problems(changes: Iterable[FileChange]) -> list[Problem]:
+    """A problem for each file tfgen did not write where it would write (a wanted path) or
+    in argo/experiments/ (a stranger): left untouched, so somebody has to look."""
+    problems = []
+    for change in changes:
+        if change.action != FOREIGN:
+            continue
+        problem = _FOREIGN_WANTED if change.new is not None else _FOREIGN_LEFT
+        problems.append(replace(problem, path=change.path))
+    return problems
 
 
 def _compared(generated: GeneratedFile, tree: Mapping[str, bytes],

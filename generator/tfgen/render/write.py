@@ -69,7 +69,6 @@ def render_lock(root: Path, wait_seconds: float | None = None) -> Iterator[None]
     file that was removed meanwhile is dropped and taken again on the new one.
     """
     path = root / layout.RENDER_LOCK
-    shown = layout.shown(path)
     wait_seconds = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
     deadline = time.monotonic() + wait_seconds
     try:
@@ -77,6 +76,20 @@ def render_lock(root: Path, wait_seconds: float | None = None) -> Iterator[None]
     except OSError as exc:
         raise TfgenError(f"cannot write {layout.shown(path.parent)}: "
                          f"{exc.strerror or exc}") from exc
+    fd = _lock_file(path, deadline, wait_seconds)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+
+
+def _lock_file(path: Path, deadline: float, wait_seconds: float) -> int:
+    """The lock file at `path`, open and locked: tried until `deadline`, then `RenderLocked`."""
+    shown = layout.shown(path)
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     while True:
         try:
@@ -103,22 +116,18 @@ def render_lock(root: Path, wait_seconds: float | None = None) -> Iterator[None]
         except BaseException:
             os.close(fd)
             raise
-        try:
-            current = os.lstat(path)
-        except FileNotFoundError:
-            current = None
-        if current is None or (current.st_dev, current.st_ino) != (opened.st_dev, opened.st_ino):
-            os.close(fd)  # the holder before us removed it: lock the file now there
-            continue
-        break
+        if _still_there(path, opened):
+            return fd
+        os.close(fd)  # the holder before us removed it: lock the file now there
+
+
+def _still_there(path: Path, opened: os.stat_result) -> bool:
+    """Whether the file locked is still the one at `path` (its holder removes it on release)."""
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        os.close(fd)
+        current = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def remove_stale_temps(root: Path) -> list[str]:
@@ -162,13 +171,13 @@ def replace_file(target: Path, content: str) -> None:
             temp.unlink(missing_ok=True)
 
 
-def _stage_all(
-    jobs: list[tuple[str, Path, str]], temps: dict[Path, Path], fsync: bool
-) -> tuple[str, OSError] | None:
-    """Stage every (path, target, content) in parallel, each fsynced unless `fsync` is False;
-    the first failure in plan order."""
+def _stage_all(root: Path, jobs: list[tuple[str, Path, str]], temps: dict[Path, Path],
+               at_once: list[Path] | None) -> None:
+    """Stage every (path, target, content) in parallel, then have it on disk: each fsynced, or
+    all by one sync of each file system `at_once`. Raises `_WriteFailed` (the first in order)."""
     if not jobs:
-        return None
+        return
+    fsync = at_once is None
     pool = ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs)))
     interrupted = True  # by Ctrl-C, say: then the jobs not yet started are dropped
     try:
@@ -181,10 +190,11 @@ def _stage_all(
     for (rel, _, _), future in zip(jobs, futures, strict=True):
         error = None if future.cancelled() else future.exception()
         if isinstance(error, OSError):
-            return rel, error
+            raise _WriteFailed(rel, error) from error
         if error is not None:
             raise error
-    return None
+    if at_once is not None:
+        _sync_filesystems(root, at_once)
 
 
 def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
@@ -229,17 +239,22 @@ def blocked_paths(root: Path, rels: Iterable[str], *, folders: Iterable[str] = (
                 mode = os.lstat(root / here).st_mode
             except FileNotFoundError:
                 break  # made when written
-            last = depth == len(parts)
-            if stat.S_ISLNK(mode):
-                out[here] = "is a symbolic link"
-            elif (not last or is_folder) and not stat.S_ISDIR(mode):
-                out[here] = "is a file where a folder must be"
-            elif last and not is_folder and not stat.S_ISREG(mode):
-                out[here] = "is not a regular file"
-            else:
-                continue
-            break
+            why = _in_the_way(mode, folder=depth < len(parts) or is_folder)
+            if why is not None:
+                out[here] = why
+                break
     return [f"{rel} {why}" for rel, why in sorted(out.items())]
+
+
+def _in_the_way(mode: int, *, folder: bool) -> str | None:
+    """Why an entry of `mode` cannot stay where a folder (or else a file) will be written."""
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if folder and not stat.S_ISDIR(mode):
+        return "is a file where a folder must be"
+    if not folder and not stat.S_ISREG(mode):
+        return "is not a regular file"
+    return None
 
 
 class _WriteFailed(Exception):
@@ -265,18 +280,13 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
                 _real_folder(target.parent, real)
                 folders.add(target.parent)
         if skip_same:
-            jobs = [job for job in jobs if not _holds(job[1], job[2], root)]
+            jobs = _not_held(jobs, root)
         # Many files: each one's data and each folder's new entries are flushed by one call per
         # file system, not by an fsync per file and per folder (at ten thousand experiments,
         # two seconds of the first render). Either way, every staged file is on disk before
         # the first rename, and every rename before the render says it is done.
         at_once = durable.filesystems(folders) if len(jobs) >= SYNC_AT_ONCE else None
-        failed = _stage_all(jobs, temps, fsync=at_once is None)
-        if failed:
-            current = failed[0]
-            raise failed[1]
-        if at_once is not None:
-            _sync_filesystems(root, at_once)
+        _stage_all(root, jobs, temps, at_once)
         for rel, target, _ in jobs:
             current = rel
             os.replace(temps[target], target)
@@ -292,6 +302,12 @@ def _put_files(root: Path, files: list[tuple[str, str]], written: list[str], *,
         for temp in temps.values():
             temp.unlink(missing_ok=True)
     return written
+
+
+def _not_held(jobs: list[tuple[str, Path, str]], root: Path) -> list[tuple[str, Path, str]]:
+    """The jobs whose file does not hold its content yet (another render may have written it)."""
+    return [(rel, target, content) for rel, target, content in jobs
+            if not _holds(target, content, root)]
 
 
 def _sync_filesystems(root: Path, folders: Iterable[Path]) -> None:

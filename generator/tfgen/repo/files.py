@@ -87,8 +87,22 @@ def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) 
     text = os.path.abspath(path)
     if root is not None and look_below(text, os.path.abspath(root)) is not None:
         return text
+    real = _followed(text, shown)
+    if root is not None and real != text:
+        top = os.path.abspath(root)
+        real_top = os.path.realpath(top)
+        lies_inside = _inside(text, top) or _inside(text, real_top)
+        if lies_inside and not _inside(real, real_top):
+            raise Refused(shown, "is a symbolic link that leads outside the repository; "
+                          "tfgen reads only files inside it", OUTSIDE_HINT)
+    return real
+
+
+def _followed(text: str, shown: str) -> str:
+    """The absolute path `text` after every symlink, refused when a link dangles or loops (or
+    the way cannot be looked at)."""
     try:
-        real = os.path.realpath(text, strict=True)
+        return os.path.realpath(text, strict=True)
     except FileNotFoundError:
         if os.path.lexists(text):
             raise Refused(shown, "is a symbolic link to nothing (its target does not exist)",
@@ -99,14 +113,6 @@ def resolve_input(path: Path | str, shown: str, root: Path | str | None = None) 
             raise Refused(shown, "is a symbolic link loop (it leads back to itself)",
                           "remove the link") from None
         raise Refused(shown, f"cannot read: {exc.strerror or exc}") from None
-    if root is not None and real != text:
-        top = os.path.abspath(root)
-        real_top = os.path.realpath(top)
-        lies_inside = _inside(text, top) or _inside(text, real_top)
-        if lies_inside and not _inside(real, real_top):
-            raise Refused(shown, "is a symbolic link that leads outside the repository; "
-                          "tfgen reads only files inside it", OUTSIDE_HINT)
-    return real
 
 
 def _looked_at(path: Path | str, shown: str, root: Path | str | None,

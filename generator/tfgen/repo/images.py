@@ -177,19 +177,30 @@ def _split(text: str) -> tuple[str, str, str | None, str | None]:
     return "", name, tag, digest if at else None
 
 
-def parse(text: str) -> Image:
-    """The reference `text` as the runtime reads it; ImageError saying which character (at
-    which position) makes it none."""
+def _first_stray(text: str) -> int | None:
+    """The index of the first character no reference holds (outside printable ASCII, or a
+    space), or None."""
+    for index, char in enumerate(text):
+        if not (char.isascii() and char.isprintable()) or char.isspace():
+            return index
+    return None
+
+
+def _check_text(text: str) -> None:
+    """What makes `text` no reference before its parts are read: nothing at all, a stray
+    character, a URL scheme."""
     if not text:
         raise ImageError("an image reference cannot be empty")
-    stray = next((i for i, c in enumerate(text) if not (c.isascii() and c.isprintable())
-                  or c.isspace()), None)
+    stray = _first_stray(text)
     if stray is not None:
         raise ImageError(f"{_at(text[stray], stray + 1)} is not allowed in an image reference")
     if "://" in text:
         raise ImageError(f"{_at(':', text.index('://') + 1)} starts a URL scheme; an image "
                          "reference has none (drop everything up to '://')")
-    host, path, tag, digest = _split(text)
+
+
+def _check_parts(text: str, host: str, path: str, tag: str | None, digest: str | None) -> None:
+    """Each part `_split` found in `text`, in the order they are written."""
     start = len(host) + 2 if host else 1
     if host:
         _check_host(host, 1)
@@ -198,6 +209,14 @@ def parse(text: str) -> Image:
         _check_tag(tag, start + len(path) + 1)
     if digest is not None:
         _check_digest(digest, text.index("@") + 2)
+
+
+def parse(text: str) -> Image:
+    """The reference `text` as the runtime reads it; ImageError saying which character (at
+    which position) makes it none."""
+    _check_text(text)
+    host, path, tag, digest = _split(text)
+    _check_parts(text, host, path, tag, digest)
     registry = canonical_registry(host) if host else DOCKER_HUB
     if registry == DOCKER_HUB and "/" not in path:
         path = f"{OFFICIAL_NAMESPACE}/{path}"

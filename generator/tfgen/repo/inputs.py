@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -141,11 +142,10 @@ def snapshot(
     root: Path, cache: Cache | None = None, folders: Sequence[str] = INPUT_DIRS
 ) -> Inputs:
     """Every input file under `root` (tfgen.yaml, CODEOWNERS and the `folders` of
-    INPUT_DIRS), in a stable order, looked at through the one safe
-    reader's rules (`Refused` for a pipe, a device, a link out of the repository, a file over
-    the limit; a spec the reader refuses is recorded in `refused` instead, for validate to
-    report). Statuses known to `cache` spare listing, reading and hashing (see the module
-    docstring).
+    INPUT_DIRS), in a stable order, looked at through the one safe reader's rules (`Refused`
+    for a pipe, a device, a link out of the repository, a file over the limit; a spec the
+    reader refuses is recorded in `refused` instead, for validate to report). Statuses known
+    to `cache` spare listing, reading and hashing (see the module docstring).
 
     Symlinked folders are not entered; one that leads out of the repository is refused, and
     so is a tree where `tfgen render` could not write (`layout.check_generated_tree`).
@@ -186,11 +186,15 @@ class _Looking:
 
     def add(self, rel: str, path: str, looked: os.stat_result | None = None) -> None:
         """A file whose status is not the known one (or unknown): read and hashed; `looked`,
-        its status as the walk found it (through no link), when it is a regular file."""
+        its status as the walk found it (through no link), when it is a regular file. A spec
+        the reader refuses is recorded in `refused`; any other refused file stops the run."""
         try:
             data = read_input(path, rel, self.root, looked=looked)  # refuses what it must
         except Refused as exc:  # named as messages show paths only when it is refused
-            raise Refused(layout.shown(path), exc.reason, exc.hint) from None
+            if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
+                raise Refused(layout.shown(path), exc.reason, exc.hint) from None
+            self.refused[rel] = exc.reason
+            return
         self.hashed += 1
         self.hashes[rel] = content_hash(data)
 
@@ -201,8 +205,7 @@ class _Looking:
         idents = [file_ident(status) if status is not None else ""
                   for status in listing.statuses]
         before = self.known.get(listing.rel)
-        if (before is not None and before.files == listing.files
-                and before.statuses == idents and "" not in idents):
+        if before is not None and before.vouches_for(listing.files, idents):
             # every file regular, reached without a link and as it was when its status was
             # old enough to keep: the path of nearly every folder, kept free of calls per file
             self.hashes.update(zip(rels, before.hashes, strict=True))
@@ -211,9 +214,7 @@ class _Looking:
             listed = (listing.status, listing.folders)
             return (before if listed == (before.status, before.folders)
                     else before._replace(status=listing.status, folders=listing.folders))
-        was = ({name: (ident, known_hash) for name, ident, known_hash
-                in zip(before.files, before.statuses, before.hashes, strict=True)}
-               if before else {})
+        was = before.by_name() if before else {}
         kept = [self._file(listing, name, rel, status, was.get(name, ("", "")))
                 for name, rel, status in zip(listing.files, rels, listing.statuses,
                                              strict=True)]
@@ -229,12 +230,7 @@ class _Looking:
         if ident and ident == was[0]:
             self.hashes[rel] = was[1]
         else:
-            try:
-                self.add(rel, f"{listing.path}/{name}", status if regular else None)
-            except Refused as exc:
-                if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                    raise
-                self.refused[rel] = exc.reason
+            self.add(rel, f"{listing.path}/{name}", status if regular else None)
         trusted = (regular and rel in self.hashes and status is not None
                    and settled(status, self.taken))
         return ident if trusted else ""
@@ -257,6 +253,14 @@ class _Folder(NamedTuple):
     files: list[str]
     statuses: list[str]
     hashes: list[str]
+
+    def vouches_for(self, files: list[str], idents: list[str]) -> bool:
+        """Whether these are the files kept, each with its status kept, all to be trusted."""
+        return self.files == files and self.statuses == idents and "" not in idents
+
+    def by_name(self) -> dict[str, tuple[str, str]]:
+        """Each file's name -> (its status kept, its content hash)."""
+        return dict(zip(self.files, zip(self.statuses, self.hashes, strict=True), strict=True))
 
 
 class _Listing(NamedTuple):
@@ -293,8 +297,7 @@ class _Walk:
     status the `known` table vouches for is not listed again. Paths are strings: ten thousand
     experiment folders make pathlib's cost show."""
 
-    def __init__(self, root: Path, known: Mapping[str, _Folder], taken: int,
-                 plain: bool) -> None:
+    def __init__(self, root: Path, known: Mapping[str, _Folder], taken: int, plain: bool) -> None:
         self.root, self.known, self.taken, self.plain = root, known, taken, plain
 
     def folders(self, top: str) -> Iterator[_Listing]:
@@ -330,7 +333,7 @@ class _Walk:
         try:
             status = os.lstat(path)  # before listing: a change while listing moves it
             with os.scandir(path) as listing:
-                scanned = sorted(listing, key=_name)
+                scanned = sorted(listing, key=attrgetter("name"))
         except OSError:
             return _Listing(current, path, "", [], [], [])
         subfolders: list[str] = []
@@ -339,27 +342,34 @@ class _Walk:
         keep = self.plain
         for entry in scanned:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in (".git", "__pycache__") and \
-                        f"{current}/{entry.name}" != layout.UPSTREAM_SCHEMAS_DIR:
+                if not _not_walked(current, entry.name):
                     subfolders.append(entry.name)
-            elif entry.is_symlink() and _leads_to_folder(entry):
+            elif _leads_to_folder(entry):
                 resolve_input(entry.path, layout.shown(entry.path), self.root)
                 keep = False
-            elif _not_input(current, entry.name):
-                continue  # not looked at (it may be gone already), and not kept
-            else:
-                regular = self.plain and entry.is_file(follow_symlinks=False)
-                try:
-                    looked = entry.stat(follow_symlinks=False) if regular else None
-                except FileNotFoundError:
-                    keep = False  # gone since it was listed: the folder has changed
-                    continue
-                keep = keep and regular
-                files.append(entry.name)
-                statuses.append(looked)
+            elif not _not_input(current, entry.name):  # else not looked at (it may be gone)
+                keep = self._list_file(entry, files, statuses) and keep
         trusted = keep and settled(status, self.taken)
         return _Listing(current, path, _folder_ident(status) if trusted else "", subfolders,
                         files, statuses)
+
+    def _list_file(self, entry: os.DirEntry[str], files: list[str],
+                   statuses: list[os.stat_result | None]) -> bool:
+        """List one input file, with its own status when it is a regular file reached through
+        no link; whether the folder's listing may still be kept."""
+        regular = self.plain and entry.is_file(follow_symlinks=False)
+        try:
+            looked = entry.stat(follow_symlinks=False) if regular else None
+        except FileNotFoundError:
+            return False  # gone since it was listed: the folder has changed
+        files.append(entry.name)
+        statuses.append(looked)
+        return regular
+
+
+def _not_walked(folder: str, name: str) -> bool:
+    """A folder that holds no input: Git's, Python's caches, tfgen's own upstream CRDs."""
+    return name in (".git", "__pycache__") or f"{folder}/{name}" == layout.UPSTREAM_SCHEMAS_DIR
 
 
 def _not_input(folder: str, name: str) -> bool:
@@ -379,11 +389,10 @@ def _folder_ident(status: os.stat_result) -> str:
     return f"{status.st_mtime_ns} {status.st_ctime_ns} {status.st_ino} {status.st_dev}"
 
 
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
-
-
 def _leads_to_folder(link: os.DirEntry[str]) -> bool:
+    """Whether the entry is a symbolic link to a folder."""
+    if not link.is_symlink():
+        return False
     try:
         return link.is_dir()
     except OSError:

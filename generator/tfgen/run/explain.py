@@ -100,29 +100,11 @@ def explain_objects(
     sweep's run) gives the pods. With a `validator`, the TFJob is first checked as the gate
     checks it: the chart is the repository's own, so what it renders is input like any other."""
     runtime = runtimes.of_values(values or {})
-    tfjobs = [o for o in objects if runtimes.of_object(o.get("apiVersion"), o.get("kind"))]
-    if not tfjobs and values is not None and values.get(chart.LIFECYCLE_KEY) == chart.RETIRED:
-        raise InputError(f"{source or 'rendered chart'}: the experiment is retired: it runs "
-                         f"no {runtime.kind} any more (rerun it under a new name: `tfgen rerun`)")
-    if job is not None:
-        tfjobs = [o for o in tfjobs if (o.get("metadata") or {}).get("name") == job]
-    if len(tfjobs) != 1:
-        raise InputError(f"{source or 'rendered chart'}: expected one {runtime.kind}, found "
-                         f"{len(tfjobs)}")
-    tfjob = tfjobs[0]
+    where = source or "rendered chart"
+    tfjob = _the_job(objects, values, job, runtime, where)
     runtime = runtimes.of_object(tfjob.get("apiVersion"), tfjob.get("kind")) or runtime
     if validator is not None:
-        errors = validator.errors(tfjob)
-        if errors:
-            where = source or "rendered chart"
-            meta = tfjob.get("metadata")
-            name = meta.get("name", "") if isinstance(meta, dict) else ""
-            raise ProblemsFound(
-                [Problem(where, pointer=f"{runtime.kind}/{name} {pointer}", message=message)
-                 for pointer, message in errors],
-                f"the chart renders a {runtime.kind} {runtime.controller} would refuse "
-                f"({counted(len(errors), 'problem')}); fix the chart",
-            )
+        _check_as_the_gate(tfjob, runtime, validator, where)
     meta = tfjob.get("metadata") or {}
     return Explanation(
         job=str(meta.get("name", "")),
@@ -134,6 +116,42 @@ def explain_objects(
         values=dict(values or {}),
         source=source,
     )
+
+
+def _the_job(objects: list[dict[str, Any]], values: Mapping[str, Any] | None, job: str | None,
+             runtime: runtimes.Runtime, where: str) -> dict[str, Any]:
+    """The one job of the rendered objects (the one named `job`, for a sweep's run);
+    InputError when the experiment is retired (it renders none) or there is not one."""
+    tfjobs = [o for o in objects if runtimes.of_object(o.get("apiVersion"), o.get("kind"))]
+    if not tfjobs and _retired(values):
+        raise InputError(f"{where}: the experiment is retired: it runs "
+                         f"no {runtime.kind} any more (rerun it under a new name: `tfgen rerun`)")
+    if job is not None:
+        tfjobs = [o for o in tfjobs if (o.get("metadata") or {}).get("name") == job]
+    if len(tfjobs) != 1:
+        raise InputError(f"{where}: expected one {runtime.kind}, found {len(tfjobs)}")
+    return tfjobs[0]
+
+
+def _retired(values: Mapping[str, Any] | None) -> bool:
+    """Whether the chart values are a retired experiment's (whose chart renders no job)."""
+    return values is not None and values.get(chart.LIFECYCLE_KEY) == chart.RETIRED
+
+
+def _check_as_the_gate(tfjob: dict[str, Any], runtime: runtimes.Runtime,
+                       validator: ManifestValidator, where: str) -> None:
+    """ProblemsFound when the validator refuses the job, as the gate would: the chart is the
+    repository's own, so what it renders is input like any other."""
+    errors = validator.errors(tfjob)
+    if errors:
+        meta = tfjob.get("metadata")
+        name = meta.get("name", "") if isinstance(meta, dict) else ""
+        raise ProblemsFound(
+            [Problem(where, pointer=f"{runtime.kind}/{name} {pointer}", message=message)
+             for pointer, message in errors],
+            f"the chart renders a {runtime.kind} {runtime.controller} would refuse "
+            f"({counted(len(errors), 'problem')}); fix the chart",
+        )
 
 
 def render_values(

@@ -155,14 +155,7 @@ def plan(
     out: list[LocalPod] = []
     skipped: set[str] = set()
     for pod, local in zip(pods, local_pods, strict=True):
-        cmd = list(command) if command is not None else list(pod.command)
-        args = list(pod.args) if command is None or keep_args else []
-        argv = [volume.mapped(a) for a in cmd + args]
-        if not cmd:
-            raise InputError(
-                f"{pod.name} has no command (the image's entrypoint cannot run locally); "
-                "pass --command"
-            )
+        argv = _argv(pod, volume, command, keep_args)
         env = dict(env_base)
         for var in pod.env:
             name = str(var.get("name", ""))
@@ -174,11 +167,32 @@ def plan(
         if local.tf_config is not None:
             env["TF_CONFIG"] = local.tf_config
         env["TFGEN_POD_NAME"] = pod.name
-        cwd = volume.mapped(pod.working_dir) if pod.working_dir else ""
-        if not cwd or not Path(cwd).is_dir():
-            cwd = os.getcwd()
-        out.append(LocalPod(pod=pod, argv=_interpreter(argv), env=env, cwd=cwd))
+        out.append(LocalPod(pod=pod, argv=argv, env=env, cwd=_working_dir(pod, volume)))
     return out, notes
+
+
+def _argv(pod: tfconfig.Pod, volume: LocalVolume, command: Sequence[str] | None,
+          keep_args: bool) -> list[str]:
+    """What the pod runs here: its command and args, or `command` in their place (in place of
+    its command alone with `keep_args`), the volume mapped; InputError without a command."""
+    cmd = list(command) if command is not None else list(pod.command)
+    args = list(pod.args) if command is None or keep_args else []
+    argv = [volume.mapped(a) for a in cmd + args]
+    if not cmd:
+        raise InputError(
+            f"{pod.name} has no command (the image's entrypoint cannot run locally); "
+            "pass --command"
+        )
+    return _interpreter(argv)
+
+
+def _working_dir(pod: tfconfig.Pod, volume: LocalVolume) -> str:
+    """The pod's working directory with the volume mapped, when that is a folder here; else
+    the one tfgen runs in."""
+    cwd = volume.mapped(pod.working_dir) if pod.working_dir else ""
+    if not cwd or not Path(cwd).is_dir():
+        cwd = os.getcwd()
+    return cwd
 
 
 def find_tensorboard() -> str | None:
@@ -225,7 +239,7 @@ def run_pods(
     )
     with processes.signals_to(stop):
         try:
-            board = _start_tensorboard(logdir, result) if logdir else None
+            board = _start_tensorboard(logdir, result)
             if board is not None:
                 children.append(board)
                 threads.append(processes.read_output(board, "tensorboard".ljust(width), emit,
@@ -242,10 +256,16 @@ def run_pods(
             if board is not None:
                 _keep_board_open(board, result, stop, deadline, options.poll_seconds, say)
         finally:
-            processes.stop_all(children)
-            for thread in threads:
-                thread.join(timeout=2)
+            _reap(children, threads)
     return result
+
+
+def _reap(children: list[subprocess.Popen[bytes]], threads: list[threading.Thread]) -> None:
+    """Stop every child still running and let the threads copying their output finish (for a
+    moment each), whatever ended the run."""
+    processes.stop_all(children)
+    for thread in threads:
+        thread.join(timeout=2)
 
 
 def _start_pod(
@@ -285,7 +305,11 @@ def _keep_board_open(
         stop.event.wait(poll_seconds)
 
 
-def _start_tensorboard(logdir: str, result: RunResult) -> subprocess.Popen[bytes] | None:
+def _start_tensorboard(logdir: str | None, result: RunResult) -> subprocess.Popen[bytes] | None:
+    """The TensorBoard on `logdir`, when one is asked for (a logdir) and installed (else a
+    note says it is not)."""
+    if not logdir:
+        return None
     binary = find_tensorboard()
     if binary is None:
         result.notes.append(

@@ -125,19 +125,27 @@ def defaults() -> InitSettings:
         tfgen_source=installed.url if installed else None, runtime=runtimes.DEFAULT.name)
 
 
-def config_text(settings: InitSettings) -> str:
-    """tfgen.yaml for these settings; OptionsError naming each value the schema refuses."""
+def _defaulted(settings: InitSettings) -> dict[str, Any]:
+    """The settings that have a default (the config schema's, `defaults()`), each as given or
+    else its default, by the names tfgen.yaml's template uses."""
     base = defaults()
-    values: dict[str, Any] = {
+    return {
         "repo_url": settings.repo_url or base.repo_url,
         "namespaces": settings.namespaces or base.namespaces,
-        "nas_server": settings.nas_server,
         "kubernetes_version": settings.kubernetes_version or base.kubernetes_version,
         "argocd_namespace": settings.argocd_namespace or base.argocd_namespace,
         "argocd_version": settings.argocd_version or base.argocd_version,
         "target_revision": settings.target_revision or base.target_revision,
-        "project": builtin_data()["argocd"]["project"],
         "runtime": settings.runtime or base.runtime,
+    }
+
+
+def config_text(settings: InitSettings) -> str:
+    """tfgen.yaml for these settings; OptionsError naming each value the schema refuses."""
+    values: dict[str, Any] = {
+        **_defaulted(settings),
+        "nas_server": settings.nas_server,
+        "project": builtin_data()["argocd"]["project"],
         "runtime_names": " or ".join(runtime.name for runtime in runtimes.RUNTIMES),
         "queue": settings.queue or None,
         "priority": settings.priority or None,
@@ -314,6 +322,22 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
     OptionsError (exit 2), before anything is written, when `target` already holds a
     tfgen.yaml, is not a folder, or holds any file init would write.
     """
+    _check_target(target)
+    files = repository_files(settings)
+    _check_free(target, files)
+    target.mkdir(parents=True, exist_ok=True)
+    root = target.resolve()
+    write_new_files(root, files)
+    plan, problems = plan_repository(root)
+    if plan is None:  # pragma: no cover - a repository without experiments always plans
+        raise RuntimeError(f"init: the new repository does not render: {problems}")
+    applied = apply_plan(plan)
+    return InitResult(root=root, written=sorted([*files, *applied.written]))
+
+
+def _check_target(target: Path) -> None:
+    """OptionsError when `target` is no folder, or a tfgen repository already, or lies inside
+    one (whose specs and generated files the new one would upset)."""
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise OptionsError(f"{_said(target)} is not a folder")
     if (target / layout.CONFIG_NAME).exists() or (target / layout.CONFIG_NAME).is_symlink():
@@ -325,7 +349,11 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
                            f"{_said(outer)}: its specs and generated files would be "
                            "foreign files there, and the outer repository would stop "
                            "validating; start the new one in a folder of its own")
-    files = repository_files(settings)
+
+
+def _check_free(target: Path, files: dict[str, str]) -> None:
+    """OptionsError when any of `files` is in `target` already, or something stands where
+    one of them is to be written."""
     taken = sorted(rel for rel in files if (target / rel).exists() or (target / rel).is_symlink())
     if taken:
         raise OptionsError(f"{_said(target)} already holds {', '.join(taken)}: tfgen init "
@@ -334,14 +362,6 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
     if blocked:
         raise OptionsError(f"nothing written: {'; '.join(blocked)} (tfgen init writes only "
                            "into real folders; move them away first)")
-    target.mkdir(parents=True, exist_ok=True)
-    root = target.resolve()
-    write_new_files(root, files)
-    plan, problems = plan_repository(root)
-    if plan is None:  # pragma: no cover - a repository without experiments always plans
-        raise RuntimeError(f"init: the new repository does not render: {problems}")
-    applied = apply_plan(plan)
-    return InitResult(root=root, written=sorted([*files, *applied.written]))
 
 
 def _said(path: Path) -> str:
