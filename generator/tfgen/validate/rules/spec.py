@@ -25,7 +25,7 @@ from ..config.rules import platform_problem
 from ..experiment.checked import Checked, Collector, lookup
 from ..schema.messages import shown
 from ..yaml.document import PointerParts, pointer_text
-from .api import api_problems, path_problem
+from .api import api_problems, plain_absolute
 
 TTL_KEY = "ttlSecondsAfterFinished"
 TTL_MESSAGE = (
@@ -207,6 +207,7 @@ def _check_storage(spec: dict[str, Any], out: Collector) -> None:
 
 
 def _check_nas_mode(storage: dict[str, Any], out: Collector) -> None:
+    """`mode` is an option of the flexvolume driver alone."""
     nas = storage.get("nas")
     if isinstance(nas, dict) and nas.get("mode") and nas.get("driver") != "flexvolume":
         out.add(
@@ -216,15 +217,9 @@ def _check_nas_mode(storage: dict[str, Any], out: Collector) -> None:
         )
 
 
-def _plain_absolute(path: Any) -> bool:
-    """An absolute path without `.`, `..` or `//` segments: the schema reports a relative
-    path, and `_check_paths` the segments."""
-    return isinstance(path, str) and path.startswith("/") and not path_problem(path)
-
-
 def _check_log_dir_inside(mount: Any, log_dir: Any, out: Collector) -> None:
     """TensorBoard only sees the mounted volume: its log directory lies strictly inside."""
-    if not (_plain_absolute(mount) and _plain_absolute(log_dir)):
+    if not (plain_absolute(mount) and plain_absolute(log_dir)):
         return
     root = posixpath.normpath(mount)
     logs = posixpath.normpath(log_dir)
