@@ -149,7 +149,9 @@ def _check_sizes(parts: PointerParts, holder: dict[str, Any], out: Collector) ->
     memory below 1Mi."""
     for key, limit, said in _SIZE_LIMITS:
         value = holder.get(key)
-        amount = quantity(value) if isinstance(value, str) else None
+        if not isinstance(value, str):
+            continue
+        amount = quantity(value)
         if amount is None:
             continue
         if amount > limit:
