@@ -303,27 +303,61 @@ def validate_paths(
     or alters: a clash between files, or a quota exceeded, is reported on them (given context
     files, the given files are the focus).
     """
-    files, problems = layout.discover(paths)
-    not_specs = len({p.path for p in problems})
-    checked: list[Checked] = []
+    files, discovered = layout.discover(paths)
+    own = _OwnChecks.of(files, config, verdicts)
+    across = _across_found(own.checked, files, config, context, focus)
+    invalid = own.failing(across)
+    valid = [c for c in own.checked if c.source not in invalid]
+    return ValidationResult(
+        experiments=[Experiment.of(c.source, c.shown, layout.relative(config.root, c.source),
+                                   c.data, c.load) for c in valid],
+        # A bad tfgen.yaml default is found once per spec at the same place: report it once.
+        problems=sorted({*discovered, *own.problems, *across}),
+        files=files, config=config, invalid_files=len(invalid),
+        not_specs=len({p.path for p in discovered}), facts={c.shown: c.data for c in valid},
+        warnings={c.shown: own.warnings[c.shown] for c in valid if c.shown in own.warnings},
+    )
+
+
+@dataclass
+class _OwnChecks:
+    """What each file's own checks gave (the warnings: of the files without an error)."""
+
+    checked: list[Checked] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     # Counted per spec file: a problem located in tfgen.yaml (a bad default) still fails the spec.
-    invalid: set[Path] = set()
-    warnings: dict[str, tuple[Problem, ...]] = {}
-    names = [layout.shown(path) for path in files]
-    known = (verdicts.recall(list(zip(files, names, strict=True))) if verdicts
-             else [None] * len(files))
-    for path, name, verdict in zip(files, names, known, strict=True):
-        item, found = _check(path, name, config, verdict, verdicts)
-        problems += found
-        if errors_of(found):
-            invalid.add(path)
-        elif item is not None and (warned := warnings_of(found)):
-            warnings[name] = tuple(warned)
-        if item is not None:
-            checked.append(item)
+    invalid: set[Path] = field(default_factory=set)
+    warnings: dict[str, tuple[Problem, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, files: Sequence[Path], config: RepoConfig, verdicts: Verdicts | None) -> _OwnChecks:
+        """Each file on its own, in file order: recalled when `verdicts` knows its content."""
+        own = cls()
+        named = [(path, layout.shown(path)) for path in files]
+        known = verdicts.recall(named) if verdicts else [None] * len(files)
+        for (path, name), verdict in zip(named, known, strict=True):
+            item, found = _check(path, name, config, verdict, verdicts)
+            own.problems += found
+            if errors_of(found):
+                own.invalid.add(path)
+            elif item is not None and (warned := warnings_of(found)):
+                own.warnings[name] = tuple(warned)
+            if item is not None:
+                own.checked.append(item)
+        return own
+
+    def failing(self, across: Sequence[Problem]) -> set[Path]:
+        """The files that fail: an error of their own, or one the rules across files report."""
+        shown = {p.path for p in across}
+        return self.invalid | {c.source for c in self.checked if c.shown in shown}
+
+
+def _across_found(checked: list[Checked], files: Sequence[Path], config: RepoConfig,
+                  context: Iterable[Path] | Surroundings,
+                  focus: Collection[str] | None) -> list[Problem]:
+    """What the rules across files report on the `checked` files among their `context`."""
     mine = {c.shown for c in checked}
-    surrounded = isinstance(context, Surroundings)
-    if isinstance(context, Surroundings):
+    if surrounded := isinstance(context, Surroundings):
         others = list(context.around(checked))
     else:
         others = _context(files, config, context)
@@ -331,28 +365,8 @@ def validate_paths(
             focus = mine
     # Checked context files have problems of their own to report; known surroundings have
     # none, so whatever the rules find among them now is the given files' doing.
-    across = [p for p in across_problems([*checked, *others], config, focus)
-              if p.path in mine or surrounded]
-    problems += across
-    shown = {p.path for p in across}
-    invalid |= {c.source for c in checked if c.shown in shown}
-    experiments = [
-        Experiment.of(c.source, c.shown, layout.relative(config.root, c.source), c.data, c.load)
-        for c in checked
-        if c.source not in invalid
-    ]
-    # A bad tfgen.yaml default is found once per spec at the same place: report it once.
-    return ValidationResult(
-        experiments=experiments,
-        problems=sorted(set(problems)),
-        files=files,
-        config=config,
-        invalid_files=len(invalid),
-        not_specs=not_specs,
-        facts={c.shown: c.data for c in checked if c.source not in invalid},
-        warnings={c.shown: warnings[c.shown] for c in checked
-                  if c.source not in invalid and c.shown in warnings},
-    )
+    return [p for p in across_problems([*checked, *others], config, focus)
+            if p.path in mine or surrounded]
 
 
 def repository_specs(config: RepoConfig) -> list[Path]:

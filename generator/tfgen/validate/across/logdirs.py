@@ -23,16 +23,10 @@ LOG_DIR = ("spec", "tensorboard", "logDir")
 def location(data: Any) -> tuple[str, str] | None:
     """(the volume, the log directory inside it) a spec's logDir resolves to, or None when it
     has none or the spec is too broken to say (its own problems say why)."""
-    storage, log_dir = lookup(data, "spec", "storage"), lookup(data, *LOG_DIR)
-    mount = lookup(storage, "mountPath")
-    if not (isinstance(log_dir, str) and isinstance(mount, str) and log_dir.startswith("/")
-            and mount.startswith("/")):
+    storage = lookup(data, "spec", "storage")
+    inside = _inside(lookup(storage, "mountPath"), lookup(data, *LOG_DIR))
+    if inside is None:
         return None
-    root, logs = posixpath.normpath(mount), posixpath.normpath(log_dir)
-    prefix = root.rstrip("/") + "/"
-    if not logs.startswith(prefix):
-        return None  # outside the volume: rules/spec.py reports it
-    inside = logs[len(prefix):]  # both normalised: what posixpath.relpath gives, cheaper
     nas, claim = lookup(storage, "nas"), lookup(storage, "existingClaim")
     if isinstance(nas, dict) and isinstance(nas.get("path"), str):
         server = nas.get("server") if isinstance(nas.get("server"), str) else ""
@@ -42,6 +36,19 @@ def location(data: Any) -> tuple[str, str] | None:
     if isinstance(claim, str) and claim and isinstance(namespace, str):
         return f"claim {namespace}/{claim}", "/" + inside
     return None
+
+
+def _inside(mount: Any, log_dir: Any) -> str | None:
+    """The log directory relative to the mount path, None unless both are absolute and the log
+    directory lies under the mount path."""
+    if not (isinstance(log_dir, str) and isinstance(mount, str) and log_dir.startswith("/")
+            and mount.startswith("/")):
+        return None
+    root, logs = posixpath.normpath(mount), posixpath.normpath(log_dir)
+    prefix = root.rstrip("/") + "/"
+    if not logs.startswith(prefix):
+        return None  # outside the volume: rules/spec.py reports it
+    return logs[len(prefix):]  # both normalised: what posixpath.relpath gives, cheaper
 
 
 def blamed(items: Sequence[Checked], focus: Collection[str] | None) -> list[Checked]:

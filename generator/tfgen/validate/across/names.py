@@ -28,6 +28,27 @@ def repo_problems(experiments: Sequence[Checked],
     directories no two active experiments share (logdirs.py). Each clash is reported on the
     files being added or changed when `focus` names some of them (`logdirs.blamed`)."""
     problems: list[Problem] = []
+    by_name, by_pv = _by_names(experiments)
+    for name, items in by_name.items():
+        if len(items) > 1:
+            problems += _clash_problems(
+                items, focus, f"experiment name {shown(name)} is also used by ",
+                "names must be unique in the repository: they name the Argo CD Application")
+    for pv, items in by_pv.items():
+        if len(items) < 2 or len({lookup(i.data, "metadata", "name") for i in items}) < 2:
+            continue  # same name: already reported above
+        problems += _clash_problems(
+            items, focus,
+            f"PersistentVolume name {shown(pv)} (<namespace>-<name>-data) is also derived by ",
+            "PersistentVolumes are cluster-wide; rename one experiment")
+    return problems + collision_problems(experiments, focus)
+
+
+def _by_names(
+    experiments: Sequence[Checked],
+) -> tuple[dict[str, list[Checked]], dict[str, list[Checked]]]:
+    """The experiments by their name, and those on a NAS by the name of the PersistentVolume
+    derived from it."""
     by_name: dict[str, list[Checked]] = {}
     by_pv: dict[str, list[Checked]] = {}
     for item in experiments:
@@ -40,31 +61,17 @@ def repo_problems(experiments: Sequence[Checked],
             lookup(item.data, "spec", "storage", "nas"), dict
         ):
             by_pv.setdefault(naming.volume_name(namespace, name), []).append(item)
-    for name, items in by_name.items():
-        if len(items) < 2:
-            continue
-        for item in blamed(items, focus):
-            others = _others(items, item)
-            out = Collector(item.locator)
-            out.add(
-                ("metadata", "name"),
-                f"experiment name {shown(name)} is also used by {others}",
-                "names must be unique in the repository: they name the Argo CD Application",
-                key=False,
-            )
-            problems += out.problems
-    for pv, items in by_pv.items():
-        if len(items) < 2 or len({lookup(i.data, "metadata", "name") for i in items}) < 2:
-            continue  # same name: already reported above
-        for item in blamed(items, focus):
-            others = _others(items, item)
-            out = Collector(item.locator)
-            out.add(
-                ("metadata", "name"),
-                f"PersistentVolume name {shown(pv)} (<namespace>-<name>-data) is also derived by "
-                f"{others}",
-                "PersistentVolumes are cluster-wide; rename one experiment",
-                key=False,
-            )
-            problems += out.problems
-    return problems + collision_problems(experiments, focus)
+    return by_name, by_pv
+
+
+def _clash_problems(items: Sequence[Checked], focus: Collection[str] | None, said: str,
+                    hint: str) -> list[Problem]:
+    """One name several files share, at the metadata.name of each file `blamed` for it:
+    `said` and the other files."""
+    problems: list[Problem] = []
+    for item in blamed(items, focus):
+        others = _others(items, item)
+        out = Collector(item.locator)
+        out.add(("metadata", "name"), f"{said}{others}", hint, key=False)
+        problems += out.problems
+    return problems

@@ -108,13 +108,17 @@ def run_count(spec: dict[str, Any]) -> int:
 def _suffixes(combos: list[tuple[tuple[str, Any], ...]]) -> list[str]:
     tokens = [[value_text(v) for _, v in combo] for combo in combos]
     named = ["-".join(t.replace(".", "p") for t in row) for row in tokens]
-    readable = (
-        all(_TOKEN.match(t) for row in tokens for t in row)
-        and all(len(s) <= MAX_SUFFIX for s in named)
-        and len(set(named)) == len(named)
-        and not set(named) & set(naming.RESERVED_SUFFIXES)
-    )
-    return named if readable else [f"r{i}" for i in range(len(combos))]
+    return named if _readable(tokens, named) else [f"r{i}" for i in range(len(combos))]
+
+
+def _readable(tokens: list[list[str]], named: list[str]) -> bool:
+    """Whether the suffixes read from the values (`named`, from their `tokens`) may name the
+    runs: lowercase text and numbers, short, no two alike and none that tfgen reserves."""
+    if not all(_TOKEN.match(t) for row in tokens for t in row):
+        return False
+    if not all(len(s) <= MAX_SUFFIX for s in named):
+        return False
+    return len(set(named)) == len(named) and not set(named) & set(naming.RESERVED_SUFFIXES)
 
 
 def has_sweep(spec: dict[str, Any]) -> bool:
@@ -185,16 +189,20 @@ def placeholder_fields(spec: dict[str, Any]) -> Iterator[tuple[PointerParts, str
     if isinstance(roles, dict):
         scopes += [(("spec", "roles", r), role) for r, role in roles.items()]
     for base, scope in scopes:
-        if not isinstance(scope, dict):
-            continue
-        args = scope.get("args")
-        for i, arg in enumerate(args if isinstance(args, list) else []):
-            if isinstance(arg, str):
-                yield (*base, "args", i), arg
-        env = scope.get("env")
-        for i, entry in enumerate(env if isinstance(env, list) else []):
-            if isinstance(entry, dict) and isinstance(entry.get("value"), str):
-                yield (*base, "env", i, "value"), entry["value"]
+        if isinstance(scope, dict):
+            yield from _scope_fields(base, scope)
+
+
+def _scope_fields(base: PointerParts, scope: dict[str, Any]) -> Iterator[tuple[PointerParts, str]]:
+    """The args and env values of one scope that takes placeholders: the spec, or a role."""
+    args = scope.get("args")
+    for i, arg in enumerate(args if isinstance(args, list) else []):
+        if isinstance(arg, str):
+            yield (*base, "args", i), arg
+    env = scope.get("env")
+    for i, entry in enumerate(env if isinstance(env, list) else []):
+        if isinstance(entry, dict) and isinstance(entry.get("value"), str):
+            yield (*base, "env", i, "value"), entry["value"]
 
 
 def run_spec(spec: dict[str, Any], name: str, run: Run) -> dict[str, Any]:
@@ -240,12 +248,7 @@ def sweep_problems(checked: Checked, max_runs: int, *, each_run: bool = True) ->
         return []
     out = Collector(checked.locator)
     fields = dict(placeholder_fields(spec))
-    for parts, text in _strings(data):
-        if parts in fields:
-            continue
-        if parts[:2] != ("spec", "sweep") and (found := PLACEHOLDER.search(text)):
-            out.add(parts, f"placeholder {found.group(0)} in a field that takes none", _WHERE,
-                    key=False)
+    _check_misplaced(data, fields, out)
     used = [(parts, m.group(1)) for parts, text in fields.items()
             for m in PLACEHOLDER.finditer(text)]
     if not has_sweep(spec):
@@ -258,6 +261,17 @@ def sweep_problems(checked: Checked, max_runs: int, *, each_run: bool = True) ->
     return out.problems
 
 
+def _check_misplaced(data: dict[str, Any], fields: dict[PointerParts, str],
+                     out: Collector) -> None:
+    """A placeholder in a field that takes none (`fields` take them) would stay as written."""
+    for parts, text in _strings(data):
+        if parts in fields:
+            continue
+        if parts[:2] != ("spec", "sweep") and (found := PLACEHOLDER.search(text)):
+            out.add(parts, f"placeholder {found.group(0)} in a field that takes none", _WHERE,
+                    key=False)
+
+
 def _sweep_shape(spec: dict[str, Any], max_runs: int, out: Collector) -> bool:
     """The parameters, their combination and the run count; False when runs cannot be made."""
     params = _parameters(spec)
@@ -268,22 +282,9 @@ def _sweep_shape(spec: dict[str, Any], max_runs: int, out: Collector) -> bool:
         return False
     ok = True
     for name, values in params.items():
-        if not values:
-            out.add((*where, name), f"parameter {name} has no values: the sweep would make no run",
-                    "list at least one value")
+        if not _check_values((*where, name), name, values, out):
             ok = False
-        counts = Counter(value_text(v) for v in values)
-        twice = sorted(text for text, n in counts.items() if n > 1)
-        if twice:
-            out.add((*where, name), f"parameter {name} lists {', '.join(twice)} more than once: "
-                    "two runs would be the same", "list each value once")
-            ok = False
-    lengths = {name: len(values) for name, values in params.items()}
-    if lookup(spec, "sweep", "combine") == "zip" and len(set(lengths.values())) > 1:
-        listed = ", ".join(f"{name} has {n}" for name, n in lengths.items())
-        out.add(("spec", "sweep", "combine"),
-                f"combine: zip takes the i-th value of every list, but the lists differ in "
-                f"length: {listed}", "give every list the same length, or use combine: grid")
+    if not _check_zip_lengths(spec, params, out):
         ok = False
     count = run_count(spec)
     if ok and count > max_runs:
@@ -293,9 +294,55 @@ def _sweep_shape(spec: dict[str, Any], max_runs: int, out: Collector) -> bool:
     return ok
 
 
+def _check_values(parts: PointerParts, name: str, values: list[Any], out: Collector) -> bool:
+    """One parameter lists at least one value, each once: False when it does not."""
+    ok = True
+    if not values:
+        out.add(parts, f"parameter {name} has no values: the sweep would make no run",
+                "list at least one value")
+        ok = False
+    counts = Counter(value_text(v) for v in values)
+    twice = sorted(text for text, n in counts.items() if n > 1)
+    if twice:
+        out.add(parts, f"parameter {name} lists {', '.join(twice)} more than once: "
+                "two runs would be the same", "list each value once")
+        ok = False
+    return ok
+
+
+def _check_zip_lengths(spec: dict[str, Any], params: dict[str, list[Any]],
+                       out: Collector) -> bool:
+    """A zip of lists of different lengths would drop values: False when it would."""
+    lengths = {name: len(values) for name, values in params.items()}
+    if lookup(spec, "sweep", "combine") == "zip" and len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        out.add(("spec", "sweep", "combine"),
+                f"combine: zip takes the i-th value of every list, but the lists differ in "
+                f"length: {listed}", "give every list the same length, or use combine: grid")
+        return False
+    return True
+
+
 def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: Collector,
                   each_run: bool) -> None:
     spec, name = checked.data["spec"], str(lookup(checked.data, "metadata", "name"))
+    _check_names(spec, used, out)
+    logs = lookup(spec, "tensorboard", "logDir")
+    if isinstance(logs, str) and "," in logs:
+        out.add(("spec", "tensorboard", "logDir"),
+                "a sweep's TensorBoard lists its runs as name:path separated by ',', so its "
+                "logDir cannot contain ','", "choose a directory without ','", key=False)
+    every = runs(spec)
+    _check_run_names(name, every, out)
+    if each_run and not out.problems:
+        for run in every:
+            _run_problems(checked, name, run, out)
+
+
+def _check_names(spec: dict[str, Any], used: list[tuple[PointerParts, str]],
+                 out: Collector) -> None:
+    """Placeholders and parameters match: each placeholder names a parameter or a run field
+    the spec can fill, each parameter is used somewhere."""
     params = _parameters(spec)
     has_logs = isinstance(lookup(spec, "tensorboard", "logDir"), str)
     for parts, used_name in used:
@@ -313,12 +360,10 @@ def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: C
             out.add(("spec", "sweep", "parameters", param),
                     f"parameter {param} is used nowhere: its runs would differ only in name",
                     f"write (({param})) in args or an env value, or remove the parameter")
-    logs = lookup(spec, "tensorboard", "logDir")
-    if isinstance(logs, str) and "," in logs:
-        out.add(("spec", "tensorboard", "logDir"),
-                "a sweep's TensorBoard lists its runs as name:path separated by ',', so its "
-                "logDir cannot contain ','", "choose a directory without ','", key=False)
-    every = runs(spec)
+
+
+def _check_run_names(name: str, every: list[Run], out: Collector) -> None:
+    """Every run's TFJob name fits, the longest suffix included."""
     longest = max((naming.job_name(name, r.suffix) for r in every), key=len)
     if naming.is_experiment_name(name) and len(longest) > naming.MAX_NAME_LENGTH:
         left = naming.MAX_NAME_LENGTH - len(name) - 1
@@ -328,9 +373,6 @@ def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: C
                 f"(its pods are <job>-evaluator-0, at most {naming.MAX_LABEL})",
                 f"the name leaves {max(left, 0)} characters for a run suffix; shorten "
                 "metadata.name or the values", key=False)
-    if each_run and not out.problems:
-        for run in every:
-            _run_problems(checked, name, run, out)
 
 
 def _run_problems(checked: Checked, name: str, run: Run, out: Collector) -> None:

@@ -19,7 +19,7 @@ from ...problems import WARNING, Problem
 from ...repo import images as refs
 from ..config.load import RepoConfig
 from ..experiment import sweep
-from ..experiment.checked import Checked, Collector, lookup, spec_is_retired
+from ..experiment.checked import Checked, Collector, lookup, roles, spec_is_retired
 from ..schema.messages import shown
 from ..yaml.document import PointerParts
 
@@ -29,9 +29,8 @@ def images(spec: dict[str, Any]) -> Iterable[tuple[PointerParts, str]]:
     when it is enabled."""
     if isinstance(spec.get("image"), str) and spec["image"]:
         yield ("spec", "image"), spec["image"]
-    roles = spec.get("roles")
-    for name, role in (roles.items() if isinstance(roles, dict) else []):
-        if isinstance(role, dict) and isinstance(role.get("image"), str) and role["image"]:
+    for name, role in roles(spec):
+        if isinstance(role.get("image"), str) and role["image"]:
             yield ("spec", "roles", name, "image"), role["image"]
     board = spec.get("tensorboard")
     if isinstance(board, dict) and board.get("enabled") and isinstance(board.get("image"), str):
@@ -88,15 +87,28 @@ def _image_policy(policy: _Policy, parts: PointerParts, text: str) -> None:
         image = refs.parse(text)
     except refs.ImageError:
         return
-    rules, namespace = policy.rules, policy.namespace
-    allowed = [p for p in (_prefix(e) for e in rules.get("registries") or []) if p]
-    if rules.get("registries") is not None and not any(p.admits(image) for p in allowed):
+    _registry_policy(policy, parts, text, image)
+    _digest_policy(policy, parts, text, image)
+
+
+def _registry_policy(policy: _Policy, parts: PointerParts, text: str, image: refs.Image) -> None:
+    """The image comes from a source the namespace's `registries` allows (any, without one)."""
+    entries = policy.rules.get("registries")
+    if entries is None:
+        return
+    allowed = _prefixes(entries or [])
+    if not any(p.admits(image) for p in allowed):
         policy.out.add(parts, f"image {shown(text)} (read as {shown(image.full)}) comes from a "
-                       f"source namespace {namespace} does not allow by "
+                       f"source namespace {policy.namespace} does not allow by "
                        f"{policy.name('registries')}",
                        "use an image under " + (", ".join(map(str, allowed)) or "none"),
                        key=False)
-    if rules.get("requireDigest") and not image.digest:
+
+
+def _digest_policy(policy: _Policy, parts: PointerParts, text: str, image: refs.Image) -> None:
+    """An image not pinned by digest where the namespace's `requireDigest` asks for one is
+    refused; a floating one anywhere else is warned about."""
+    if policy.rules.get("requireDigest") and not image.digest:
         floating = (f" and {'has no tag' if not image.tag else 'is tagged :latest'}, so what "
                     "runs may change under the same spec" if image.floating else "")
         policy.out.add(parts, f"image {shown(text)} is not pinned by digest{floating}, which "
@@ -118,12 +130,16 @@ def _floating_warning(out: Collector, parts: PointerParts, text: str, image: ref
     out.problems.append(replace(problem, severity=WARNING))
 
 
-def _prefix(entry: Any) -> refs.Prefix | None:
-    """A policy entry as a prefix (one that is none is refused with tfgen.yaml itself)."""
-    try:
-        return refs.parse_prefix(str(entry))
-    except refs.ImageError:
-        return None
+def _prefixes(entries: Iterable[Any]) -> list[refs.Prefix]:
+    """The policy's registry entries as prefixes, but for those that are none (they are
+    refused with tfgen.yaml itself)."""
+    prefixes = []
+    for entry in entries:
+        try:
+            prefixes.append(refs.parse_prefix(str(entry)))
+        except refs.ImageError:
+            continue
+    return prefixes
 
 
 def namespace_policy_problems(checked: Checked, config: RepoConfig) -> list[Problem]:

@@ -90,30 +90,38 @@ def _check_tolerations(spec: dict[str, Any], out: Collector) -> None:
         if not isinstance(tolerations, list):
             continue
         for index, item in enumerate(tolerations):
-            if not isinstance(item, dict):
-                continue
-            parts = ("spec", "roles", name, "tolerations", index)
-            operator = item.get("operator", "Equal")
-            if operator == "Exists" and item.get("value"):
-                out.add(
-                    (*parts, "value"),
-                    "a toleration with operator Exists matches any value and must not set one",
-                    "remove value, or use operator: Equal",
-                )
-            if operator == "Equal" and not item.get("key"):
-                out.add(
-                    parts,
-                    "a toleration without a key must use operator Exists (it then matches "
-                    "every taint)",
-                    "set key, or operator: Exists",
-                )
-            if "tolerationSeconds" in item and item.get("effect") != "NoExecute":
-                out.add(
-                    (*parts, "tolerationSeconds"),
-                    "tolerationSeconds only applies to effect NoExecute "
-                    f"(effect is {shown(str(item.get('effect', '')))})",
-                    "set effect: NoExecute, or remove tolerationSeconds",
-                )
+            if isinstance(item, dict):
+                _check_toleration(("spec", "roles", name, "tolerations", index), item, out)
+
+
+def _check_toleration(parts: PointerParts, item: dict[str, Any], out: Collector) -> None:
+    """One toleration: its operator, value, key and effect must agree."""
+    operator = item.get("operator", "Equal")
+    if operator == "Exists" and item.get("value"):
+        out.add(
+            (*parts, "value"),
+            "a toleration with operator Exists matches any value and must not set one",
+            "remove value, or use operator: Equal",
+        )
+    if operator == "Equal" and not item.get("key"):
+        out.add(
+            parts,
+            "a toleration without a key must use operator Exists (it then matches "
+            "every taint)",
+            "set key, or operator: Exists",
+        )
+    if "tolerationSeconds" in item and item.get("effect") != "NoExecute":
+        out.add(
+            (*parts, "tolerationSeconds"),
+            "tolerationSeconds only applies to effect NoExecute "
+            f"(effect is {shown(str(item.get('effect', '')))})",
+            "set effect: NoExecute, or remove tolerationSeconds",
+        )
+
+
+# The sizes a pod's container asks for: (key, at most, that limit in words).
+_SIZE_LIMITS = (("cpu", MAX_CPU_CORES, f"{MAX_CPU_CORES} cores"),
+                ("memory", MAX_MEMORY_BYTES, "16Ti"))
 
 
 def _check_quantities(spec: dict[str, Any], out: Collector) -> None:
@@ -124,26 +132,7 @@ def _check_quantities(spec: dict[str, Any], out: Collector) -> None:
     if isinstance(tensorboard, dict):
         places.append((("spec", "tensorboard"), tensorboard))
     for parts, holder in places:
-        for key, limit, said in (("cpu", MAX_CPU_CORES, f"{MAX_CPU_CORES} cores"),
-                                 ("memory", MAX_MEMORY_BYTES, "16Ti")):
-            value = holder.get(key)
-            amount = quantity(value) if isinstance(value, str) else None
-            if amount is None:
-                continue
-            if amount > limit:
-                out.add(
-                    (*parts, key),
-                    f"{shown(value)} is more than any node has: at most {said}",
-                    "check the number and its suffix (Gi, not Ti)",
-                    key=False,
-                )
-            elif key == "memory" and amount < 2**20:
-                out.add(
-                    (*parts, key),
-                    f"{shown(value)} is less than 1Mi: no container starts with that",
-                    "write a size with its suffix, e.g. 512Mi or 8Gi",
-                    key=False,
-                )
+        _check_sizes(parts, holder, out)
     capacity = lookup(spec, "storage", "nas", "capacity")
     amount = quantity(capacity) if isinstance(capacity, str) else None
     if amount is not None and not 0 < amount <= MAX_CAPACITY_BYTES:
@@ -153,6 +142,32 @@ def _check_quantities(spec: dict[str, Any], out: Collector) -> None:
             "e.g. 100Gi",
             key=False,
         )
+
+
+def _check_sizes(parts: PointerParts, holder: dict[str, Any], out: Collector) -> None:
+    """The CPU and memory one container asks for: more than any node has is a typo, and so is
+    memory below 1Mi."""
+    for key, limit, said in _SIZE_LIMITS:
+        value = holder.get(key)
+        if not isinstance(value, str):
+            continue
+        amount = quantity(value)
+        if amount is None:
+            continue
+        if amount > limit:
+            out.add(
+                (*parts, key),
+                f"{shown(value)} is more than any node has: at most {said}",
+                "check the number and its suffix (Gi, not Ti)",
+                key=False,
+            )
+        elif key == "memory" and amount < 2**20:
+            out.add(
+                (*parts, key),
+                f"{shown(value)} is less than 1Mi: no container starts with that",
+                "write a size with its suffix, e.g. 512Mi or 8Gi",
+                key=False,
+            )
 
 
 def path_problem(path: str) -> str | None:
@@ -166,8 +181,13 @@ def path_problem(path: str) -> str | None:
     return None
 
 
+def plain_absolute(path: Any) -> bool:
+    """An absolute path that names its directory directly, as rules on what a path points to
+    need it: the schema reports a relative path, and `_check_paths` a `path_problem`."""
+    return isinstance(path, str) and path.startswith("/") and not path_problem(path)
+
+
 def _check_paths(spec: dict[str, Any], out: Collector) -> None:
-    storage = spec.get("storage")
     paths: list[PointerParts] = [
         ("spec", "storage", "mountPath"),
         ("spec", "storage", "nas", "path"),
@@ -183,22 +203,37 @@ def _check_paths(spec: dict[str, Any], out: Collector) -> None:
         if problem:
             normal = shown(posixpath.normpath(value))
             out.add(parts, f"{shown(value)} {problem}", f"write {normal}", key=False)
-    mount = storage.get("mountPath") if isinstance(storage, dict) else None
-    if isinstance(mount, str) and mount.startswith("/") and not path_problem(mount):
-        target = posixpath.normpath(mount)
-        below = next(
-            (d for d in SYSTEM_DIRECTORIES_BELOW if target == d or target.startswith(d + "/")),
-            None,
+
+
+def _system_directory(target: str) -> str | None:
+    """How a mount target that is a system directory is said to be one ("" when it is one
+    itself), None when it is none."""
+    below = next(
+        (d for d in SYSTEM_DIRECTORIES_BELOW if target == d or target.startswith(d + "/")),
+        None,
+    )
+    if below:
+        return f" ({below} and everything below it)"
+    if target in SYSTEM_DIRECTORIES:
+        return ""
+    return None
+
+
+def _check_mount_path(spec: dict[str, Any], out: Collector) -> None:
+    """A volume mounted over a system directory hides what the containers need there."""
+    mount = lookup(spec, "storage", "mountPath")
+    if not plain_absolute(mount):
+        return
+    said = _system_directory(posixpath.normpath(mount))
+    if said is not None:
+        out.add(
+            ("spec", "storage", "mountPath"),
+            f"{shown(mount)} is a system directory"
+            + said
+            + ": the volume would hide what the containers need there",
+            "mount the volume at a directory of its own, e.g. /training or /data",
+            key=False,
         )
-        if target in SYSTEM_DIRECTORIES or below:
-            out.add(
-                ("spec", "storage", "mountPath"),
-                f"{shown(mount)} is a system directory"
-                + (f" ({below} and everything below it)" if below else "")
-                + ": the volume would hide what the containers need there",
-                "mount the volume at a directory of its own, e.g. /training or /data",
-                key=False,
-            )
 
 
 def api_problems(data: dict[str, Any], out: Collector) -> None:
@@ -215,6 +250,7 @@ def api_problems(data: dict[str, Any], out: Collector) -> None:
     _check_tolerations(spec, out)
     _check_quantities(spec, out)
     _check_paths(spec, out)
+    _check_mount_path(spec, out)
     keyed: list[tuple[PointerParts, Any]] = []
     for name, role in roles(spec):
         keyed.append((("spec", "roles", name, "nodeSelector"), role.get("nodeSelector")))

@@ -69,24 +69,42 @@ def fit_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     out = Collector(checked.locator)
     for name, role in roles(spec):
         selector = role.get("nodeSelector") or {}
-        allowed = [node for node in node_types
-                   if all((node.get("labels") or {}).get(k) == v for k, v in selector.items())]
-        if not allowed:
-            out.add(("spec", "roles", name, "nodeSelector"),
-                    f"no node type of {config.node_types_source} has the labels "
-                    f"{_labels(selector)}: the {name} pods would never be scheduled",
-                    "select labels of a node type: " + "; ".join(
-                        f"{node['name']} ({_labels(node.get('labels') or {})})"
-                        for node in node_types))
-            continue
-        shortfalls = [_fits(node, role) for node in allowed]
-        if all(shortfalls):
-            largest = max(allowed, key=_size)
-            short = _fits(largest, role) or shortfalls[0]
-            out.add(("spec", "roles", name, short[0]),
-                    f"a {name} pod asks for {_words(role)}; no node it may run on can hold it, "
-                    f"the largest being {largest['name']} ({_words(largest)}, "
-                    f"{config.node_types_source}): the pods would stay Pending",
-                    f"ask for at most what {largest['name']} has, or select another node type",
-                    key=False)
+        allowed = _selected(node_types, selector)
+        if allowed:
+            _check_fit(name, role, allowed, config, out)
+        else:
+            _check_unmatched(name, selector, config, out)
     return out.problems
+
+
+def _selected(node_types: list[dict[str, Any]], selector: dict[str, Any]) -> list[dict[str, Any]]:
+    """The node types a role may run on: those with every label its nodeSelector asks for."""
+    return [node for node in node_types
+            if all((node.get("labels") or {}).get(k) == v for k, v in selector.items())]
+
+
+def _check_unmatched(name: str, selector: dict[str, Any], config: RepoConfig,
+                     out: Collector) -> None:
+    """A nodeSelector no node type satisfies: the role's pods would never be scheduled."""
+    out.add(("spec", "roles", name, "nodeSelector"),
+            f"no node type of {config.node_types_source} has the labels "
+            f"{_labels(selector)}: the {name} pods would never be scheduled",
+            "select labels of a node type: " + "; ".join(
+                f"{node['name']} ({_labels(node.get('labels') or {})})"
+                for node in config.node_types))
+
+
+def _check_fit(name: str, role: dict[str, Any], allowed: list[dict[str, Any]],
+               config: RepoConfig, out: Collector) -> None:
+    """A pod of the role that none of the `allowed` node types can hold stays Pending: said at
+    what it asks too much of, beside the largest node it may run on."""
+    shortfalls = [_fits(node, role) for node in allowed]
+    if all(shortfalls):
+        largest = max(allowed, key=_size)
+        short = _fits(largest, role) or shortfalls[0]
+        out.add(("spec", "roles", name, short[0]),
+                f"a {name} pod asks for {_words(role)}; no node it may run on can hold it, "
+                f"the largest being {largest['name']} ({_words(largest)}, "
+                f"{config.node_types_source}): the pods would stay Pending",
+                f"ask for at most what {largest['name']} has, or select another node type",
+                key=False)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ...problems import Problem
@@ -24,7 +25,7 @@ from ..config.rules import platform_problem
 from ..experiment.checked import Checked, Collector, lookup
 from ..schema.messages import shown
 from ..yaml.document import PointerParts, pointer_text
-from .api import api_problems, path_problem
+from .api import api_problems, plain_absolute
 
 TTL_KEY = "ttlSecondsAfterFinished"
 TTL_MESSAGE = (
@@ -90,39 +91,54 @@ def _check_reserved_keys(metadata: dict[str, Any], out: Collector) -> None:
                 )
 
 
+# Roles that do nothing without one of some others: (role, the others, message, hint).
+_NEEDS_ANOTHER_ROLE = (
+    ("ps", ("worker",), "parameter servers without workers train nothing",
+     "add roles.worker: parameter servers only hold variables, workers compute"),
+    ("evaluator", naming.TRAINING_ROLES, "an evaluator needs a training role to evaluate",
+     "add roles.chief (or master) or roles.worker"),
+)
+
+
 def _check_roles(spec: dict[str, Any], out: Collector) -> None:
     roles = spec.get("roles")
     if not isinstance(roles, dict):
         return
-    base = ("spec", "roles")
+    _check_role_set(roles, out)
+    _check_images(spec, roles, out)
+    _check_gang(spec, roles, out)
+
+
+def _check_role_set(roles: dict[str, Any], out: Collector) -> None:
+    """The roles make a working TensorFlow cluster: one leader at most, and no role that
+    waits on roles the job does not have."""
     leaders = [r for r in naming.LEADER_ROLES if r in roles]
     if len(leaders) > 1:
         out.add(
-            (*base, leaders[-1]),
+            ("spec", "roles", leaders[-1]),
             f'has both "{leaders[0]}" and "{leaders[1]}"; TensorFlow allows only one',
             "keep one of them: they are the same job under two names",
         )
-    if "ps" in roles and "worker" not in roles:
-        out.add(
-            (*base, "ps"),
-            "parameter servers without workers train nothing",
-            "add roles.worker: parameter servers only hold variables, workers compute",
-        )
-    if "evaluator" in roles and not any(r in roles for r in naming.TRAINING_ROLES):
-        out.add(
-            (*base, "evaluator"),
-            "an evaluator needs a training role to evaluate",
-            "add roles.chief (or master) or roles.worker",
-        )
+    for role, others, message, hint in _NEEDS_ANOTHER_ROLE:
+        if role in roles and not any(r in roles for r in others):
+            out.add(("spec", "roles", role), message, hint)
+
+
+def _check_images(spec: dict[str, Any], roles: dict[str, Any], out: Collector) -> None:
+    """Every role has an image: its own, or the spec's that it inherits."""
     spec_image = spec.get("image")
     for name, role in roles.items():
         if isinstance(role, dict) and not role.get("image") and not spec_image:
             out.add(
-                (*base, name),
+                ("spec", "roles", name),
                 f"role {shown(str(name))} has no image",
                 f"set spec.image, or spec.roles.{name}.image",
                 missing=True,
             )
+
+
+def _check_gang(spec: dict[str, Any], roles: dict[str, Any], out: Collector) -> None:
+    """A gang that needs more pods than the job has would wait for them forever."""
     gang = lookup(spec, "runPolicy", "schedulingPolicy", "minAvailable")
     total = sum(
         r.get("replicas", 1)
@@ -173,18 +189,10 @@ def _check_storage(spec: dict[str, Any], out: Collector) -> None:
     tensorboard = spec.get("tensorboard")
     if not isinstance(storage, dict):
         return
-    nas = storage.get("nas")
-    if isinstance(nas, dict) and nas.get("mode") and nas.get("driver") != "flexvolume":
-        out.add(
-            ("spec", "storage", "nas", "mode"),
-            f'only the flexvolume driver uses mode (driver is "{nas.get("driver")}")',
-            "remove mode, or set driver: flexvolume",
-        )
+    _check_nas_mode(storage, out)
     if not isinstance(tensorboard, dict) or tensorboard.get("enabled") is not True:
         return
-    mount = storage.get("mountPath")
     log_dir = tensorboard.get("logDir")
-    parts = ("spec", "tensorboard", "logDir")
     if log_dir is None:
         where = ("spec", "tensorboard") if "tensorboard" in spec else ("spec",)
         out.add(
@@ -195,18 +203,28 @@ def _check_storage(spec: dict[str, Any], out: Collector) -> None:
             missing=True,
         )
         return
-    if not (
-        isinstance(mount, str)
-        and isinstance(log_dir, str)
-        and mount.startswith("/")
-        and log_dir.startswith("/")
-    ):
-        return  # the schema reports non-absolute paths
-    if path_problem(log_dir) or path_problem(mount):
-        return  # _check_paths reports it
+    _check_log_dir_inside(storage.get("mountPath"), log_dir, out)
+
+
+def _check_nas_mode(storage: dict[str, Any], out: Collector) -> None:
+    """`mode` is an option of the flexvolume driver alone."""
+    nas = storage.get("nas")
+    if isinstance(nas, dict) and nas.get("mode") and nas.get("driver") != "flexvolume":
+        out.add(
+            ("spec", "storage", "nas", "mode"),
+            f'only the flexvolume driver uses mode (driver is "{nas.get("driver")}")',
+            "remove mode, or set driver: flexvolume",
+        )
+
+
+def _check_log_dir_inside(mount: Any, log_dir: Any, out: Collector) -> None:
+    """TensorBoard only sees the mounted volume: its log directory lies strictly inside."""
+    if not (plain_absolute(mount) and plain_absolute(log_dir)):
+        return
     root = posixpath.normpath(mount)
     logs = posixpath.normpath(log_dir)
     example = posixpath.join(root, "logs")
+    parts = ("spec", "tensorboard", "logDir")
     if logs == root:
         out.add(
             parts,
@@ -236,18 +254,12 @@ def _check_tensorboard(spec: dict[str, Any], out: Collector) -> None:
         )
 
 
-def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None,
-                      argocd_namespace: str | None = None) -> list[Problem]:
-    """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any), and
-    `argocd_namespace` is Argo CD's own."""
-    out = Collector(checked.locator)
-    data = checked.data
-    _check_ttl(data, out)
-    name = lookup(data, "metadata", "name")
-    if naming.is_experiment_name(name) and checked.source.name != f"{name}.yaml":
+def _check_name(name: Any, source: Path, out: Collector) -> None:
+    """The file is named after the experiment, and the name is not one tfgen reserves."""
+    if naming.is_experiment_name(name) and source.name != f"{name}.yaml":
         out.add(
             ("metadata", "name"),
-            f'file is named {shown(checked.source.name)} but the experiment is "{name}"',
+            f'file is named {shown(source.name)} but the experiment is "{name}"',
             f"rename the file to {name}.yaml: one file per experiment, named after it",
             key=False,
         )
@@ -258,10 +270,11 @@ def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None,
             "choose another experiment name",
             key=False,
         )
-    metadata = data.get("metadata")
-    if isinstance(metadata, dict):
-        _check_reserved_keys(metadata, out)
-    namespace = lookup(data, "metadata", "namespace")
+
+
+def _check_namespace(namespace: Any, namespaces: Sequence[str] | None,
+                     argocd_namespace: str | None, out: Collector) -> None:
+    """The namespace is one Argo CD may deploy to, and none the platform keeps for itself."""
     platform = platform_problem(namespace, argocd_namespace)
     if platform:
         out.add(("metadata", "namespace"), *platform, key=False)
@@ -272,6 +285,20 @@ def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None,
             "allowed by tfgen.yaml argocd.namespaces: " + ", ".join(namespaces),
             key=False,
         )
+
+
+def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None,
+                      argocd_namespace: str | None = None) -> list[Problem]:
+    """Rules on one experiment; `namespaces` are those tfgen.yaml allows (None: any), and
+    `argocd_namespace` is Argo CD's own."""
+    out = Collector(checked.locator)
+    data = checked.data
+    _check_ttl(data, out)
+    _check_name(lookup(data, "metadata", "name"), checked.source, out)
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict):
+        _check_reserved_keys(metadata, out)
+    _check_namespace(lookup(data, "metadata", "namespace"), namespaces, argocd_namespace, out)
     api_problems(data, out)
     spec = data.get("spec")
     if isinstance(spec, dict):

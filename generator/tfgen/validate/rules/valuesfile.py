@@ -146,22 +146,35 @@ def size_problems(checked: Checked, max_runs: int) -> list[Problem]:
     if swept and sweep.run_count(spec) > max_runs:
         return []
     rest = {**data, "spec": {k: v for k, v in spec.items() if k != "sweep"}}
-    if not swept and len(json.dumps(rest, ensure_ascii=False, default=str)) * _SMALL_SHARE \
-            < MAX_BYTES:
+    if not swept:
+        return _unswept_size_problems(checked, rest)
+    return _swept_size_problems(checked, rest)
+
+
+def _unswept_size_problems(checked: Checked, rest: dict[str, Any]) -> list[Problem]:
+    """A spec without a sweep: its values file holds the spec's fields once (`rest`)."""
+    if len(json.dumps(rest, ensure_ascii=False, default=str)) * _SMALL_SHARE < MAX_BYTES:
         return []
     fixed = _bytes(dump_yaml(rest))
     out = Collector(checked.locator)
-    if not swept:
-        if fixed > MAX_BYTES:
-            out.add(("spec",), f"this experiment makes a values file of {_about(fixed)}; "
-                    f"{_limit()}", "shorten its longest fields: args, env values, annotations")
-        return out.problems
+    if fixed > MAX_BYTES:
+        out.add(("spec",), f"this experiment makes a values file of {_about(fixed)}; "
+                f"{_limit()}", "shorten its longest fields: args, env values, annotations")
+    return out.problems
+
+
+def _swept_size_problems(checked: Checked, rest: dict[str, Any]) -> list[Problem]:
+    """A sweep's values file: the spec's fields once (`rest`), then an entry per run, measured
+    only until they are over the limit."""
+    data, spec = checked.data, checked.data["spec"]
+    fixed = _bytes(dump_yaml(rest))
     sizes = _run_sizes(spec, str(data["metadata"]["name"]), MAX_BYTES - fixed)
     if fixed + sum(sizes) <= MAX_BYTES:
         return []
     count, each = sweep.run_count(spec), sum(sizes) / len(sizes)
     fit = max(MAX_BYTES - fixed, 0) // each
     runs = f"sweep's {count:,} runs make" if count != 1 else "sweep's one run makes"
+    out = Collector(checked.locator)
     out.add(("spec", "sweep"), f"the {runs} a values file of {_about(fixed + each * count)}; "
             f"{_limit()}",
             f"at most {fit:,.0f} runs of this size fit: fewer values, or split the sweep into "

@@ -61,14 +61,19 @@ def merge_defaults(
             out[key] = value
         else:
             out[key] = copy_data(value)
-    skip: set[str] = set()
-    group = EXCLUSIVE.get(_at, ())
-    if any(k in spec for k in group):
-        skip = set(group)
+    skip = _ruled_out(spec, _at)
     for key, value in defaults.items():
         if key not in out and key not in skip:
             out[key] = copy_data(value)
     return out
+
+
+def _ruled_out(spec: Mapping[str, Any], at: tuple[str, ...]) -> set[str]:
+    """The keys whose defaults the spec's own choice among alternatives drops (EXCLUSIVE)."""
+    group = EXCLUSIVE.get(at, ())
+    if any(k in spec for k in group):
+        return set(group)
+    return set()
 
 
 _NO_DEFAULT = object()

@@ -130,14 +130,24 @@ _READERS: list[Callable[[yaml.MarkedYAMLError, list[str]], Explained | None]] = 
 
 def explain(exc: yaml.MarkedYAMLError, text: str) -> Explained:
     """The syntax error `exc` of `text`, in words, at the mistake's line and column."""
-    lines = text.splitlines()
-    problem = exc.problem or ""
-    found = _mapping_value(exc, lines) if "mapping values are not allowed" in problem else None
-    for reader in _READERS:
-        found = found or reader(exc, lines)
+    found = _recognised(exc, text.splitlines())
     if found is not None:
         return Explained(f"invalid YAML: {found.message}", found.line, found.column, found.hint)
     mark = exc.problem_mark or exc.context_mark
     first = (str(exc.problem or exc).splitlines() or [""])[0]
     return Explained(f"invalid YAML: {first}", mark.line + 1 if mark else 0,
                      mark.column + 1 if mark else 0)
+
+
+def _recognised(exc: yaml.MarkedYAMLError, lines: list[str]) -> Explained | None:
+    """The usual mistake `exc` comes from, said by the first reader that knows it; None when
+    none does."""
+    if "mapping values are not allowed" in (exc.problem or ""):
+        found = _mapping_value(exc, lines)
+        if found is not None:
+            return found
+    for reader in _READERS:
+        found = reader(exc, lines)
+        if found is not None:
+            return found
+    return None

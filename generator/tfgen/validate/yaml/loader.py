@@ -53,8 +53,20 @@ def _check_text(path: str, raw: bytes) -> str:
         raise LoadError(path, too_large(len(raw)), hint=SIZE_HINT)
     if b"\x00" in raw:
         raise LoadError(path, "this is a binary file, not YAML text (it contains NUL bytes)")
+    text = _decoded(path, raw)
+    if _is_empty(text):
+        raise LoadError(
+            path, "file is empty", hint="an experiment needs apiVersion, kind, metadata and spec"
+        )
+    _check_indentation(path, text)
+    return text
+
+
+def _decoded(path: str, raw: bytes) -> str:
+    """The text of UTF-8 bytes (a BOM dropped); bytes that are not UTF-8 are refused at the
+    line and column of the first bad one."""
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         before = raw[: exc.start]
         line = before.count(b"\n") + 1
@@ -66,12 +78,17 @@ def _check_text(path: str, raw: bytes) -> str:
             col,
             "save the file as UTF-8",
         ) from None
-    if not text.strip() or all(
+
+
+def _is_empty(text: str) -> bool:
+    """Nothing but blank lines and comments: no experiment at all."""
+    return not text.strip() or all(
         not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()
-    ):
-        raise LoadError(
-            path, "file is empty", hint="an experiment needs apiVersion, kind, metadata and spec"
-        )
+    )
+
+
+def _check_indentation(path: str, text: str) -> None:
+    """A tab in indentation is refused at its line: YAML indents with spaces only."""
     for number, row in enumerate(text.splitlines() if "\t" in text else (), start=1):
         indent = row[: len(row) - len(row.lstrip(" \t"))]
         if "\t" in indent and row.strip() and not row.lstrip().startswith("#"):
@@ -82,7 +99,6 @@ def _check_text(path: str, raw: bytes) -> str:
                 indent.index("\t") + 1,
                 "YAML indents with spaces only; replace the tab with spaces",
             )
-    return text
 
 
 def load_text(text: str, path: str) -> Document:

@@ -183,38 +183,53 @@ class _Walker:
         own: list[tuple[Node, Node, bool]] = []
         for key_node, value_node in node.value:
             if key_node.tag == MERGE_TAG:
-                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
-                for source in sources:
-                    if not isinstance(source, MappingNode):
-                        raise self.fail(
-                            source, "a merge key (<<) needs a mapping or a list of mappings"
-                        )
-                    pairs = self._merged_pairs(source)
-                    # Each merged pair counts like a value: merge keys over aliases expand
-                    # like aliases do (ten keys merging ten times, nine levels deep: 10^9).
-                    self.count += len(pairs)
-                    if self.count > MAX_NODES:
-                        raise self.fail(
-                            key_node,
-                            f"too many keys after expanding YAML merge keys (<<) and aliases "
-                            f"(more than {MAX_NODES})",
-                            "a spec needs a few hundred; merge keys that expand exponentially "
-                            "are refused",
-                        )
-                    merged.extend((k, v) for k, v, _ in pairs)
+                merged += self._merge_key_pairs(key_node, value_node)
             else:
                 own.append((key_node, value_node, False))
         if not merged:
             return own
-        own_keys = {k.value for k, _, _ in own}
-        seen: set[str] = set()
-        result: list[tuple[Node, Node, bool]] = []
-        for key_node, value_node in merged:
-            if key_node.value in own_keys or key_node.value in seen:
-                continue
-            seen.add(key_node.value)
-            result.append((key_node, value_node, True))
-        return result + own
+        return _under_own_keys(merged, own)
+
+    def _merge_key_pairs(self, key_node: Node, value_node: Node) -> list[tuple[Node, Node]]:
+        """The (key, value) pairs one merge key brings in from its mapping or list of
+        mappings, in order, each counted like a value."""
+        sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+        merged: list[tuple[Node, Node]] = []
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                raise self.fail(
+                    source, "a merge key (<<) needs a mapping or a list of mappings"
+                )
+            pairs = self._merged_pairs(source)
+            # Each merged pair counts like a value: merge keys over aliases expand
+            # like aliases do (ten keys merging ten times, nine levels deep: 10^9).
+            self.count += len(pairs)
+            if self.count > MAX_NODES:
+                raise self.fail(
+                    key_node,
+                    f"too many keys after expanding YAML merge keys (<<) and aliases "
+                    f"(more than {MAX_NODES})",
+                    "a spec needs a few hundred; merge keys that expand exponentially "
+                    "are refused",
+                )
+            merged.extend((k, v) for k, v, _ in pairs)
+        return merged
+
+
+def _under_own_keys(
+    merged: list[tuple[Node, Node]], own: list[tuple[Node, Node, bool]]
+) -> list[tuple[Node, Node, bool]]:
+    """A mapping's merged pairs, then its own: a key of its own hides a merged one, and of
+    two merged keys the first wins."""
+    own_keys = {k.value for k, _, _ in own}
+    seen: set[str] = set()
+    result: list[tuple[Node, Node, bool]] = []
+    for key_node, value_node in merged:
+        if key_node.value in own_keys or key_node.value in seen:
+            continue
+        seen.add(key_node.value)
+        result.append((key_node, value_node, True))
+    return result + own
 
 
 def _first_line(exc: BaseException) -> str:
@@ -229,26 +244,7 @@ def load_nodes(text: str, path: str) -> Document:
     """The careful load: compose nodes, walk them, record positions, explain every refusal."""
     loader = BaseLoader(text)
     try:
-        try:
-            # check_node() first: it consumes the stream-start event (the C parser needs that).
-            node = loader.get_node() if loader.check_node() else None
-            if node is not None and loader.check_node():
-                extra = loader.get_node()
-                mark = extra.start_mark if extra is not None else None
-                raise LoadError(
-                    path,
-                    "file holds more than one YAML document (separated by ---)",
-                    mark.line + 1 if mark else 0,
-                    mark.column + 1 if mark else 0,
-                    "put one experiment per file: experiments/<name>.yaml",
-                )
-        except yaml.MarkedYAMLError as exc:
-            said = yamlerrors.explain(exc, text)
-            raise LoadError(path, said.message, said.line, said.column, said.hint) from None
-        except yaml.YAMLError as exc:
-            raise LoadError(path, f"invalid YAML: {_first_line(exc)}") from None
-        except RecursionError:
-            raise LoadError(path, "YAML nested too deeply to read") from None
+        node = _document_node(loader, text, path)
         if node is None:
             raise LoadError(
                 path,
@@ -274,6 +270,34 @@ def load_nodes(text: str, path: str) -> Document:
         loader.dispose()
 
 
+def _document_node(loader: Any, text: str, path: str) -> Node | None:
+    """The file's one document, composed (None: the file holds none); a second document and
+    every syntax error are refused in words."""
+    try:
+        # check_node() first: it consumes the stream-start event (the C parser needs that).
+        node = loader.get_node() if loader.check_node() else None
+        if node is not None and loader.check_node():
+            raise _second_document(path, loader.get_node())
+    except yaml.MarkedYAMLError as exc:
+        said = yamlerrors.explain(exc, text)
+        raise LoadError(path, said.message, said.line, said.column, said.hint) from None
+    except yaml.YAMLError as exc:
+        raise LoadError(path, f"invalid YAML: {_first_line(exc)}") from None
+    except RecursionError:
+        raise LoadError(path, "YAML nested too deeply to read") from None
+    return node
+
+
+def _second_document(path: str, extra: Node | None) -> LoadError:
+    """A file of several documents, refused at the start of the second."""
+    mark = extra.start_mark if extra is not None else None
+    return LoadError(
+        path,
+        "file holds more than one YAML document (separated by ---)",
+        mark.line + 1 if mark else 0,
+        mark.column + 1 if mark else 0,
+        "put one experiment per file: experiments/<name>.yaml",
+    )
 
 
 def positions(text: str, path: str) -> tuple[Positions, Positions]:
