@@ -116,8 +116,8 @@ def _showing(changes: Sequence[Immutable], old: Any, new: Any) -> list[Immutable
 
 def _unexplained(changes: Sequence[Immutable], explained: set[Immutable], spec_path: str,
                  name: str) -> list[Problem]:
-    """The rendered changes no spec field explains, each as itself, but in the objects no
-    spec field's change refuses already."""
+    """The rendered changes no spec field explains, each a problem of its own, in the objects
+    no spec field's change refuses already."""
     # What no spec field explains in an object a spec field's change already refuses is that
     # change's consequence (a JobSet's TF_CONFIG, in every role, lists the workers a replicas
     # count names): the rerun the problem asks for takes it too.
