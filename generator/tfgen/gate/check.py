@@ -185,26 +185,46 @@ class Gate:
         options = asdict(self.options)
         tools, remembers = self.tools(), self.renderer.remembers
         run_key = self.keys.run(tools, options, base_commit, self.inputs.digest)
-        stored = self.cache.get("check", run_key) if remembers else None
-        if stored is not None and unchanged((known := CheckResult.from_json(stored)).reads):
+        known = self.stored(run_key) if remembers else None
+        if known is not None:
             return known
         # --base compares every experiment with another revision: no ledger
         ledger_key = (self.keys.ledger(str(self.root.resolve()), tools, options)
                       if remembers and not base_commit else None)
-        found = self.check(self.scope(ledger_key), progress)
-        if not found.scope.whole and not self.holds(found):
-            found = self.check(WHOLE, progress)  # says what was found, as a full check does
-        if ledger_key and self.holds(found):
-            self.keep(ledger_key, found)
+        found = self.passed(ledger_key, progress)
         result = found.result
-        result.notes = [note for note in (self.renderer.slow_path_note(result.applications),
-                                          self.kubeconform_note(found.scope)) if note]
+        result.notes = self.notes(found)
         if remembers:
             self.cache.put("check", run_key, result.to_json())
         committed = tracked_problem(self.root)  # then the cache above was neither read nor written
         if committed is not None:
             result.problems = sorted({*result.problems, committed})
         return result
+
+    def stored(self, run_key: str) -> CheckResult | None:
+        """The result of the last identical run, while what it read beyond its snapshot is
+        as it was."""
+        stored = self.cache.get("check", run_key)
+        if stored is None:
+            return None
+        known = CheckResult.from_json(stored)
+        return known if unchanged(known.reads) else None
+
+    def passed(self, ledger_key: str | None, progress: Progress | None) -> Pass:
+        """A pass over the experiments changed since the last all-clear run, when its ledger
+        stands, else over the whole repository; an all-clear pass's ledger kept."""
+        found = self.check(self.scope(ledger_key), progress)
+        if not found.scope.whole and not self.holds(found):
+            found = self.check(WHOLE, progress)  # says what was found, as a full check does
+        if ledger_key and self.holds(found):
+            self.keep(ledger_key, found)
+        return found
+
+    def notes(self, found: Pass) -> list[str]:
+        """The lines said beside a pass's result: helm off its fast path, kubeconform's cost."""
+        notes = (self.renderer.slow_path_note(found.result.applications),
+                 self.kubeconform_note(found.scope))
+        return [note for note in notes if note]
 
     def kubeconform_note(self, scope: Scope) -> str | None:
         """One line when --validator auto took kubeconform on and it read every object."""
@@ -262,13 +282,7 @@ class Gate:
         problems += found + verdict.collisions(rendered, scope.identities())
         if self.options.validator != "builtin":
             problems += verdict.kubeconform_problems(rendered, stage.judge.validator)
-        if self.options.base:
-            problems += immutability.base_problems(
-                self.root, self.options.base, rendered, self.config.kubernetes_version,
-                self.renderer)
-            problems += retained.retained_problems(
-                self.root, self.options.base, rendered, self.config.kubernetes_version,
-                self.renderer)
+        problems += self.revision_problems(rendered)
         kept = scope.kept()
         result = CheckResult(
             problems=sorted(set(problems)),
@@ -280,10 +294,19 @@ class Gate:
             cache_hits=reused + len(kept),
             reads={**(scope.before.reads if scope.before else {}),
                    **self.reads(resolution.applications)})
-        facts = {e.name: specs.facts[e.shown] for e in specs.experiments}
-        warnings = {e.name: specs.warnings[e.shown] for e in specs.experiments
-                    if e.shown in specs.warnings}
+        facts, warnings = _by_name(specs)
         return Pass(scope, result, resolution.applications, facts, rendered, warnings)
+
+    def revision_problems(self, rendered: list[verdict.AppObjects]) -> list[Problem]:
+        """What a live run cannot take from the --base revision to this one (`revisions/`)."""
+        if not self.options.base:
+            return []
+        problems = immutability.base_problems(
+            self.root, self.options.base, rendered, self.config.kubernetes_version,
+            self.renderer)
+        return problems + retained.retained_problems(
+            self.root, self.options.base, rendered, self.config.kubernetes_version,
+            self.renderer)
 
     def holds(self, found: Pass) -> bool:
         """Whether a pass's all-clear can stand for the next run (`ledger.keeps`)."""
@@ -353,6 +376,18 @@ class Gate:
                                       elsewhere=scope.owned())
         return [replace(p, path=layout.shown(p.path, self.root))
                 for p in plan.problems + render.drift_problems(plan)]
+
+
+def _by_name(specs: ValidationResult
+             ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[Problem, ...]]]:
+    """Each valid experiment's facts and its own warnings, by name (what the ledger keeps)."""
+    facts: dict[str, dict[str, Any]] = {}
+    warnings: dict[str, tuple[Problem, ...]] = {}
+    for experiment in specs.experiments:
+        facts[experiment.name] = specs.facts[experiment.shown]
+        if experiment.shown in specs.warnings:
+            warnings[experiment.name] = specs.warnings[experiment.shown]
+    return facts, warnings
 
 
 def unchanged(reads: Mapping[str, str]) -> bool:

@@ -167,9 +167,7 @@ def resolve_applications(
     source = _source(repo_root, problems)
     if source is None:
         return Resolution([], problems)
-    rels = (_generator_files(repo_root, source.globs) if among is None else sorted(
-        rel for rel in among
-        if _generates(source.globs, rel) and os.path.isfile(repo_root / rel)))
+    rels = _files_to_resolve(repo_root, source.globs, among)
     known = remembered.recall(source.content, rels) if remembered else {}
     for rel in rels:
         resolved = known.get(rel)
@@ -297,6 +295,16 @@ def _generator_files(repo_root: Path, globs: Sequence[str]) -> list[str]:
                   if _generates(globs, f"{below}/{name}")
                   and os.path.isfile(os.path.join(folder, name))]
     return sorted(found)
+
+
+def _files_to_resolve(repo_root: Path, globs: Sequence[str],
+                      among: Collection[str] | None) -> list[str]:
+    """The generator files to resolve, sorted: every one the globs match, else those of
+    `among` that they match and that exist."""
+    if among is None:
+        return _generator_files(repo_root, globs)
+    return sorted(rel for rel in among
+                  if _generates(globs, rel) and os.path.isfile(repo_root / rel))
 
 
 def _generates(globs: Sequence[str], rel: str) -> bool:

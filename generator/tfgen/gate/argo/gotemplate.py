@@ -35,15 +35,25 @@ def compiled(node: Any) -> _Fill:
     if isinstance(node, str):
         return _compiled_text(node) if "{{" in node else _Constant(node)
     if isinstance(node, dict):
-        keys = [compiled(key) for key in node]
-        values = [compiled(value) for value in node.values()]
-        if all(isinstance(key, _Constant) for key in keys):
-            return _filled_copy(node, list(node), values)
-        pairs = list(zip(keys, values, strict=True))  # a placeholder in a key: built anew
-        return lambda params: {key(params): value(params) for key, value in pairs}
+        return _compiled_mapping(node)
     if isinstance(node, list):
         return _filled_copy(node, range(len(node)), [compiled(value) for value in node])
     return _Constant(node)
+
+
+def _compiled_mapping(node: dict[Any, Any]) -> _Fill:
+    """A mapping's template: a filled copy when its keys are constant, else (a placeholder in
+    a key) a mapping built anew from the filled keys and values."""
+    keys = [compiled(key) for key in node]
+    values = [compiled(value) for value in node.values()]
+    if all(isinstance(key, _Constant) for key in keys):
+        return _filled_copy(node, list(node), values)
+    pairs = list(zip(keys, values, strict=True))
+
+    def built(params: Mapping[str, Any]) -> dict[Any, Any]:
+        return {key(params): value(params) for key, value in pairs}
+
+    return built
 
 
 def _filled_copy(node: dict[Any, Any] | list[Any], positions: Sequence[Any],

@@ -15,6 +15,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...errors import InputError, OptionsError
 from ...problems import Problem, errors_of
@@ -102,14 +103,22 @@ def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
             checked, _ = check_file(path, shown, read_file(path, shown, config.root), config)
         except LoadError:
             continue
-        data = checked.data if checked is not None else None
-        spec = data.get("spec") if isinstance(data, dict) else None
-        metadata = (data.get("metadata") or {}) if data else {}
-        namespace, name = metadata.get("namespace"), metadata.get("name")
-        if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
-            continue
-        found[str(name)] = (namespace, team.gpus(spec) if team.holds_quota(spec) else 0)
+        request = _gpu_request(checked.data if checked is not None else None)
+        if request is not None:
+            name, namespace_gpus = request
+            found[name] = namespace_gpus
     return found
+
+
+def _gpu_request(data: Any) -> tuple[str, tuple[str, int]] | None:
+    """One loaded spec's experiment name, with its namespace and the GPUs it requests (0 when
+    not active); None when it names no namespace or has no spec."""
+    spec = data.get("spec") if isinstance(data, dict) else None
+    metadata = (data.get("metadata") or {}) if data else {}
+    namespace, name = metadata.get("namespace"), metadata.get("name")
+    if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
+        return None
+    return str(name), (namespace, team.gpus(spec) if team.holds_quota(spec) else 0)
 
 
 def gpus_by_namespace(experiments: dict[str, tuple[str, int]]) -> dict[str, int]:
@@ -162,8 +171,7 @@ def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
-        status = ("added" if a is None else "changed" if b is not None
-                  else "kept" if key in keeps else "removed")
+        status = _object_status(a, b, kept=key in keeps)
         text = "".join(difflib.unified_diff(
             (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
             f"a/{label}" if a is not None else "/dev/null",
@@ -173,10 +181,101 @@ def diff_manifests(experiment: str, before: str, after: str) -> list[ObjectDiff]
     return out
 
 
+def _object_status(before: str | None, after: str | None, *, kept: bool) -> str:
+    """How an object that differs changes; one removed from Git that Argo CD keeps is `kept`."""
+    if before is None:
+        return "added"
+    if after is not None:
+        return "changed"
+    return "kept" if kept else "removed"
+
+
 def _render(
     renderer: BatchRenderer, apps: Sequence[ResolvedApplication], kube: str
 ) -> dict[str, RenderResult]:
     return {r.job.name: r for r in renderer.render(jobs_for(apps, kube))}
+
+
+@dataclass(frozen=True)
+class _Gpus:
+    """The GPUs each experiment requests (`gpus_by_experiment`) at the base and now; `before`
+    is None when the base's tfgen.yaml is not valid (its GPUs are unknown)."""
+
+    before: dict[str, tuple[str, int]] | None
+    now: dict[str, tuple[str, int]]
+
+    def table(self, config: RepoConfig) -> list[NamespaceGpus]:
+        """The namespaces' GPUs on both sides (`gpu_table`)."""
+        before = None if self.before is None else gpus_by_namespace(self.before)
+        return gpu_table(config, before, gpus_by_namespace(self.now))
+
+    def change(self, name: str, status: str) -> ExperimentChange:
+        """The experiment's change, with the GPUs it requests on each side."""
+        before = None if self.before is None or name not in self.before else self.before[name][1]
+        return ExperimentChange(name, status, before,
+                                self.now[name][1] if name in self.now else None)
+
+
+def _gpus_at(root: Path, ref: str) -> dict[str, tuple[str, int]] | None:
+    """`gpus_by_experiment` at `ref`; None when the base's tfgen.yaml is not valid."""
+    with base.tree_at(root, ref) as tree:
+        try:
+            return gpus_by_experiment(load_config(cwd=tree))
+        except InputError:  # the base's tfgen.yaml is not valid: its GPUs are unknown
+            return None
+
+
+def _in_scope(apps: Sequence[ResolvedApplication], scope: set[str] | None
+              ) -> list[ResolvedApplication]:
+    """The Applications of the experiments in scope (all of them when the scope is None)."""
+    return [a for a in apps if scope is None or a.name in scope]
+
+
+def _render_sides(
+    root: Path, ref: str, renderer: BatchRenderer, kube: str, names: Sequence[str],
+) -> tuple[dict[str, RenderResult], dict[str, RenderResult], list[CopyDiff]]:
+    """The experiments in scope (touched since `ref`, only those in `names` when given)
+    rendered at `ref` and now, and what the added copies change in their sources' specs."""
+    scope = base.changed_experiments(root, ref)
+    now_all = resolve_applications(root).applications
+    with base.tree_at(root, ref) as tree:
+        base_all = resolve_applications(tree).applications
+        if names:
+            _known(names, {a.name for a in (*now_all, *base_all)}, ref)
+            scope = set(names) if scope is None else scope & set(names)
+        before = _render(renderer, _in_scope(base_all, scope), kube)
+        now_apps = _in_scope(now_all, scope)
+        existing = {a.name for a in base_all}
+        copies = copy_diffs(root, tree, [a.name for a in now_apps if a.name not in existing])
+    return before, _render(renderer, now_apps, kube), copies
+
+
+def _helm_problems(name: str, old: RenderResult | None, new: RenderResult | None
+                   ) -> list[Problem]:
+    """helm's error on either side of one experiment, as problems (its objects are then not
+    diffed)."""
+    problems = []
+    for side, rendered in (("base", old), ("now", new)):
+        if rendered is not None and rendered.error:
+            problems.append(Problem(
+                layout.generated_folder(name), pointer=f"helm template ({side})",
+                message=" ".join(rendered.error.split())))
+    return problems
+
+
+def _compare(result: DiffResult, name: str, old: RenderResult | None, new: RenderResult | None,
+             gpus: _Gpus) -> None:
+    """Add to `result` one experiment's helm errors, else its object diffs and its change."""
+    problems = _helm_problems(name, old, new)
+    result.problems += problems
+    if problems:
+        return
+    diffs = diff_manifests(name, old.manifest if old else "", new.manifest if new else "")
+    if diffs:
+        result.experiments.append(name)
+        result.diffs += diffs
+        status = "added" if old is None else "removed" if new is None else "changed"
+        result.changes.append(gpus.change(name, status))
 
 
 def run_diff(
@@ -193,53 +292,18 @@ def run_diff(
     config = load_config(cwd=root)
     root = config.root
     base.resolve(root, ref)  # a bad --base is a usage error before any work
-    with base.tree_at(root, ref) as tree:
-        try:
-            base_gpus: dict[str, tuple[str, int]] | None = gpus_by_experiment(
-                load_config(cwd=tree))
-        except InputError:  # the base's tfgen.yaml is not valid: its GPUs are unknown
-            base_gpus = None
-    now_gpus = gpus_by_experiment(config)
-    table = gpu_table(config, None if base_gpus is None else gpus_by_namespace(base_gpus),
-                      gpus_by_namespace(now_gpus))
+    gpus = _Gpus(_gpus_at(root, ref), gpus_by_experiment(config))
+    table = gpus.table(config)
     specs = validate_repo(cwd=root)
     if errors_of(specs.problems):  # (warnings leave the diff whole: `tfgen check` says them)
         return DiffResult(base=ref, problems=errors_of(specs.problems), gpus=table)
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
-    scope = base.changed_experiments(root, ref)
     result = DiffResult(base=ref, gpus=table)
-    now_all = resolve_applications(root).applications
-    with base.tree_at(root, ref) as tree:
-        base_all = resolve_applications(tree).applications
-        if names:
-            _known(names, {a.name for a in (*now_all, *base_all)}, ref)
-            scope = set(names) if scope is None else scope & set(names)
-        base_apps = [a for a in base_all if scope is None or a.name in scope]
-        before = _render(renderer, base_apps, config.kubernetes_version)
-        now_apps = [a for a in now_all if scope is None or a.name in scope]
-        existing = {a.name for a in base_all}
-        result.copies = copy_diffs(root, tree, [a.name for a in now_apps
-                                                if a.name not in existing])
-    after = _render(renderer, now_apps, config.kubernetes_version)
+    before, after, result.copies = _render_sides(root, ref, renderer, config.kubernetes_version,
+                                                 names)
     for name in sorted(set(before) | set(after)):
-        old, new = before.get(name), after.get(name)
-        for side, rendered in (("base", old), ("now", new)):
-            if rendered is not None and rendered.error:
-                result.problems.append(Problem(
-                    layout.generated_folder(name), pointer=f"helm template ({side})",
-                    message=" ".join(rendered.error.split())))
-        if (old and old.error) or (new and new.error):
-            continue
-        diffs = diff_manifests(name, old.manifest if old else "", new.manifest if new else "")
-        if diffs:
-            result.experiments.append(name)
-            result.diffs += diffs
-            status = "added" if old is None else "removed" if new is None else "changed"
-            result.changes.append(ExperimentChange(
-                name, status,
-                None if base_gpus is None or name not in base_gpus else base_gpus[name][1],
-                now_gpus[name][1] if name in now_gpus else None))
+        _compare(result, name, before.get(name), after.get(name), gpus)
     return result
 
 

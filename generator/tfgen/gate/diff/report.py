@@ -55,13 +55,21 @@ def objects_cell(diffs: Sequence[ObjectDiff]) -> str:
     return "; ".join(parts)
 
 
+def _gpus_side(gpus: int | None, *, exists: bool) -> str:
+    """One side of the GPUs cell: `none` where the experiment is not, `?` where its spec could
+    not be read."""
+    if not exists:
+        return "none"
+    return "?" if gpus is None else str(gpus)
+
+
 def gpus_cell(change: ExperimentChange, arrow: str = "->") -> str:
     """`none -> 3`, `3 -> 4 (+1)`, `3` when unchanged, `?` for a side that could not be read."""
     before, after = change.gpus_before, change.gpus_after
     if change.status == "changed" and before == after:
-        return "?" if after is None else str(after)
-    old = "none" if change.status == "added" else "?" if before is None else str(before)
-    new = "none" if change.status == "removed" else "?" if after is None else str(after)
+        return _gpus_side(after, exists=True)
+    old = _gpus_side(before, exists=change.status != "added")
+    new = _gpus_side(after, exists=change.status != "removed")
     delta = ""
     if before is not None and after is not None and before != after:
         delta = f" ({after - before:+d})"
@@ -113,14 +121,20 @@ def _copy_words(copy: CopyDiff) -> str:
             + ("" if copy.diff else ": nothing"))
 
 
-def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
-    if not result.changes:
-        return ""
+def _text_table(result: DiffResult) -> list[str]:
+    """The summary table for a terminal, each column as wide as its widest cell (but the last,
+    which nothing follows)."""
     rows = [("EXPERIMENT", "CHANGE", "OBJECTS", "GPUS")]
     rows += [(c.name, c.status, objects_cell(diffs), gpus_cell(c)) for c, diffs in _rows(result)]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-             + "  " + row[3] for row in rows]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  " + row[3] for row in rows]
+
+
+def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
+    if not result.changes:
+        return ""
+    lines = _text_table(result)
     for copy in result.copies:  # a copy is read against its source, before its objects
         lines += ["", f"=== {_copy_words(copy)}", _clip(copy.diff, max_object_lines).rstrip("\n")]
     if full:
@@ -155,14 +169,10 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
         return "\n".join(head) + "\n"
     head += [f"{_what_changed(result)}.", "",
              "| Experiment | Change | Objects | GPUs |", "| --- | --- | --- | --- |"]
-    rows = _rows(result)
-    for i, (c, diffs) in enumerate(rows):
-        row = f"| `{c.name}` | {c.status} | {objects_cell(diffs)} | {gpus_cell(c, '→')} |"
-        if sum(len(line) + 1 for line in head) + len(row) > max_chars - NOTE_ROOM:
-            head += ["", f"_{counted(len(rows) - i, 'more experiment')} not shown (comment "
-                         f"size limit); run `tfgen diff --base {result.base}` locally._"]
-            return "\n".join(head) + "\n"
-        head.append(row)
+    rows, cut = _markdown_rows(result, sum(len(line) + 1 for line in head), max_chars)
+    head += rows
+    if cut:
+        return "\n".join(head) + "\n"
     out = "\n".join(head) + "\n"
     for copy in result.copies:
         block = (f"\n**{_copy_words(copy).replace(copy.name, f'`{copy.name}`', 1)}**\n\n"
@@ -171,6 +181,28 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
             out += block
     if not full:
         return out + f"\nEvery object in full: `tfgen diff --base {result.base} --full`.\n"
+    return _with_details(out, result, max_chars, max_object_lines)
+
+
+def _markdown_rows(result: DiffResult, used: int, max_chars: int) -> tuple[list[str], bool]:
+    """The table's rows, one per experiment, while the comment (`used` characters so far)
+    stays under `max_chars`; whether rows were cut (the last lines then a note saying so)."""
+    rows = _rows(result)
+    lines: list[str] = []
+    for i, (c, diffs) in enumerate(rows):
+        row = f"| `{c.name}` | {c.status} | {objects_cell(diffs)} | {gpus_cell(c, '→')} |"
+        if used + len(row) > max_chars - NOTE_ROOM:
+            note = (f"_{counted(len(rows) - i, 'more experiment')} not shown (comment size "
+                    f"limit); run `tfgen diff --base {result.base}` locally._")
+            return [*lines, "", note], True
+        lines.append(row)
+        used += len(row) + 1
+    return lines, False
+
+
+def _with_details(out: str, result: DiffResult, max_chars: int, max_object_lines: int) -> str:
+    """The comment `out` followed by every object's diff in one collapsed block, as many as
+    fit under `max_chars`, and a note on those left out."""
     out += (f"\n<details><summary>Every object in full "
             f"({counted(len(result.diffs), 'object')})</summary>\n\n")
     closing = "</details>\n"

@@ -149,15 +149,7 @@ def errors_in(message: str, doc: dict[str, Any], scratch: str) -> list[tuple[str
     """(`$.pointer`, what is wrong) of each field kubeconform's message about one object finds
     wrong, its innermost errors there joined; a message of another form whole, without the
     `scratch` folder's path (a kind without a schema points at `$.kind`, as builtin's does)."""
-    parts = _AT.split(message)
-    found = [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
-    where = [path for path, _ in found]
-    leaves: dict[str, list[str]] = {}
-    for path, text in found:
-        if text != _ENCLOSING or not any(q.startswith(f"{path}/") for q in where):
-            said = leaves.setdefault(json_pointer(_segments(path, doc)), [])
-            if in_words(text) not in said:
-                said.append(in_words(text))
+    leaves = _field_errors(message, doc)
     if leaves:
         return [(pointer, "; ".join(texts)) for pointer, texts in sorted(leaves.items())]
     unreadable = _UNREADABLE.search(message)
@@ -167,6 +159,21 @@ def errors_in(message: str, doc: dict[str, Any], scratch: str) -> list[tuple[str
         return [(pointer, f"got {got}, want {'object' if want == 'struct' else want}")]
     text = message.replace(f"file://{scratch}", "").replace(scratch, "").strip()
     return [("$.kind" if text.startswith(_NO_SCHEMA) else "$", text)]
+
+
+def _field_errors(message: str, doc: dict[str, Any]) -> dict[str, list[str]]:
+    """`$.pointer` -> what kubeconform's message finds wrong there, each said once; a field
+    said only to hold failing fields (`validation failed`) is left to the fields it holds."""
+    parts = _AT.split(message)
+    found = [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+    where = [path for path, _ in found]
+    leaves: dict[str, list[str]] = {}
+    for path, text in found:
+        if text != _ENCLOSING or not any(q.startswith(f"{path}/") for q in where):
+            said = leaves.setdefault(json_pointer(_segments(path, doc)), [])
+            if in_words(text) not in said:
+                said.append(in_words(text))
+    return leaves
 
 
 def _index(entry: dict[str, Any], scratch: str) -> int:

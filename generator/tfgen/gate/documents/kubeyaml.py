@@ -77,15 +77,22 @@ def _go_number(text: str) -> int | float | None:
     if text.startswith("."):
         return float(text) if _GO_FLOAT.fullmatch(text) else None
     plain = text.replace("_", "")
-    try:
-        octal = plain.lstrip("+-")
-        value = int(plain, 8 if len(octal) > 1 and octal[0] == "0" and octal.isdigit()
-                    else 0)
-    except ValueError:
-        value = None
-    if value is not None and -2**63 <= value < 2**64:
+    value = _go_int(plain)
+    if value is not None:
         return value
     return float(plain) if _GO_FLOAT.fullmatch(plain) else None
+
+
+def _go_int(plain: str) -> int | None:
+    """`plain` as Go's base-prefixed integer (0x, 0o, 0b, a leading 0 for octal), when it is
+    one of 64 bits; else None."""
+    digits = plain.lstrip("+-")
+    octal = len(digits) > 1 and digits[0] == "0" and digits.isdigit()
+    try:
+        value = int(plain, 8 if octal else 0)
+    except ValueError:
+        return None
+    return value if -2**63 <= value < 2**64 else None
 
 
 def _construct_number(loader: GoYamlLoader, node: Any) -> int | float | str:
@@ -134,11 +141,18 @@ def _for_strict_loader(chunk: str) -> bool:
     if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
     flow = "[" in chunk or "{" in chunk
-    if (flow and chunk.count("[") + chunk.count("{") > MAX_DEPTH // 2
-            or _DEEP_FIRST_LINE.match(chunk) or _DEEP_LINE.search(chunk)):
+    if _may_nest_too_deep(chunk, flow):
         return True
     places = (*_PLACES, _IN_FLOW) if flow else _PLACES
     return any(place.search(chunk) for place in places)
+
+
+def _may_nest_too_deep(chunk: str, flow: bool) -> bool:
+    """Whether `chunk` holds more than MAX_DEPTH // 2 flow collections (`flow`: it holds any),
+    or a line whose indentation and indicators could open MAX_DEPTH levels."""
+    if flow and chunk.count("[") + chunk.count("{") > MAX_DEPTH // 2:
+        return True
+    return bool(_DEEP_FIRST_LINE.match(chunk) or _DEEP_LINE.search(chunk))
 
 
 def load_document(chunk: str) -> Any:

@@ -105,6 +105,11 @@ class BatchStats:
     rendered: int = 0
 
 
+OnResult = Callable[[int, RenderResult], None]
+Pending = list[tuple[int, str]]  # jobs to render: (index among the jobs, cache key)
+Group = tuple[Path, str | None, tuple[str, ...]]  # chart, Kubernetes and API versions
+
+
 class BatchRenderer:
     """Renders RenderJobs through the real helm, batched, cached and in parallel."""
 
@@ -261,73 +266,76 @@ class BatchRenderer:
                                     and self.shortcuts.skip_schema),
         )
 
-    def _render_chunk(
-        self, jobs: Sequence[RenderJob], job_values: Sequence[dict[str, Any]], chart: ChartInfo,
-        kube_version: str | None, api_versions: tuple[str, ...],
-    ) -> str:
-        with tempfile.TemporaryDirectory(prefix="tfgen-batch-") as tmp:
-            cmd = self.umbrella_command(Path(tmp), job_values, chart, jobs[0].namespace,
-                                        kube_version, api_versions)
-            self.stats.helm_processes += 1
-            return helm_mod.run(cmd)
+    def _batches(self, count: int, chart: ChartInfo) -> bool:
+        """Whether `count` jobs of this chart share a helm process (`defaults_agree` asked)."""
+        return (count > 1 and chart.batchable and self.shortcuts.batch
+                and self.defaults_agree(chart))
+
+    def _checked_values(self, read: Sequence[dict[str, Any] | None], chart: ChartInfo
+                        ) -> tuple[list[dict[str, Any]], list[int]]:
+        """The jobs' values as helm computes them, and the indices of the jobs to render alone
+        (values unreadable or failing the values schema: helm's own verdict and message)."""
+        validator = chart.values_validator
+        checked: list[dict[str, Any]] = []
+        alone: list[int] = []
+        for index, merged in enumerate(read):
+            values = self.over_defaults(merged, chart)
+            if values is None or (validator is not None and not validator.is_valid(values)):
+                alone.append(index)
+            else:
+                checked.append(values)
+        return checked, alone
+
+    def _render_apart(self, jobs: Sequence[RenderJob], alone: Sequence[int]) -> list[RenderResult]:
+        """The jobs at `alone` (ascending) one by one, the others together again, in order."""
+        by_index = {i: self.render_single(jobs[i]) for i in alone}
+        keep = [i for i in range(len(jobs)) if i not in by_index]
+        passed = self._render_group([jobs[i] for i in keep]) if keep else []
+        by_index.update(zip(keep, passed, strict=True))
+        return [by_index[i] for i in range(len(jobs))]
+
+    def _after_failure(self, jobs: Sequence[RenderJob], error: HelmError) -> list[RenderResult]:
+        """A batch helm failed, again: the subcharts helm names (`charts/e00042/...`, `e00042:`)
+        alone for their own message, the rest together; bisected when it names none."""
+        named = {i for i in aliases_named(error.message) if i < len(jobs)}
+        if named:
+            return self._render_apart(jobs, sorted(named))
+        middle = len(jobs) // 2
+        return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
 
     def _render_group(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Render jobs sharing chart/kube version/api versions; bisect on failure."""
         chart = self.chart(jobs[0].chart)
-        if (len(jobs) == 1 or not chart.batchable or not self.shortcuts.batch
-                or not self.defaults_agree(chart)):
+        if not self._batches(len(jobs), chart):
             return [self.render_single(job) for job in jobs]
         read = [files_merged(job.values_files) for job in jobs]
-        values_of = [self.over_defaults(merged, chart) for merged in read]
-        validator = chart.values_validator
-        alone = [i for i, values in enumerate(values_of)
-                 if values is None or (validator is not None and not validator.is_valid(values))]
+        job_values, alone = self._checked_values(read, chart)
         if alone:
-            by_index = {i: self.render_single(jobs[i]) for i in alone}
-            keep = [i for i in range(len(jobs)) if i not in by_index]
-            passed = self._render_group([jobs[i] for i in keep]) if keep else []
-            by_index.update(zip(keep, passed, strict=True))
-            return [by_index[i] for i in range(len(jobs))]
-        job_values = [values for values in values_of if values is not None]
+            return self._render_apart(jobs, alone)
         try:
-            text = self._render_chunk(jobs, job_values, chart, jobs[0].kube_version,
-                                      jobs[0].api_versions)
+            with tempfile.TemporaryDirectory(prefix="tfgen-batch-") as tmp:
+                cmd = self.umbrella_command(Path(tmp), job_values, chart, jobs[0].namespace,
+                                            jobs[0].kube_version, jobs[0].api_versions)
+                self.stats.helm_processes += 1
+                text = helm_mod.run(cmd)
         except HelmError as exc:
-            # helm names the failing subcharts (`charts/e00042/templates/...` for a template
-            # error, `e00042:` in a schema report): render those alone for their own message
-            # and the rest again together; bisect when it names none.
-            named = {i for i in aliases_named(exc.message) if i < len(jobs)}
-            if named:
-                failing = [jobs[i] for i in sorted(named)]
-                rest = [job for i, job in enumerate(jobs) if i not in named]
-                by_job = {id(job): res for job, res in zip(
-                    failing, [self.render_single(job) for job in failing], strict=True)}
-                by_job.update({id(job): res for job, res in zip(
-                    rest, self._render_group(rest) if rest else [], strict=True)})
-                return [by_job[id(job)] for job in jobs]
-            middle = len(jobs) // 2
-            return self._render_group(jobs[:middle]) + self._render_group(jobs[middle:])
+            return self._after_failure(jobs, exc)
         parts = split_umbrella(text, chart.name)
-        return [
-            RenderResult(job, manifest=parts.get(alias(index), ""),
-                         values=None if merged is None else chart_facts.job_values(merged))
-            for index, (job, merged) in enumerate(zip(jobs, read, strict=True))
-        ]
+        return [RenderResult(job, manifest=parts.get(alias(index), ""),
+                             values=None if merged is None else chart_facts.job_values(merged))
+                for index, (job, merged) in enumerate(zip(jobs, read, strict=True))]
 
-    def render(
-        self, jobs: Sequence[RenderJob], on_progress: Progress | None = None
-    ) -> list[RenderResult]:
+    def render(self, jobs: Sequence[RenderJob], on_progress: Progress | None = None
+               ) -> list[RenderResult]:
         """Render every job (cache first); results in the order of `jobs`."""
         results: dict[int, RenderResult] = {}
         self.render_each(jobs, results.__setitem__, on_progress)
         return [results[i] for i in range(len(jobs))]
 
-    def _not_cached(self, jobs: Sequence[RenderJob],
-                    on_result: Callable[[int, RenderResult], None]
-                    ) -> dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]]:
+    def _not_cached(self, jobs: Sequence[RenderJob], on_result: OnResult) -> dict[Group, Pending]:
         """Hand each cached manifest to `on_result`; the others' (index, key), grouped by
         what one helm process can render together (chart, Kubernetes and API versions)."""
-        todo: dict[tuple[Path, str | None, tuple[str, ...]], list[tuple[int, str]]] = {}
+        todo: dict[Group, Pending] = {}
         keys = [self.key(job) for job in jobs]
         for start in range(0, len(jobs), 500):  # the cached manifests, a slice at a time
             known = self.cache.get_many("render", keys[start:start + 500])
@@ -341,23 +349,18 @@ class BatchRenderer:
                 todo.setdefault(group, []).append((index, key))
         return todo
 
-    def _chunks(self, jobs: Sequence[RenderJob],
-                todo: Mapping[Any, list[tuple[int, str]]]) -> list[list[tuple[int, str]]]:
+    def _chunks(self, jobs: Sequence[RenderJob], todo: Mapping[Group, Pending]) -> list[Pending]:
         """The jobs to render (`_not_cached`'s groups), in batches of one helm process each."""
-        chunks: list[list[tuple[int, str]]] = []
+        chunks: list[Pending] = []
         for members in todo.values():
             chart = self.chart(jobs[members[0][0]].chart)
-            if len(members) > 1 and chart.batchable and self.shortcuts.batch:
-                # asked once, here, rather than by every worker
-                self.defaults_agree(chart)
+            self._batches(len(members), chart)  # helm asked once, here, not by every worker
             size = self.batch_size(len(members))
             chunks += [members[i:i + size] for i in range(0, len(members), size)]
         return chunks
 
-    def render_each(
-        self, jobs: Sequence[RenderJob], on_result: Callable[[int, RenderResult], None],
-        on_progress: Progress | None = None,
-    ) -> None:
+    def render_each(self, jobs: Sequence[RenderJob], on_result: OnResult,
+                    on_progress: Progress | None = None) -> None:
         """Render every job (cache first), handing each result to `on_result(index, result)`
         as soon as its helm batch finishes and keeping none: a caller that judges and drops
         each manifest holds a few batches in memory, never the whole repository's."""
@@ -367,7 +370,7 @@ class BatchRenderer:
             on_progress(hits)
         chunks = self._chunks(jobs, todo)
 
-        def work(chunk: list[tuple[int, str]]) -> list[tuple[int, str, RenderResult]]:
+        def work(chunk: Pending) -> list[tuple[int, str, RenderResult]]:
             rendered = self._render_group([jobs[i] for i, _ in chunk])
             if on_progress:
                 on_progress(len(chunk))

@@ -16,7 +16,7 @@ pointing at `Kind/name $.path`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ...problems import Problem
@@ -42,8 +42,13 @@ def _annotations(obj: RenderedObject) -> dict[str, Any]:
 def kept_by_argo(obj: RenderedObject) -> bool:
     """Whether Argo CD leaves this object in the cluster when it stops rendering and when its
     Application is deleted (Prune=false and Delete=false): the PV and PVC, with the data."""
+    return not _missing_keep_options(obj)
+
+
+def _missing_keep_options(obj: RenderedObject) -> list[str]:
+    """The options of KEEP_OPTIONS that the object's sync-options annotation lacks."""
     options = [o.strip() for o in str(_annotations(obj).get(SYNC_OPTIONS, "")).split(",")]
-    return all(option in options for option in KEEP_OPTIONS)
+    return [o for o in KEEP_OPTIONS if o not in options]
 
 
 def _pod_specs(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -57,16 +62,23 @@ def _pod_specs(obj: RenderedObject) -> Iterable[tuple[str, dict[str, Any]]]:
             pod = template.template.get("spec")
             if isinstance(pod, dict):
                 yield f"{template.pointer}.spec", pod
-    elif obj.kind == "Pod":
-        yield "$.spec", spec
-    elif obj.kind == "CronJob":
-        pod = (((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {})
-        if isinstance(pod.get("spec"), dict):
-            yield "$.spec.jobTemplate.spec.template.spec", pod["spec"]
-    elif obj.kind in WORKLOAD_KINDS:
-        pod = (spec.get("template") or {}).get("spec")
-        if isinstance(pod, dict):
-            yield "$.spec.template.spec", pod
+        return
+    where, pod = _workload_pod_spec(obj.kind, spec)
+    if isinstance(pod, dict):
+        yield where, pod
+
+
+def _workload_pod_spec(kind: str, spec: dict[str, Any]) -> tuple[str, Any]:
+    """(pointer, what is there) of the pod spec of a workload that is no runtime's job (its
+    pod spec when a mapping); ("", None) for a kind that runs no pods."""
+    if kind == "Pod":
+        return "$.spec", spec
+    if kind == "CronJob":
+        template = (((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {})
+        return "$.spec.jobTemplate.spec.template.spec", template.get("spec")
+    if kind in WORKLOAD_KINDS:
+        return "$.spec.template.spec", (spec.get("template") or {}).get("spec")
+    return "", None
 
 
 # --- the training job ------------------------------------------------------------------------
@@ -166,16 +178,24 @@ def run_job_problems(
     others = sorted(o.ref for o in jobs if o.kind != kind)
     if names == sorted(expected) and not others:
         return []
-    missing = sorted(set(expected) - set(names))
-    extra = sorted(set(names) - set(expected))
-    said = "; ".join(x for x in (
-        f"missing {', '.join(missing)}" if missing else "",
-        f"not a run of this experiment: {', '.join(extra)}" if extra else "",
-        f"not its runtime's kind: {', '.join(others)}" if others else "",
-        "a name twice" if not missing and not extra and not others else "") if x)
+    said = _jobs_against_runs(sorted(set(expected) - set(names)),
+                              sorted(set(names) - set(expected)), others)
     return [Problem(path, pointer=kind, message=f"the chart rendered {len(names)} {kind}s for "
                     f"this experiment; it must render one per run ({len(expected)}): {said}",
                     hint="check charts/tfjob-experiment/templates and the helm tfgen runs")]
+
+
+def _jobs_against_runs(missing: list[str], extra: list[str], others: list[str]) -> str:
+    """How the jobs rendered differ from the runs, in words: the runs with no job, the jobs of
+    no run, the jobs of another kind; else a name rendered twice."""
+    said = []
+    if missing:
+        said.append(f"missing {', '.join(missing)}")
+    if extra:
+        said.append(f"not a run of this experiment: {', '.join(extra)}")
+    if others:
+        said.append(f"not its runtime's kind: {', '.join(others)}")
+    return "; ".join(said) or "a name twice"
 
 
 def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
@@ -210,13 +230,8 @@ def _nas_only(pvs: list[RenderedObject], path: str) -> list[Problem]:
     for pv in pvs:
         raw = pv.doc.get("spec")
         spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        csi: dict[str, Any] = spec["csi"] if isinstance(spec.get("csi"), dict) else {}
-        flex: dict[str, Any] = (spec["flexVolume"] if isinstance(spec.get("flexVolume"), dict)
-                                else {})
         sources = [k for k, v in spec.items() if isinstance(v, dict) and k in _PV_SOURCES]
-        if (sources == ["csi"] and csi.get("driver") == chart.NAS_CSI_DRIVER
-                or sources == ["flexVolume"] and flex.get("driver") == chart.NAS_FLEX_DRIVER
-                or sources == ["nfs"]):
+        if _is_nas(spec, sources):
             continue
         out.append(pv.problem(path, "$.spec", f"volume source {', '.join(sources) or 'none'} "
                               "is not the NAS", f"csi with driver {chart.NAS_CSI_DRIVER}, "
@@ -233,6 +248,18 @@ _PV_SOURCES = frozenset({
 })
 
 
+# The NAS's volume sources, each with the driver it must name (nfs names none).
+_NAS_DRIVERS = {"csi": chart.NAS_CSI_DRIVER, "flexVolume": chart.NAS_FLEX_DRIVER, "nfs": None}
+
+
+def _is_nas(spec: dict[str, Any], sources: list[str]) -> bool:
+    """Whether a PV's spec, holding the volume `sources`, holds one only, the NAS's."""
+    if len(sources) != 1 or sources[0] not in _NAS_DRIVERS:
+        return False
+    driver = _NAS_DRIVERS[sources[0]]
+    return driver is None or spec[sources[0]].get("driver") == driver
+
+
 def _storage_kept(
     pvs: list[RenderedObject], pvcs: list[RenderedObject], path: str
 ) -> list[Problem]:
@@ -245,8 +272,7 @@ def _storage_kept(
                                   f"reclaim policy is {policy!r}; Delete/Recycle would wipe the "
                                   "NAS data with the volume", "Retain"))
     for obj in pvs + pvcs:
-        options = [o.strip() for o in str(_annotations(obj).get(SYNC_OPTIONS, "")).split(",")]
-        missing = [o for o in KEEP_OPTIONS if o not in options]
+        missing = _missing_keep_options(obj)
         if missing:
             out.append(obj.problem(path, f"$.metadata.annotations[{SYNC_OPTIONS!r}]",
                                    f"missing {', '.join(missing)}: Argo CD could delete this "
@@ -291,13 +317,18 @@ def _only_training_writes(objects: Sequence[RenderedObject], path: str) -> list[
         if runtimes.of_object(obj.api_version, obj.kind) or obj.kind not in WORKLOAD_KINDS:
             continue
         for where, pod in _pod_specs(obj):
-            claims = _claims(pod)
-            for kind in ("initContainers", "containers"):
-                for index, container in enumerate(pod.get(kind) or []):
-                    for mindex, mount in enumerate((container or {}).get("volumeMounts") or []):
-                        if mount.get("name") in claims and not mount.get("readOnly"):
-                            out.append(obj.problem(
-                                path, f"{where}.{kind}[{index}].volumeMounts[{mindex}]",
-                                "mounts the experiment's volume writable; only the "
-                                "training job writes to the NAS", "readOnly: true"))
+            for mount in _writable_claim_mounts(pod):
+                out.append(obj.problem(path, f"{where}.{mount}", "mounts the experiment's "
+                                       "volume writable; only the training job writes to the "
+                                       "NAS", "readOnly: true"))
     return out
+
+
+def _writable_claim_mounts(pod: dict[str, Any]) -> Iterator[str]:
+    """Where a pod spec mounts one of its claims writable (`containers[0].volumeMounts[1]`)."""
+    claims = _claims(pod)
+    for kind in ("initContainers", "containers"):
+        for index, container in enumerate(pod.get(kind) or []):
+            for mindex, mount in enumerate((container or {}).get("volumeMounts") or []):
+                if mount.get("name") in claims and not mount.get("readOnly"):
+                    yield f"{kind}[{index}].volumeMounts[{mindex}]"

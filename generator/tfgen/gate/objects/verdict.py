@@ -214,12 +214,19 @@ def collisions(rendered: Sequence[AppObjects],
             other = elsewhere.get(identity_digest(key)) if elsewhere else None
             if other is not None and other[0] != item.app.name:
                 out.append(_collision(item, key, other[1]))
+    return out + _shared(shared)
+
+
+def _shared(shared: Mapping[ObjectKey, list[AppObjects]]) -> list[Problem]:
+    """A collision for each experiment rendering an object that another experiment renders
+    too, naming the others' files."""
+    out = []
     for key, items in shared.items():
         if len({i.app.name for i in items}) < 2:
             continue
         for item in items:
-            out.append(_collision(item, key, ", ".join(sorted(
-                {o.path for o in items if o is not item}))))
+            others = sorted({o.path for o in items if o is not item})
+            out.append(_collision(item, key, ", ".join(others)))
     return out
 
 

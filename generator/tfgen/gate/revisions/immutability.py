@@ -24,9 +24,9 @@ from ...problems import Problem
 from ...repo import chart, layout
 from ...validate.yaml.document import PointerParts, pointer_text
 from ...validate.yaml.loader import load_file
-from ..argo.applications import resolve_applications
+from ..argo.applications import ResolvedApplication, resolve_applications
 from ..documents.manifests import parse_manifest
-from ..helm.batch import BatchRenderer, jobs_for
+from ..helm.batch import BatchRenderer, RenderResult, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
 from . import base
 from .livechanges import ABSENT, NEW_RUN_HINT, Immutable, full, immutability_changes
@@ -53,15 +53,25 @@ def _unretired(current: AppObjects) -> Problem:
 def _spec_leaves(old: Any, new: Any, parts: PointerParts = ()
                  ) -> list[tuple[PointerParts, Any, Any]]:
     """The innermost fields of a spec that differ: (pointer parts, old, new)."""
+    entries = _side_by_side(old, new)
+    if entries is None:
+        return [(parts, old, new)]
+    leaves = []
+    for key, a, b in entries:
+        if a != b:
+            leaves += _spec_leaves(a, b, (*parts, key))
+    return leaves
+
+
+def _side_by_side(old: Any, new: Any) -> list[tuple[Any, Any, Any]] | None:
+    """(key, old, new) of two mappings' entries, by key (ABSENT where one has none), or of
+    two lists' items of one length, by position; None for values compared whole."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [leaf for key in sorted(set(old) | set(new), key=str)
-                if old.get(key, ABSENT) != new.get(key, ABSENT)
-                for leaf in _spec_leaves(old.get(key, ABSENT), new.get(key, ABSENT),
-                                         (*parts, key))]
+        return [(key, old.get(key, ABSENT), new.get(key, ABSENT))
+                for key in sorted(set(old) | set(new), key=str)]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [leaf for index, (a, b) in enumerate(zip(old, new, strict=True)) if a != b
-                for leaf in _spec_leaves(a, b, (*parts, index))]
-    return [(parts, old, new)]
+        return [(index, a, b) for index, (a, b) in enumerate(zip(old, new, strict=True))]
+    return None
 
 
 def _shows(value: Any, rendered: Any) -> bool:
@@ -85,7 +95,7 @@ def located(changes: Sequence[Immutable], spec_path: str, old_spec: Any, name: s
     leaves = _spec_leaves(old_spec, document.data)
     out, explained = [], set()
     for parts, old, new in leaves:
-        touched = [c for c in changes if _shows(old, c.old) and _shows(new, c.new)]
+        touched = _showing(changes, old, new)
         if not touched or parts[:1] not in (("spec",), ("metadata",)):
             continue
         explained.update(touched)
@@ -96,13 +106,25 @@ def located(changes: Sequence[Immutable], spec_path: str, old_spec: Any, name: s
                            message=f"changed from {full(old)} to {full(new)}, which a "
                            f"started run cannot take: {why} ({parts_touched})",
                            hint=NEW_RUN_HINT.format(name=name)))
+    return out + _unexplained(changes, explained, spec_path, name)
+
+
+def _showing(changes: Sequence[Immutable], old: Any, new: Any) -> list[Immutable]:
+    """The rendered changes that show a spec field's old and new value (`_shows`)."""
+    return [c for c in changes if _shows(old, c.old) and _shows(new, c.new)]
+
+
+def _unexplained(changes: Sequence[Immutable], explained: set[Immutable], spec_path: str,
+                 name: str) -> list[Problem]:
+    """The rendered changes no spec field explains, each a problem of its own, in the objects
+    no spec field's change refuses already."""
     # What no spec field explains in an object a spec field's change already refuses is that
     # change's consequence (a JobSet's TF_CONFIG, in every role, lists the workers a replicas
     # count names): the rerun the problem asks for takes it too.
     refused = {c.ref for c in explained}
     rest = {(c.ref, c.pointer, c.message): c for c in changes
             if c not in explained and c.ref not in refused}
-    return out + [c.problem(spec_path, name) for c in rest.values()]
+    return [c.problem(spec_path, name) for c in rest.values()]
 
 
 def base_problems(
@@ -115,25 +137,37 @@ def base_problems(
     experiment that `ref` does not render (new, or `ref` predates tfgen) has nothing live to
     protect; every other failure is reported, never taken for "nothing to check".
     """
-    now = {item.app.name: item for item in rendered}
     with base.tree_at(root, ref) as tree:
-        before_apps = {a.name: a for a in resolve_applications(tree).applications}
-        pairs = [(before_apps[name], now[name]) for name in now if name in before_apps]
+        pairs = _with_base_apps(tree, rendered)
         out = [_unretired(current) for before, current in pairs
                if app_is_retired(before) and not app_is_retired(current.app)]
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
         for (_, current), before in zip(pairs, results, strict=True):
-            if before.error or before.manifest == current.manifest:
-                continue  # an experiment that did not render at the base was not running
-            try:
-                old_objects = parse_manifest(before.manifest)
-            except InputError:
-                continue  # the same: what the base rendered could not have been applied
-            changes = immutability_changes(old_objects, current.objects)
+            changes = _live_changes(before, current)
             if changes:
                 out += located(changes, current.path, _spec_at(tree, root, current.path),
                                current.app.name)
     return out
+
+
+def _with_base_apps(tree: Path, rendered: Sequence[AppObjects]
+                    ) -> list[tuple[ResolvedApplication, AppObjects]]:
+    """Each experiment rendered now that the base (exported to `tree`) generates an
+    Application for, with that Application."""
+    now = {item.app.name: item for item in rendered}
+    before_apps = {a.name: a for a in resolve_applications(tree).applications}
+    return [(before_apps[name], now[name]) for name in now if name in before_apps]
+
+
+def _live_changes(before: RenderResult, current: AppObjects) -> list[Immutable]:
+    """What a running experiment cannot take of the change from its render at the base."""
+    if before.error or before.manifest == current.manifest:
+        return []  # an experiment that did not render at the base was not running
+    try:
+        old_objects = parse_manifest(before.manifest)
+    except InputError:
+        return []  # the same: what the base rendered could not have been applied
+    return immutability_changes(old_objects, current.objects)
 
 
 def _spec_at(tree: Path, root: Path, shown: str) -> Any:
