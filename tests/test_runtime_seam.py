@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import REPO_ROOT, copy_repo_parts, template
+from helpers import REPO_ROOT, copy_repo_parts, node_paths, template
 from structure import PACKAGE
 from tfgen.cli import main
 from tfgen.gate.helm.command import find_helm
@@ -68,19 +68,17 @@ def test_the_room_itself_names_every_runtime() -> None:
         assert naming_of_runtimes(ROOM / f"{runtime.name}.py"), runtime.name
 
 
-def _enums(node: Any, where: str = "$") -> list[tuple[str, list[Any], Any]]:
+def _enums(schema: Any) -> list[tuple[str, list[Any], Any]]:
     """(where, enum, default) of every enum in a schema that lists a runtime."""
     names = {r.name for r in runtimes.RUNTIMES}
     out = []
-    if isinstance(node, dict):
-        enum = node.get("enum")
+    for path in [(), *node_paths(schema)]:
+        node = schema
+        for part in path:
+            node = node[part]
+        enum = node.get("enum") if isinstance(node, dict) else None
         if isinstance(enum, list) and names & set(map(str, enum)):
-            out.append((where, enum, node.get("default")))
-        for key, value in node.items():
-            out += _enums(value, f"{where}.{key}")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out += _enums(value, f"{where}[{index}]")
+            out.append(("$" + "".join(f"[{part!r}]" for part in path), enum, node.get("default")))
     return out
 
 
