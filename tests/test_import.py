@@ -25,7 +25,7 @@ import yaml
 from click.testing import CliRunner, Result
 from helpers import FIXTURES, REPO_ROOT, copy_repo_parts, node_paths, template
 from tfgen.cli import main
-from tfgen.importer.manifests import MAX_NODES, read_manifests
+from tfgen.importer.manifests import MAX_NODES, MAX_REPEATED, ManifestError, read_manifests
 from tfgen.importer.write import MODELINE
 from tfgen.repo import layout, naming
 
@@ -365,6 +365,25 @@ def test_refused_input(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.Mo
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "Traceback" not in result.output
     assert not (root / "experiments").exists()
+
+
+def _aliasing_list(items: int, values: int) -> str:
+    """A List whose first ConfigMap's data holds `values` values, aliased by `items` more."""
+    return ("apiVersion: v1\nkind: List\nitems:\n- &a {apiVersion: v1, kind: ConfigMap, "
+            "metadata: {name: a}, data: {k: [" + ", ".join(["x"] * values) + "]}}\n"
+            + "- *a\n" * items)
+
+
+def test_aliases_may_repeat_up_to_their_bound(tmp_path: Path) -> None:
+    # Each alias item repeats its anchor's 1,000 list values and the few around them.
+    fits, over = MAX_REPEATED // 1_100, MAX_REPEATED // 1_000
+    path = tmp_path / "list.yaml"
+    path.write_text(_aliasing_list(fits, 1_000))
+    assert len(read_manifests([path])) == fits + 1
+    path.write_text(_aliasing_list(over, 1_000))
+    copies = f"more than {MAX_REPEATED:,} values after expanding YAML aliases and merge keys are"
+    with pytest.raises(ManifestError, match=copies):
+        read_manifests([path])
 
 
 def test_input_is_read_as_kubernetes_reads_it(tmp_path: Path) -> None:

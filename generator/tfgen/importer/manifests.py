@@ -4,10 +4,10 @@ Input to `tfgen import` comes from anywhere (a tutorial, a cluster dump), so it 
 any other input: bytes through the one safe reader (`repo.files.read_input`), YAML as
 Kubernetes reads it (`gate.kubeyaml.StrictLoader`: go-yaml v2's booleans and numbers,
 duplicate keys refused), with a bound on the values a file may expand to (aliases and merge
-keys counted as the constructor would expand them, `gate.kubeyaml.expanded_size`), so a YAML
-bomb is refused at once. Each object remembers where it came from (file and line) and which of
-its fields the conversion used, so that every field left over can be listed
-(`Manifest.leftovers`).
+keys counted as the constructor would expand them, `gate.kubeyaml.expansion`), so a YAML
+bomb is refused at once, in time linear in the file's text. Each object remembers where it
+came from (file and line) and which of its fields the conversion used, so that every field
+left over can be listed (`Manifest.leftovers`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import yaml
 from yaml.nodes import Node
 
 from ..errors import InputError
-from ..gate.documents.kubeyaml import StrictLoader, expanded_size
+from ..gate.documents.kubeyaml import StrictLoader, expansion
 from ..gate.documents.manifests import KubeObject
 from ..repo import chart, runtimes
 from ..repo.files import read_input
@@ -40,6 +40,11 @@ MAX_BYTES = 128 << 20
 # ... and all of a file's documents and items together (a List of many items that each alias
 # one large anchor would otherwise construct it again for every item).
 MAX_FILE_NODES = 20_000_000
+# ... of which aliases and merge keys may repeat at most this many: what is constructed beyond
+# the file's own text. `kubectl get -o yaml` writes no aliases; a hand-written file repeats a
+# few lists. Without it, a List whose items alias one large anchor costs the constructor
+# seconds per megabyte before MAX_FILE_NODES refuses it.
+MAX_REPEATED = MAX_NODES
 KEPT_KINDS = frozenset({*runtimes.JOB_KINDS, chart.VOLUME, chart.CLAIM, "Deployment"})
 
 Path_ = tuple[str | int, ...]
@@ -66,7 +71,32 @@ class _ListLoader(_Loader, yaml.composer.Composer):  # type: ignore[misc,valid-t
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)  # type: ignore[call-arg]  # the C loader's, first in line
+        self.forget_anchors()
+
+    def forget_anchors(self) -> None:
+        """A new document: its anchors, and the sizes measured of them, start empty."""
         self.anchors: dict[str, Node] = {}
+        self.sizes: dict[int, int] = {}  # expanded size of each measured anchor, by id
+        self.fresh: list[Node] = []  # anchors composed since the last measure
+
+    def compose_sequence_node(self, anchor: str | None) -> Node:
+        return self._anchored(super().compose_sequence_node(anchor), anchor)
+
+    def compose_mapping_node(self, anchor: str | None) -> Node:
+        return self._anchored(super().compose_mapping_node(anchor), anchor)
+
+    def _anchored(self, node: Node, anchor: str | None) -> Node:
+        if anchor is not None:
+            self.fresh.append(node)
+        return node
+
+    def remember(self, sizes: dict[int, int]) -> None:
+        """Keep the sizes just measured of the fresh anchors: an alias of one in a later item
+        is measured at once (the anchors, and so their ids, live as long as the document)."""
+        for node in self.fresh:
+            if id(node) in sizes:
+                self.sizes[id(node)] = sizes[id(node)]
+        self.fresh = [node for node in self.fresh if id(node) not in self.sizes]
 
 
 _Loader.add_constructor(
@@ -170,18 +200,31 @@ def _expansion_refused(document: Node, shown: str, what: str) -> ManifestError:
         "expand exponentially are refused; export the objects again without them)")
 
 
-def _checked(node: Node, shown: str, budget: list[int]) -> Node:
-    """`node` when it expands to at most MAX_NODES values and the file's `budget` (one
-    counter, shared by its documents) holds them, else ManifestError."""
+@dataclass
+class _Budget:
+    """What the rest of one file may hold: values, and values that aliases repeat."""
+
+    values: int = MAX_FILE_NODES
+    repeated: int = MAX_REPEATED
+
+
+def _checked(node: Node, shown: str, budget: _Budget, loader: _ListLoader) -> Node:
+    """`node` when it expands to at most MAX_NODES values and the file's `budget` holds them
+    and what its aliases repeat, else ManifestError."""
     try:
-        size = expanded_size(node)
+        size, sizes = expansion(node, loader.sizes)
     except ValueError as exc:  # nested too deeply, or an alias that holds itself
         raise _expansion_refused(node, shown, str(exc)) from None
-    budget[0] -= size
-    if size > MAX_NODES or budget[0] < 0:
+    loader.remember(sizes)
+    budget.values -= size
+    budget.repeated -= size - len(sizes)  # walked once each: the values the text holds
+    if size > MAX_NODES or budget.values < 0:
         limit = f"{MAX_NODES:,}" if size > MAX_NODES else f"{MAX_FILE_NODES:,} in the file"
         raise _expansion_refused(node, shown, f"more than {limit} values after expanding "
                                  "YAML aliases and merge keys")
+    if budget.repeated < 0:
+        raise _expansion_refused(node, shown, f"more than {MAX_REPEATED:,} values after "
+                                 "expanding YAML aliases and merge keys are copies they make")
     return node
 
 
@@ -189,7 +232,7 @@ def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
     """(data, line) of each document of one file, and of each item of a List document as it
     is read (a List is never held whole)."""
     loader: Any = _ListLoader(text)
-    budget = [MAX_FILE_NODES]
+    budget = _Budget()
     try:
         loader.get_event()  # the stream's start
         while not loader.check_event(yaml.StreamEndEvent):
@@ -197,10 +240,10 @@ def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
             if loader.check_event(yaml.MappingStartEvent):
                 yield from _mapping_document(loader, shown, budget)
             else:
-                node = _checked(loader.compose_node(None, None), shown, budget)
+                node = _checked(loader.compose_node(None, None), shown, budget, loader)
                 yield loader.construct_document(node), node.start_mark.line + 1
             loader.get_event()  # the document's end
-            loader.anchors = {}
+            loader.forget_anchors()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
@@ -213,7 +256,7 @@ def _documents(text: str, shown: str) -> Iterator[tuple[Any, int]]:
         loader.dispose()
 
 
-def _mapping_document(loader: Any, shown: str, budget: list[int]
+def _mapping_document(loader: Any, shown: str, budget: _Budget
                       ) -> Iterator[tuple[Any, int]]:
     """A document that is a mapping: its `items` list streamed one item at a time (then it
     must be a List), else the whole mapping."""
@@ -227,14 +270,15 @@ def _mapping_document(loader: Any, shown: str, budget: list[int]
             streamed = True
             loader.get_event()
             while not loader.check_event(yaml.SequenceEndEvent):
-                node = _checked(loader.compose_node(None, None), shown, budget)
+                node = _checked(loader.compose_node(None, None), shown, budget, loader)
                 yield loader.construct_document(node), node.start_mark.line + 1
             loader.get_event()
         else:
             pairs.append((key, loader.compose_node(None, None)))
     end = loader.get_event()
     node = _checked(yaml.MappingNode("tag:yaml.org,2002:map", pairs, start.start_mark,
-                                     end.end_mark, flow_style=start.flow_style), shown, budget)
+                                     end.end_mark, flow_style=start.flow_style), shown, budget,
+                    loader)
     data = loader.construct_document(node)
     line = start.start_mark.line + 1
     if not streamed:

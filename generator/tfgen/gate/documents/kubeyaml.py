@@ -14,6 +14,7 @@ the same rules with duplicate keys taken, the last one winning, as helm takes th
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -200,23 +201,34 @@ def expanded_size(node: Any) -> int:
     expanded, as a constructor would build them; ValueError past MAX_DEPTH levels (a node that
     holds itself through an alias included). Counted in time linear in the nodes: a billion
     laughs is measured, not expanded."""
-    return _expanded(node, {}, 0)
+    return expansion(node)[0]
 
 
-def _expanded(node: Any, sizes: dict[int, int], depth: int) -> int:
+def expansion(node: Any, known: Mapping[int, int] | None = None) -> tuple[int, dict[int, int]]:
+    """`expanded_size(node)` and the size of every distinct node it walked, by id: as many
+    entries as the text holds nodes, so the difference is what aliases repeat. Nodes in
+    `known` (sizes measured before, of nodes still alive: anchors of the same document) are
+    not walked again, so an alias of an earlier anchor costs nothing to measure."""
+    sizes: dict[int, int] = {}
+    return _expanded(node, sizes, 0, known or {}), sizes
+
+
+def _expanded(node: Any, sizes: dict[int, int], depth: int, known: Mapping[int, int]) -> int:
     """How many values `node` holds with every alias expanded, each shared node counted once
     per use but worked out once (`sizes`, by node); ValueError past MAX_DEPTH levels (a node
     that holds itself through an alias included)."""
     if depth > MAX_DEPTH:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep (or an alias holds itself)")
-    known = sizes.get(id(node))
-    if known is not None:
-        return known
+    size = sizes.get(id(node))
+    if size is None:
+        size = known.get(id(node))
+    if size is not None:
+        return size
     if isinstance(node, yaml.SequenceNode):
-        total = 1 + sum(_expanded(item, sizes, depth + 1) for item in node.value)
+        total = 1 + sum(_expanded(item, sizes, depth + 1, known) for item in node.value)
     elif isinstance(node, yaml.MappingNode):
-        total = 1 + sum(_expanded(key, sizes, depth + 1) + _expanded(value, sizes, depth + 1)
-                        for key, value in node.value)
+        total = 1 + sum(_expanded(key, sizes, depth + 1, known)
+                        + _expanded(value, sizes, depth + 1, known) for key, value in node.value)
     else:
         total = 1
     sizes[id(node)] = total
