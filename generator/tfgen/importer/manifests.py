@@ -79,13 +79,15 @@ class _ListLoader(_Loader, yaml.composer.Composer):  # type: ignore[misc,valid-t
         self.sizes: dict[int, int] = {}  # expanded size of each measured anchor, by id
         self.fresh: list[Node] = []  # anchors composed since the last measure
 
-    def compose_sequence_node(self, anchor: str | None) -> Node:
-        return self._anchored(super().compose_sequence_node(anchor), anchor)
+    # `anchor` is the anchor's name or None (PyYAML's stubs say otherwise)
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+        node = super().compose_sequence_node(anchor)
+        if anchor is not None:
+            self.fresh.append(node)
+        return node
 
-    def compose_mapping_node(self, anchor: str | None) -> Node:
-        return self._anchored(super().compose_mapping_node(anchor), anchor)
-
-    def _anchored(self, node: Node, anchor: str | None) -> Node:
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        node = super().compose_mapping_node(anchor)
         if anchor is not None:
             self.fresh.append(node)
         return node
