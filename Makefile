@@ -1,9 +1,10 @@
 # One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
-# adds the test and lint stack and the Go tools of the tests and docs (helm-docs, kubeconform,
-# the referees in tests/go/; built with Go, a few minutes the first time); `make demo` runs the
-# main jobs on this repository; `make test` runs the test suite (what .ci/run calls), `make test-fast` all but the slow tests
-# (the inner loop); `make docs` regenerates the chart README's values table; `make example`
-# trains the README's run-local example.
+# adds the test and lint stack and the Go tools of the tests and docs (`make go-tools`:
+# helm-docs, kubeconform, the referees in tests/go/, built with Go); `make demo` runs the main
+# jobs on this repository; `make test` runs the whole test suite (what .ci/run calls), `make
+# test-fast` every test that needs neither a Go tool nor the lab, with no Go build (the inner
+# loop); `make docs` regenerates the chart README's values table; `make example` trains the
+# README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
@@ -54,10 +55,11 @@ example: setup
 test: dev
 	$(BIN)/python -m pytest
 
-# Everything but the tests marked slow (the hostile corpus, the wheel, the ledger's property
-# test): about a third of the full run's time, for the inner loop. CI runs them all (`make test`).
-test-fast: dev
-	$(BIN)/python -m pytest -m "not slow"
+# Every test that needs neither a Go tool nor the lab (markers `go`, `lab`), each property test
+# that drives helm on a fifth of its examples: the inner loop, in about a minute, with no Go
+# build. It ends with one line saying what it left out. CI runs everything (`make test`).
+test-fast: setup $(VENV)/.dev-installed
+	TFGEN_TESTS=fast $(BIN)/python -m pytest -m "not go and not lab"
 
 lint: dev
 	$(BIN)/ruff check generator tests scripts bench

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -61,14 +62,30 @@ def experiment(data: dict[str, Any], rel: str | None = None) -> Experiment:
     return Experiment.of(Path(rel), rel, rel, data)
 
 
+# `make test-fast` (TFGEN_TESTS=fast) runs each property test that drives helm on a fifth of
+# its examples, the inner loop's share; `make test` and CI run them all.
+FAST = os.environ.get("TFGEN_TESTS") == "fast"
+
+
+def examples(full: int) -> int:
+    """How many examples a property test of `full` examples runs in this run."""
+    return max(3, full // 5) if FAST else full
+
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The Go tools `make dev` builds (scripts/install_go_tools.py): helm-docs, kubeconform and the
 # referees of tests/go/. A test that needs one fails without it, naming `make dev`.
 GO_TOOLS = REPO_ROOT / ".tools" / "go"
 
 
+# Whether the running test is marked `go` (set by conftest before each test).
+MARKED_GO = False
+
+
 def go_tool(name: str) -> Path:
-    """The path of a Go tool of `make dev`; the test fails when it is not built."""
+    """The path of a Go tool of `make dev`; the test fails when it is not built, or when it is
+    not marked `go` (then `make test-fast`, which runs without Go, would fail on it)."""
+    assert MARKED_GO, f"a test that runs {name} must be marked go (@pytest.mark.go)"
     path = GO_TOOLS / name
     assert path.is_file(), f"{path.relative_to(REPO_ROOT)} is missing: run `make dev`"
     return path

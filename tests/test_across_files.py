@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import copy_repo_parts, mnist_written
+from helpers import copy_repo_parts, examples, mnist_written
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.render.insync import Memory
@@ -99,7 +99,7 @@ def assert_recalled_as_judged(root: Path) -> list[str]:
     return [p.message for p in fresh.problems]
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=examples(30), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(SPEC, min_size=2, max_size=4, unique_by=lambda c: c["file"]))
 def test_recalled_verdicts_are_judged_as_checked_ones(

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import GO_TOOLS, REPO_ROOT, copy_repo_parts, git, git_init
+from helpers import REPO_ROOT, copy_repo_parts, git, git_init, go_tool
 from hypothesis import given
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -194,17 +194,14 @@ def test_every_experiment_is_rendered_again_after(repo: Path, change: str) -> No
     assert not result.from_cache and result.cache_hits == 0 and result.helm_processes >= 1
 
 
-# the one `make dev` installs, as the kubeconform tests use it
-KUBECONFORM = str(GO_TOOLS / "kubeconform")
-
-
+@pytest.mark.go
 def test_kubeconform_on_path_keeps_the_ledger_and_is_said(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # --validator auto takes kubeconform on when it is there, as a team's CI image with helm
     # often has it: its verdicts stand in the ledger too, keyed by its build
     program = tmp_path / "bin" / "kubeconform"
     program.parent.mkdir()
-    shutil.copy2(KUBECONFORM, program)
+    shutil.copy2(go_tool("kubeconform"), program)  # the one the kubeconform tests use
     monkeypatch.setenv("TFGEN_KUBECONFORM", str(program))
     cold = check(repo)
     assert cold.ok and any("kubeconform" in note for note in cold.notes), cold.notes

@@ -568,6 +568,7 @@ def test_values_schema_is_self_contained_closed_and_documented() -> None:
     assert refs and all(ref.startswith("#/") for ref in refs)
 
 
+@pytest.mark.go
 def test_readme_values_table_is_what_helm_docs_writes(tmp_path: Path) -> None:
     """README.md is helm-docs' output from README.md.gotmpl and the `# --` comments of
     values.yaml, run as `make docs` runs it, into a copy: the committed one must be identical,

@@ -183,7 +183,7 @@ def test_converted_schemas_judge_the_crd_kinds() -> None:
     assert validator.errors({**jobset, "apiVersion": "jobset.x-k8s.io/v1"})[0][0] == "$.kind"
 
 
-@pytest.mark.slow
+@pytest.mark.go  # Go fetches the modules
 def test_kept_crds_are_what_their_go_modules_ship() -> None:
     """The Go module proxy serves each module (checked against the Go checksum database); the
     kept files must be those bytes."""

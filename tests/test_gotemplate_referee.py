@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from helpers import REPO_ROOT, go_tool
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +29,9 @@ from tfgen.gate.argo import applications
 from tfgen.gate.argo.gotemplate import TemplateError, compiled
 from tfgen.gate.documents.kubeyaml import load_document
 from tfgen.render.generated import dump_yaml
+
+pytestmark = pytest.mark.go  # runs a Go tool of `make go-tools`
+
 
 APPSET = REPO_ROOT / "argo" / "applicationset.yaml"
 # Argo CD's words for a missing key (Go's text/template with missingkey=error)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import node_paths, template
+from helpers import examples, node_paths, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
@@ -119,7 +119,7 @@ ROLE_LAYOUTS = st.fixed_dictionaries(
               "leader": st.sampled_from(["chief", "master"])})
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=examples(12), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layout=ROLE_LAYOUTS, domain=st.sampled_from(["", "cluster.local"]))
 def test_any_role_layout_gets_the_operators_tf_config(layout: dict[str, Any], domain: str,

@@ -35,6 +35,9 @@ from tfgen.gate.documents.kubeconform import (
 from tfgen.gate.documents.manifests import ManifestValidator, RenderedObject
 from tfgen.repo import resources
 
+pytestmark = pytest.mark.go  # runs a Go tool of `make go-tools`
+
+
 KINDS = [("v1", "PersistentVolume"), ("apps/v1", "Deployment"), ("v1", "Service"),
          ("networking.k8s.io/v1", "Ingress"), ("kubeflow.org/v1", "TFJob")]
 VALIDATOR = ManifestValidator("1.30", resources.schema_dir())

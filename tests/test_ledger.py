@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import REPO_ROOT, copy_repo_parts
+from helpers import REPO_ROOT, copy_repo_parts, examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -170,8 +170,7 @@ def verdict(result: CheckResult) -> tuple[object, ...]:
             result.objects)
 
 
-@pytest.mark.slow
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(owners=st.booleans(), edits=st.lists(
     st.tuples(st.sampled_from(EDITS), st.sampled_from(NAMES), st.sampled_from(NAMES)),
     min_size=1, max_size=3))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from helpers import copy_repo_parts, git
+from helpers import copy_repo_parts, examples, git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -130,8 +130,7 @@ EDITS: dict[str, Callable[[str], None]] = {
 }
 
 
-@pytest.mark.slow
-@settings(max_examples=30, derandomize=True, deadline=None,
+@settings(max_examples=examples(30), derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(st.tuples(st.sampled_from(sorted(EDITS)), st.sampled_from(NAMES),
                                 st.sampled_from((True, True, False))), min_size=1, max_size=4))

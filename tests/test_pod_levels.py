@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import mnist_spec, template
+from helpers import examples, mnist_spec, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.documents.manifests import parse_manifest
@@ -74,7 +74,7 @@ def rendered_verdict(data: dict[str, Any], repo: RepoConfig, folder: Path) -> se
     return {p.message for p in found}
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=examples(40), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(context=_CONTEXTS, annotations=_ANNOTATIONS, sidecar=st.booleans(),
        level=st.sampled_from(["privileged", "baseline", "restricted"]),

@@ -22,6 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.validate.policy import podsecurity
 
+pytestmark = pytest.mark.go  # runs a Go tool of `make go-tools`
+
+
 KUBE_VERSION = "1.30"  # the minor of k8s.io/pod-security-admission in tests/go/podsecurity
 LEVELS = ("baseline", "restricted")
 REFEREE_MODULE = REPO_ROOT / "tests" / "go" / "podsecurity"

@@ -13,11 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from test_wheel import GIT, copy_sources, run
-
-pytestmark = pytest.mark.slow  # a fresh virtual environment, tfgen built from Git
 
 # The one step no machine but GitHub's can run: it posts the comment through GitHub's API.
 NEEDS_GITHUB = "GH_TOKEN"

@@ -16,10 +16,14 @@ import json
 import subprocess
 from typing import Any
 
+import pytest
 from helpers import go_tool, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.repo.runtimes import tfconfig
+
+pytestmark = pytest.mark.go  # runs a Go tool of `make go-tools`
+
 
 Job = tuple[dict[str, Any], str]  # (TFJob, cluster domain)
 PodOutcome = tuple[str, int, str, str | None]  # replica type, index, pod name, TF_CONFIG

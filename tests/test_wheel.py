@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from helpers import REPO_ROOT, copy_repo_parts
 
-pytestmark = pytest.mark.slow  # a wheel built and installed into a fresh environment
-
 # What building the wheel reads: the project file and everything the package links to.
 SOURCES = ("pyproject.toml", "README.md", "generator", "schemas", "charts", ".github",
            ".pre-commit-hooks.yaml", "argo/README.md")
