@@ -8,14 +8,15 @@ dev` runs this. Two kinds of tool, both built with the machine's Go from the Go 
   README's values table, kubeconform is the second validator `tfgen check --validator
   kubeconform` runs (the suite runs it on every rendered object);
 - the referees in tests/go/<name>/, small programs that run upstream Go code (the Pod Security
-  admission library, the training operator, Go's text/template) for the differential tests;
-  each is a Go module of its own whose go.mod and go.sum pin every dependency.
+  admission library, the training operator, Go's text/template) for the differential tests.
+  They are one Go module (tests/go/go.mod and go.sum pin every dependency), built by one `go
+  build`: the Kubernetes libraries they share are compiled once, the packages in parallel.
 
 Usage: python scripts/install_go_tools.py [DEST]   (default: .tools/go)
-Result: DEST/<tool> for each. A pinned tool already reporting its version is kept; a referee is
-rebuilt by `go build` (Go's build cache makes an unchanged one take a moment). Every message
-goes to stderr: a line per tool saying what is built, then the packages as Go compiles them
-(`-v`), so a first build (a few minutes from an empty module cache) is never silent.
+Result: DEST/<tool> for each. A pinned tool already reporting its version is kept; the referees
+are rebuilt by `go build` (Go's build cache makes unchanged ones take a moment). Every message
+goes to stderr: a line per step saying what is built and how long it took, then the packages as
+Go compiles them (`-v`), so a first build (minutes from an empty module cache) is never silent.
 """
 
 from __future__ import annotations
@@ -92,12 +93,13 @@ def install_pinned(go: str, dest: Path, name: str, env: dict[str, str]) -> None:
         fail(f"{binary} reports {module} {found}, expected {version}")
 
 
-def build_referee(go: str, dest: Path, folder: Path, env: dict[str, str]) -> None:
-    say(f"{folder.name}: building tests/go/{folder.name} (its go.mod and go.sum pin what it "
-        "runs) ...")
+def build_referees(go: str, dest: Path, env: dict[str, str]) -> None:
+    names = sorted(p.parent.name for p in REFEREES.glob("*/main.go"))
+    say(f"referees {', '.join(names)}: building tests/go (its go.mod and go.sum pin what they "
+        "run) ...")
     # -mod=readonly: a go.mod or go.sum that does not pin everything fails, never changes
-    run_go(go, ["build", "-v", "-mod=readonly", "-trimpath", "-o", str(dest / folder.name), "."],
-           folder, env, folder.name)
+    run_go(go, ["build", "-v", "-mod=readonly", "-trimpath", "-o", f"{dest}{os.sep}",
+                *(f"./{name}" for name in names)], REFEREES, env, "referees")
 
 
 def main() -> None:
@@ -110,8 +112,7 @@ def main() -> None:
     env = dict(os.environ)
     for name in PINNED:
         install_pinned(go, dest, name, env)
-    for folder in sorted(p.parent for p in REFEREES.glob("*/go.mod")):
-        build_referee(go, dest, folder, env)
+    build_referees(go, dest, env)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,8 @@ func nonNil(items []string) []string {
 }
 
 func main() {
-	evaluator, err := policy.NewEvaluator(policy.DefaultChecks())
+	// no emulated version: each request names the policy version it is judged at (v1.30)
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "podsecurity:", err)
 		os.Exit(2)
