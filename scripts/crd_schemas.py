@@ -145,7 +145,9 @@ def convert_version(crd: dict[str, Any], version: dict[str, Any], source: str) -
 
 def converted(crd: Crd) -> dict[str, str]:
     """Relative path under schemas/ -> text of every served version's schema of one CRD."""
-    document = yaml.safe_load(crd.kept.read_text(encoding="utf-8"))
+    # libyaml's loader where PyYAML has it: the same data, ten times faster on these large CRDs
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    document = yaml.load(crd.kept.read_text(encoding="utf-8"), Loader=loader)
     source = crd.kept.relative_to(ROOT).as_posix()
     group, kind = document["spec"]["group"], document["spec"]["names"]["kind"]
     out = {}
