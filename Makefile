@@ -55,11 +55,12 @@ example: setup
 test: dev
 	$(BIN)/python -m pytest
 
-# Every test that needs neither a Go tool nor the lab (markers `go`, `lab`), each property test
-# that drives helm on a fifth of its examples: the inner loop, in about a minute, with no Go
-# build. It ends with one line saying what it left out. CI runs everything (`make test`).
+# Every test that needs neither a Go tool, the lab nor the package index (markers `go`, `lab`,
+# `index`), each property test on a tenth of its examples: the inner loop, in about a minute,
+# with no Go build and no network. It ends with one line saying what it left out. CI runs
+# everything (`make test`).
 test-fast: setup $(VENV)/.dev-installed
-	TFGEN_TESTS=fast $(BIN)/python -m pytest -m "not go and not lab"
+	TFGEN_TESTS=fast $(BIN)/python -m pytest -m "not go and not lab and not index"
 
 lint: dev
 	$(BIN)/ruff check generator tests scripts bench

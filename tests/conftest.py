@@ -31,8 +31,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # What a test needs that `make setup` does not give, as markers; `make test-fast` leaves them out
-# (`-m "not go and not lab"`) and says so in one line.
-NEEDS = {"go": "a Go tool of `make go-tools`", "lab": "the lab (`make lab`)"}
+# (`-m "not go and not lab and not index"`) and says so in one line.
+NEEDS = {"go": "a Go tool of `make go-tools`", "lab": "the lab (`make lab`)",
+         "index": "the package index (tfgen installed into a fresh environment)"}
 LEFT_OUT = pytest.StashKey[dict[str, int]]()  # tests a `-m` left out: per marker, and others
 
 

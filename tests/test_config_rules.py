@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.repo import naming
@@ -26,7 +27,7 @@ _PIECES = st.sampled_from(["main", "a", "/", ".", "..", "-", "@", "{", "@{", ".l
                            ":", "?", "*", "[", "\\", " ", "\t", "x.y", "v1", "é", "\x7f"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=6).map("".join))
 def test_ref_names_are_judged_as_git_judges_them(ref: str) -> None:
     assert (naming.ref_name_problem(ref) is None) is git_takes(ref), ref

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.repo import layout
@@ -154,7 +155,7 @@ def test_spec_discovery_lists_every_yaml_entry_and_names_look_alikes(repo: Path)
     assert "a folder of YAML files" in problems["nested"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(files=st.sets(st.sampled_from(LOOK_ALIKES), max_size=4),
        folders=st.sets(st.sampled_from(LOOK_ALIKES), max_size=2))
 def test_a_folder_holds_specs_when_discovery_lists_some(files: set[str], folders: set[str]) -> None:

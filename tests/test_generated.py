@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import ARGOCD, mnist_spec
+from helpers import ARGOCD, examples, mnist_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.render.argo import argo_files
@@ -114,7 +114,7 @@ def test_header_shows_ordinary_paths_as_they_are() -> None:
         "# Source: experiments/x-1.yaml, tfgen.yaml")
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.text()
     | st.floats(allow_nan=False),
@@ -126,7 +126,7 @@ def test_pyyaml_reads_back_exactly_what_was_written(data: Any) -> None:
     assert yaml.safe_load(dump_yaml(data)) == data
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.text())
 def test_any_text_reads_back_as_itself(text: str) -> None:
     assert yaml.safe_load(dump_yaml({text: [text]})) == {text: [text]}

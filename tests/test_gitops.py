@@ -13,7 +13,7 @@ import lupa
 import lupa.lua51
 import pytest
 import yaml
-from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
+from helpers import ARGOCD, build_file_tree, examples, experiment, mnist_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.gate.argo import applications
@@ -213,7 +213,7 @@ ENTRIES = ["app.yaml", "values.yaml", "link-to-file", "link-to-folder", "danglin
 GLOBS = ["argo/experiments/*/app.yaml", "argo/experiments/*/*", "argo/experiments/*/*/app.yaml"]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(tree=st.dictionaries(st.sampled_from(["a", "b", "c/d"]),
                             st.sets(st.sampled_from(ENTRIES), max_size=4), max_size=3))
 def test_the_generator_files_are_those_pathlib_finds(tree: dict[str, set[str]]) -> None:
@@ -243,7 +243,7 @@ def test_the_generator_files_are_those_pathlib_finds(tree: dict[str, set[str]]) 
         assert applications._generator_files(root, GLOBS) == seen_by_pathlib
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(folders=st.lists(st.text(st.sampled_from("aZ9_.-"), min_size=1, max_size=5)
                         .filter(lambda name: name not in (".", "..")), max_size=3),
        filename=st.sampled_from(["app.yaml", "App_1.YAML", "config.json"]))

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import REPO_ROOT, go_tool
+from helpers import REPO_ROOT, examples, go_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.argo import applications
@@ -116,7 +116,7 @@ def generator_files(draw: st.DrawFn) -> dict[str, Any]:
     return applications._generator_params(data, f"argo/experiments/{'/'.join(folders)}/app.yaml")
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=examples(25), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(generator_files(), min_size=20, max_size=20))
 def test_generated_repositories_resolve_as_argo_cd_resolves_them(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import copy_repo_parts
+from helpers import copy_repo_parts, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_team_policy import edit_spec, set_policy
@@ -90,7 +90,7 @@ _PIECES = st.sampled_from(["a", "b1", "Z", ".", "-", "_", "__", "/", ":", "@", "
                            "localhost", "sha256:" + "a" * 64, "x.y", " ", "--"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=8).map("".join))
 def test_the_parser_and_the_schema_pattern_agree(text: str) -> None:
     """The schema's pattern (what editors check) accepts exactly what the parser accepts."""

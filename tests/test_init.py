@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -251,7 +251,7 @@ def test_yes_asks_nothing_and_takes_the_schemas_defaults(
     assert "Kueue" not in result.stderr
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(repo_url=st.one_of(st.text(max_size=60),
                           st.text(max_size=40).map("https://git.example.com/".__add__)),
        namespace=st.one_of(st.text(max_size=20),

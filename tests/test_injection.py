@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import template
+from helpers import examples, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
@@ -157,7 +157,7 @@ def test_the_baseline_sets_every_string_field_and_validates(tmp_path: Path) -> N
     assert len(baseline(tmp_path)) == 8
 
 
-@settings(max_examples=150, derandomize=True, database=None, deadline=None,
+@settings(max_examples=examples(150), derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(field=st.sampled_from(FIELDS), text=hostile_text, keep=st.booleans())
 def test_hostile_text_is_refused_or_stays_a_value(

@@ -12,6 +12,7 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.repo import inputs
@@ -208,7 +209,7 @@ _CHANGE = st.tuples(st.sampled_from(["write", "remove", "link", "link out"]),
                     st.sampled_from(_PLACES), st.binary(max_size=3))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(rounds=st.lists(st.lists(_CHANGE, max_size=4), min_size=1, max_size=4))
 def test_a_remembered_snapshot_is_the_snapshot_read_afresh(
     rounds: list[list[tuple[str, str, bytes]]],

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 from click.testing import CliRunner
-from helpers import copy_repo_parts, go_tool, node_paths, rendered_here
+from helpers import copy_repo_parts, examples, go_tool, node_paths, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -185,7 +185,7 @@ def breakages(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=examples(8), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(breakages(), min_size=40, max_size=40))
 def test_kubeconform_and_builtin_agree_on_breakages(docs: list[dict[str, Any]]) -> None:

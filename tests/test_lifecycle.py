@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from helpers import copy_repo_parts, git, git_init
+from helpers import copy_repo_parts, examples, git, git_init
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -421,7 +421,7 @@ def test_a_retired_experiment_that_renders_nothing_is_refused(
 # --- text edits --------------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30))
 def test_a_replaced_scalar_reads_back_as_the_value(value: str) -> None:
     text = "# keep me\nspec:\n  a: old  # and me\n  b: [x, old]\n"

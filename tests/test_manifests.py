@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.errors import EnvironmentProblem, InputError
@@ -193,7 +194,7 @@ _PIECES = st.sampled_from([
 _TEXTS = st.lists(_PIECES, max_size=40).map("".join)
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, derandomize=True)
 @given(_TEXTS)
 def test_documents_are_split_as_the_separator_pattern_splits_them(text: str) -> None:
     # helm's output at every document separator, and an umbrella render's at the templates'
@@ -202,7 +203,7 @@ def test_documents_are_split_as_the_separator_pattern_splits_them(text: str) -> 
         assert manifests.split_at_separators(text, separator) == separator.split(text)
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, derandomize=True)
 @given(_TEXTS)
 def test_each_document_reads_as_its_lines_read_one_by_one(text: str) -> None:
     by_lines = [manifests._source_and_body_by_lines(chunk)
@@ -247,7 +248,7 @@ _DOCS = st.lists(st.tuples(_PLACES, _SCALARS), min_size=1, max_size=6).map(
         .replace("map:", f"map{i}:") + "\n" for i, (place, value) in enumerate(items)))
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, derandomize=True)
 @given(_DOCS)
 def test_the_fast_parser_reads_as_strict_loader_does(body: str) -> None:
     lines = body.splitlines(keepends=True)

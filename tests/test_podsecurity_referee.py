@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import REPO_ROOT, go_tool, rendered_here
+from helpers import REPO_ROOT, examples, go_tool, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.validate.policy import podsecurity
@@ -199,7 +199,7 @@ def pods(draw: st.DrawFn) -> Pod:
     return annotations, spec
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=examples(25), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(pods(), min_size=40, max_size=40), st.sampled_from(LEVELS))
 def test_generated_pods_are_judged_alike(batch: list[Pod], level: str) -> None:

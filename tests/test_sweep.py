@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import REPO_ROOT, copy_repo_parts, git, git_init
+from helpers import REPO_ROOT, copy_repo_parts, examples, git, git_init
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
@@ -225,7 +225,7 @@ VALUES = st.text(
                      "yes", "0x1F", "1e3", "~", "null", "{{", "a,b:c", "%(lr)s"])
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=examples(30), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=VALUES)
 def test_any_value_is_refused_in_one_line_or_rendered_literally(
@@ -257,7 +257,7 @@ _AROUND = st.lists(st.sampled_from(["((lr))", "(( lr ))", "((", "))", "(", ")", 
                                     "$((x))", "\\", "x"]), max_size=5).map("".join)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=examples(150), deadline=None, derandomize=True)
 @given(arg=_AROUND, image_tail=_AROUND, escaped=st.booleans())
 def test_a_spec_without_sweep_is_refused_a_placeholder_wherever_it_is(
     arg: str, image_tail: str, escaped: bool

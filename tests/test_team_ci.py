@@ -13,8 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from test_wheel import GIT, copy_sources, run
+
+pytestmark = pytest.mark.index  # a fresh environment installs tfgen from Git and its dependencies
 
 # The one step no machine but GitHub's can run: it posts the comment through GitHub's API.
 NEEDS_GITHUB = "GH_TOKEN"

@@ -17,7 +17,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from helpers import go_tool, rendered_here
+from helpers import examples, go_tool, rendered_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.repo.runtimes import tfconfig
@@ -105,7 +105,7 @@ def tfjobs(draw: st.DrawFn) -> Job:
     return job, draw(st.sampled_from(["", "cluster.local", "example.internal"]))
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=examples(30), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(tfjobs(), min_size=30, max_size=30))
 def test_generated_layouts_are_computed_alike(jobs: list[Job]) -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import REPO_ROOT, copy_repo_parts
 
+pytestmark = pytest.mark.index  # a wheel built and installed, with its dependencies, afresh
+
 # What building the wheel reads: the project file and everything the package links to.
 SOURCES = ("pyproject.toml", "README.md", "generator", "schemas", "charts", ".github",
            ".pre-commit-hooks.yaml", "argo/README.md")
