@@ -33,6 +33,15 @@ def settings_objects() -> list[dict[str, object]]:
                                  "labels": labels}}]
 
 
+def default_project() -> dict[str, object]:
+    """The `default` AppProject, as argocd-server creates it at its start (the lab does not
+    run argocd-server, and Applications of project `default` are refused without it)."""
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": "default", "namespace": NAMESPACE},
+            "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+                     "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]}}
+
+
 def env(lay: Layout, role: str) -> dict[str, str]:
     """The environment of one Argo CD role: the kubeconfig, a private temp folder, helm on
     PATH for the repo server, GPG off (it would want a keyring under /app)."""

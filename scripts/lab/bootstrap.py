@@ -123,3 +123,4 @@ def run(lay: Layout, kubectl: Callable[..., Any]) -> None:
     apply(kubectl, [d for d in docs if d["kind"] != "CustomResourceDefinition"])
     apply(kubectl, lab_objects(lay))
     _wait_established(kubectl)
+    apply(kubectl, [argocd.default_project()])
