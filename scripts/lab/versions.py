@@ -45,7 +45,7 @@ PARTS: tuple[GoPart, ...] = (
            _K8S_LDFLAGS),
     GoPart("kwok", "sigs.k8s.io/kwok", "v0.8.0", ("sigs.k8s.io/kwok/cmd/kwok",), ("kwok",)),
     GoPart("jobset", "sigs.k8s.io/jobset", "v0.12.0", ("sigs.k8s.io/jobset",), ("jobset",)),
-    GoPart("kueue", "sigs.k8s.io/kueue", "v0.17.0", ("sigs.k8s.io/kueue/cmd/kueue",),
+    GoPart("kueue", "sigs.k8s.io/kueue", "v0.19.2", ("sigs.k8s.io/kueue/cmd/kueue",),
            ("kueue",)),
     GoPart("training-operator", "github.com/kubeflow/training-operator", "v1.9.2",
            ("github.com/kubeflow/training-operator/cmd/training-operator.v1",),
