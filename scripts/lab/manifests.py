@@ -20,20 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .host import LabError, say
 
 Doc = dict[str, Any]
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 KEEP_KINDS = ("CustomResourceDefinition", *WEBHOOK_KINDS)
-# libyaml's parser where PyYAML has it: the pure-Python one takes seconds on these CRDs
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse(text: str) -> list[Doc]:
-    """The documents of a YAML stream, empty ones left out."""
-    return [d for d in yaml.load_all(text, Loader=LOADER) if d]
+    """The documents of a YAML stream, empty ones left out. Only the build parses YAML
+    (PyYAML, imported here so that starting and stopping the lab need nothing but Python)."""
+    import yaml
+
+    # libyaml's parser where PyYAML has it: the pure-Python one takes seconds on these CRDs
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [d for d in yaml.load_all(text, Loader=loader) if d]
 
 
 @dataclass(frozen=True)

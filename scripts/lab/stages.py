@@ -18,10 +18,9 @@ KWOK does what a kubelet would only as its stages say. The lab takes KWOK's own:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from . import manifests
 from .host import LabError, say
@@ -69,5 +68,6 @@ def render(kubectl: Path, module: Path, out: Path) -> None:
             widen_pod_complete(doc)
             doc["spec"]["delay"] = annotated_delay(module)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    # a YAML stream of JSON documents: what KWOK's --config reads, with no YAML writer needed
+    out.write_text("\n---\n".join(json.dumps(d) for d in docs) + "\n")
     say(f"kwok: {len(docs)} stages from {module.name}/{FAST} and chaos -> {out.name}")
