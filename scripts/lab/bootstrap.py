@@ -1,9 +1,12 @@
-"""What the lab writes into the fresh API server before the controllers start.
+"""What the lab writes into the fresh API server before the controllers of custom resources
+start (a controller that starts before its CRDs are served gives up on them: Kueue turns an
+integration off when its kind is missing).
 
-The CRDs first (a controller that starts before its CRDs are served gives up on them: Kueue
-turns an integration off when its kind is missing), then the webhook configurations pointed at
-loopback, the pre-created webhook Secrets (see certs.py), Argo CD's settings objects, and the
-GPU nodes KWOK will keep Ready.
+The CRDs first; while the apiserver establishes them, the webhook configurations pointed at
+loopback, the pre-created webhook Secrets (see certs.py), Argo CD's settings objects and the
+GPU nodes KWOK keeps Ready; then, once the CRDs are Established, Argo CD's `default` project.
+Of the upstream manifests only what the lab runs is applied: the CRDs and webhooks of the
+kinds served (SERVED, CRDS_ONLY below).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ CRDS_ONLY = {"training-operator": ("tfjobs.kubeflow.org",)}
 
 
 def _served_by(served: dict[str, Any]) -> Callable[[Doc], bool]:
+    """A test keeping a webhook whose every rule names only served kinds."""
     def wanted(hook: Doc) -> bool:
         for rule in hook.get("rules") or []:
             for group in rule.get("apiGroups") or [""]:
