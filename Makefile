@@ -1,10 +1,11 @@
 # One entry point for people and CI. `make setup` gives the tfgen command and helm; `make dev`
 # adds the test and lint stack and the Go tools of the tests and docs (`make go-tools`:
 # helm-docs, kubeconform, the referees in tests/go/, built with Go); `make demo` runs the main
-# jobs on this repository; `make test` runs the whole test suite (what .ci/run calls), `make
-# test-fast` every test that needs neither a Go tool nor the lab, with no Go build (the inner
-# loop); `make docs` regenerates the chart README's values table; `make example` trains the
-# README's run-local example.
+# jobs on this repository; `make lab` builds and starts the lab, a real control plane on
+# loopback (`make lab-down` stops it); `make test` runs the whole test suite, the lab's tests
+# included (what .ci/run calls), `make test-fast` every test that needs neither a Go tool, the
+# lab nor the package index, with no Go build (the inner loop); `make docs` regenerates the
+# chart README's values table; `make example` trains the README's run-local example.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
@@ -15,7 +16,7 @@ HELM_DOCS := $(GO_TOOLS)/helm-docs
 EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
 	--command "python examples/mnist/main.py" --keep-args --timeout 600
 
-.PHONY: setup dev go-tools demo example test test-fast lint docs clean
+.PHONY: setup dev go-tools lab-build lab lab-down demo example test test-fast lint docs clean
 
 setup: $(VENV)/.installed $(HELM)
 
@@ -42,6 +43,20 @@ $(HELM): $(VENV)/.installed generator/tfgen/gate/helm/install.py
 go-tools:
 	$(PYTHON) scripts/install_go_tools.py $(GO_TOOLS)
 
+# The lab (scripts/lab/): a real control plane on 127.0.0.1 for the tests marked `lab`.
+# `lab-build` installs its Debian packages (redis-server) and builds the pinned parts once into
+# .tools/lab/ (a part already built at its pinned version is kept: seconds warm, about half an
+# hour cold on 2 cores, progress on stderr); `make lab` starts it and returns when it is ready
+# (kubeconfig: .lab/kubeconfig); `make lab-down` stops every process it started, by PID.
+lab-build: $(VENV)/.installed
+	$(BIN)/python scripts/lab build
+
+lab: lab-build
+	$(BIN)/python scripts/lab up
+
+lab-down:
+	$(PYTHON) scripts/lab down
+
 demo: setup
 	$(BIN)/tfgen render
 	$(BIN)/tfgen check
@@ -52,7 +67,8 @@ example: setup
 	$(BIN)/python -m pip install --quiet -e '.[tensorflow]'
 	$(EXAMPLE)
 
-test: dev
+# Everything, the lab's tests too (they start the lab themselves, and stop it).
+test: dev lab-build
 	$(BIN)/python -m pytest
 
 # Every test that needs neither a Go tool, the lab nor the package index (markers `go`, `lab`,
@@ -72,4 +88,5 @@ docs: go-tools
 	$(HELM_DOCS) --chart-search-root charts --sort-values-order file
 
 clean:
-	rm -rf $(VENV) .tools
+	$(PYTHON) scripts/lab down
+	rm -rf $(VENV) .tools .lab

@@ -1,0 +1,41 @@
+"""The lab fixture: one real control plane per pytest session (see scripts/lab/).
+
+Tests that use it are marked `lab`; the fixture starts the lab once, gives each test its own
+namespace, and stops the lab at the end of the session, even after a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from lab import Lab, start  # noqa: E402  (scripts/ is not a package on the path)
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[Lab]:
+    # under pytest-xdist each worker has a session of its own: one lab each, side by side
+    # (better: keep the lab tests on one worker, `--dist loadgroup` and an xdist_group mark)
+    running = start(ROOT, instance=os.environ.get("PYTEST_XDIST_WORKER", ""))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def namespace(lab: Lab) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    lab.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        lab.kubectl("delete", "namespace", name, "--wait=false", check=False)
