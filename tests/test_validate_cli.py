@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from tfgen.cli import main
+from tfgen.errors import InputError
 from tfgen.repo.files import MAX_BYTES
 from tfgen.validate.yaml import nodes
+from tfgen.validate.yaml.loader import load_bytes
 
 # The summary line ends with the next step.
 AGAIN = ". Next: fix them, then run `tfgen validate` again"
@@ -164,6 +167,19 @@ def test_hostile_input_gives_one_clear_line(runner, repo, work, case):
     assert expected in lines[0]
     assert "Traceback" not in result.output
     assert lines[1] == "1 problem in 1 of 1 file" + AGAIN
+
+
+def test_billion_laughs_is_refused_in_bounded_memory() -> None:
+    # The bound is what a spec needs (a few hundred values, refused past ten thousand), not
+    # what a machine can hold: refusing the bomb may not build millions of values first.
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="too many values after expanding YAML aliases"):
+            load_bytes(_billion_laughs(), "laughs.yaml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak:,} bytes allocated before refusing"
 
 
 def test_billion_laughs_line_and_column(runner, repo):
