@@ -107,7 +107,7 @@ def main() -> None:
     go = shutil.which("go")
     if go is None:
         fail("the test suite's Go tools are built with Go, and no `go` is on PATH; install "
-             "Go (1.24 or newer) and run `make dev` again")
+             "Go (1.26 or newer: tests/go/go.mod says so) and run `make go-tools` again")
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     for name in PINNED:
