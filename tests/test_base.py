@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import build_file_tree, copy_repo_parts, git, git_init
+from helpers import build_file_tree, copy_repo_parts, examples, git, git_init
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.errors import EnvironmentProblem, OptionsError
 from tfgen.gate.revisions.base import changed_paths, check_ref, export_tree, resolve, tree_at
+from tfgen.repo.runtimes.changes import aligned, as_stored
 from tfgen.validate.yaml.loader import load_file
 
 
@@ -215,3 +219,42 @@ def test_a_jobset_sweep_gains_runs_but_keeps_its_live_ones(
     assert out.exit_code == 1, out.output
     assert ("JobSet/mnist-jobset-0p05 $.metadata.name: JobSet was 'mnist-jobset-0p01' at the "
             "base revision and is 'mnist-jobset-0p05' now") in out.stdout, out.stdout
+
+
+def test_what_the_server_stores_alike_is_no_change_to_a_started_run(
+    runner: CliRunner, started: Callable[..., Path]
+) -> None:
+    # The base as an older tfgen wrote it: GPU counts as numbers, Job templates without the
+    # empty metadata the JobSet webhook writes. The server holds the same objects either way.
+    root = started()
+    values = root / "argo/experiments/mnist-jobset/values.yaml"
+    assert 'nvidia.com/gpu: "1"' in values.read_text()
+    values.write_text(values.read_text().replace('nvidia.com/gpu: "1"', "nvidia.com/gpu: 1"))
+    chart = root / "charts/tfjob-experiment/templates/jobset.yaml"
+    assert "        metadata: {}\n" in chart.read_text()
+    chart.write_text(chart.read_text().replace("        metadata: {}\n", "", 1))
+    git(root, "commit", "-qam", "as an older tfgen rendered it")
+    git(root, "checkout", "-q", "HEAD~1", "--", "argo", "charts")
+    out = _check(runner, root)
+    assert out.exit_code == 0, out.output
+    # a real change beside them is still said, alone
+    _edit(root, (JOBSET, "/input_data\n", "/input_data_v2\n"))
+    line = _refused_at(_check(runner, root), root, JOBSET, "spec", "args", 0)
+    assert "metadata" not in line and "nvidia.com/gpu" not in line, line
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["1", "2", "", "x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["a", "b", "metadata"]), inner, max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(old=JSON, new=JSON)
+def test_aligning_changes_nothing_the_server_stores(old: Any, new: Any) -> None:
+    result = aligned(old, new)
+    assert as_stored(result) == as_stored(new)  # what the new rendering asks is kept ...
+    if as_stored(old) == as_stored(new):
+        assert result == old  # ... and where the server sees no change, there is none
+    assert aligned(new, new) == new

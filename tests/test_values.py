@@ -43,17 +43,18 @@ def test_role_resources_from_cpu_memory_gpus() -> None:
     roles = build_values(mnist_spec())["roles"]
     assert roles["worker"]["resources"] == {
         "requests": {"cpu": "4", "memory": "8Gi"},
-        "limits": {"memory": "8Gi", "nvidia.com/gpu": 1},
+        "limits": {"memory": "8Gi", "nvidia.com/gpu": "1"},
     }
     assert roles["ps"]["resources"] == {
         "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"},
     }
-    assert roles["master"]["resources"] == {"requests": {}, "limits": {"nvidia.com/gpu": 1}}
+    assert roles["master"]["resources"] == {"requests": {}, "limits": {"nvidia.com/gpu": "1"}}
     assert roles["worker"]["replicas"] == 2 and roles["ps"]["replicas"] == 2
 
 
 def test_custom_gpu_resource_and_zero_gpus() -> None:
-    assert resources("1", "2Gi", 2, "amd.com/gpu")["limits"] == {"memory": "2Gi", "amd.com/gpu": 2}
+    assert resources("1", "2Gi", 2, "amd.com/gpu")["limits"] == {
+        "memory": "2Gi", "amd.com/gpu": "2"}
     assert resources("1", None, 0)["limits"] == {}
     assert resources(None, None)["requests"] == {}
 

@@ -35,7 +35,9 @@ def resources(
     """Requests cpu+memory; limits memory (no CPU limit: throttling slows training) and GPUs.
 
     GPUs are extended resources: Kubernetes requires request == limit and fills the request
-    from the limit, so only the limit is written.
+    from the limit, so only the limit is written. Every quantity is a string, as the API
+    server returns it: Argo CD compares a JobSet's replicatedJobs whole, and a GPU count
+    written as the number 1 would differ for ever from the "1" the cluster holds.
     """
     requests: dict[str, Any] = {}
     limits: dict[str, Any] = {}
@@ -45,7 +47,7 @@ def resources(
         requests["memory"] = str(memory)
         limits["memory"] = str(memory)
     if gpus > 0:
-        limits[gpu_resource] = int(gpus)
+        limits[gpu_resource] = str(gpus)
     return {"requests": requests, "limits": limits}
 
 

@@ -21,6 +21,7 @@ from ...repo.runtimes import Runtime
 from ...repo.runtimes.changes import (
     ABSENT,
     LiveChange,
+    aligned,
     change_text,
     changed_keys,
     full,
@@ -160,11 +161,12 @@ def _changes(old: RenderedObject, obj: RenderedObject) -> list[Immutable]:
                           f"namespace changed from {old.namespace!r} to {obj.namespace!r}",
                           old.namespace, obj.namespace, "an object cannot change namespace",
                           obj.ref)]
-    old_spec, new_spec = old.doc.get("spec") or {}, obj.doc.get("spec") or {}
+    new_doc = aligned(old.doc, obj.doc)  # what the server would store alike is no change
+    old_spec, new_spec = old.doc.get("spec") or {}, new_doc.get("spec") or {}
     runtime = _runtime(obj)
     if runtime is not None:
         return _kueue_changes(old, obj) + [
-            _of_job(obj, change) for change in runtime.live_changes(old.doc, obj.doc)]
+            _of_job(obj, change) for change in runtime.live_changes(old.doc, new_doc)]
     if obj.kind not in _STORAGE_IMMUTABLE:
         return []
     mutable, message, why = _STORAGE_IMMUTABLE[obj.kind]

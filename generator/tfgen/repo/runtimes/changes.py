@@ -40,6 +40,36 @@ def change_text(old: Any, new: Any) -> str:
     return f"{full(old)} -> {full(new)}"
 
 
+def as_stored(value: Any) -> Any:
+    """A rendered value in the form the API server stores it, for telling whether a change
+    changes anything: a number as its decimal string (a quantity such as a GPU count is
+    stored as "1" whether written 1 or "1"), an empty mapping as absent (an empty metadata is
+    what a webhook writes, and what the server holds, either way)."""
+    if isinstance(value, dict):
+        kept = {key: as_stored(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item != {}}
+    if isinstance(value, list):
+        return [as_stored(item) for item in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def aligned(old: Any, new: Any) -> Any:
+    """`new` with every part that the server stores as it stores `old`'s taken from `old`: a
+    tfgen upgrade that writes a quantity as a string, or an empty field a webhook writes
+    anyway, is no change to a started run."""
+    if as_stored(old) == as_stored(new):
+        return old
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {key: aligned(old[key], item) if key in old else item
+                for key, item in new.items()
+                if key in old or as_stored(item) != {}}
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [aligned(a, b) for a, b in zip(old, new, strict=True)]
+    return new
+
+
 def changed_keys(old: dict[str, Any], new: dict[str, Any], mutable: set[str]) -> list[str]:
     """The keys whose values differ, but those a live object takes."""
     keys = (set(old) | set(new)) - mutable
