@@ -43,13 +43,21 @@ ARGO_TEMPLATES = {
     HEALTH_FILE: "argocd-cm-health.yaml.j2",
 }
 
-# What Kueue's webhook writes into a queued TFJob or JobSet (Kueue v0.19): `suspend`, true at
-# create and false on admission, and the admitted flavour's nodeSelector and tolerations in
-# every pod template (jq: each replica's, or each replicated Job's, pod spec). Every
-# Application ignores them, in the diff and in what a sync applies (RespectIgnoreDifferences).
-KUEUE_WRITES = tuple((runtime.key, runtime.suspend_pointer, runtime.pod_specs_jq)
-                     for runtime in runtimes.RUNTIMES)
-KUEUE_POD_FIELDS = ("nodeSelector", "tolerations")
+# What Kueue writes into a queued TFJob or JobSet at admission (Kueue v0.19, as the lab's
+# tests find it): `suspend`, false, and in every pod template the admitted flavour's
+# nodeSelector and tolerations, three labels and an annotation. Every Application ignores them
+# in the diff and keeps them as they are live when a sync applies (RespectIgnoreDifferences):
+# self-heal never re-suspends an admitted job, nor takes Kueue's labels out of a started
+# JobSet's replicatedJobs, which the JobSet webhook holds immutable.
+# - `suspend` is ignored where Kueue owns it (managedFieldsManagers: Kueue's field manager wrote
+#   it): a job Kueue does not queue keeps Git's suspend, so suspending it in Git stops it.
+# - What Kueue adds to a pod template is ignored by its path (jq): Argo CD's managed-fields rule
+#   covers only a field that Git sets too.
+KUEUE_MANAGER = "kueue"
+KUEUE_POD_FIELDS = ("spec.nodeSelector", "spec.tolerations")
+KUEUE_POD_LABELS = ("kueue.x-k8s.io/podset", "kueue.x-k8s.io/local-queue-name",
+                    "kueue.x-k8s.io/cluster-queue-name")
+KUEUE_POD_ANNOTATIONS = ("kueue.x-k8s.io/workload",)
 
 
 def _go_placeholder(key: str) -> str:
@@ -116,11 +124,14 @@ def health_checks() -> dict[str, str]:
 
 def kueue_ignored() -> list[dict[str, Any]]:
     """The Applications' ignoreDifferences: per runtime kind, what Kueue writes into it."""
-    return [
-        {"group": runtimes.group_of(api_version), "kind": kind, "jsonPointers": [suspend],
-         "jqPathExpressions": [f"{pod_spec}.{field}" for field in KUEUE_POD_FIELDS]}
-        for (api_version, kind), suspend, pod_spec in KUEUE_WRITES
-    ]
+    def paths(template: str) -> list[str]:
+        return [*(f"{template}.{field}" for field in KUEUE_POD_FIELDS),
+                *(f'{template}.metadata.labels["{key}"]' for key in KUEUE_POD_LABELS),
+                *(f'{template}.metadata.annotations["{key}"]' for key in KUEUE_POD_ANNOTATIONS)]
+    return [{"group": runtime.group, "kind": runtime.kind,
+             "managedFieldsManagers": [KUEUE_MANAGER],
+             "jqPathExpressions": paths(runtime.pod_templates_jq)}
+            for runtime in runtimes.RUNTIMES]
 
 
 def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:

@@ -90,11 +90,10 @@ class Runtime(ABC):
         return self.api_version, self.kind
 
     # Argo CD: the Lua health check of the job's kind (a file of tfgen's templates; Argo CD
-    # ships none for either runtime), and what Kueue's webhook writes into a queued job, which
-    # every Application ignores: the suspend field (a JSON pointer) and every pod spec (jq).
+    # ships none for either runtime), and where the job's pod templates are (a jq path), into
+    # which Kueue writes at admission what every Application ignores.
     health_lua: str
-    suspend_pointer: str
-    pod_specs_jq: str
+    pod_templates_jq: str
     # Where a job's ttlSecondsAfterFinished would be: it deletes the finished job, which Argo
     # CD's self-heal then creates again, and it trains again.
     ttl_keys: tuple[str, ...]

@@ -128,8 +128,7 @@ class JobSetRuntime(Runtime):
     label_prefixes = ("jobset.sigs.k8s.io/", "batch.kubernetes.io/")
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
     health_lua = "jobset-health.lua"
-    suspend_pointer = "/spec/suspend"
-    pod_specs_jq = ".spec.replicatedJobs[]?.template.spec.template.spec"
+    pod_templates_jq = ".spec.replicatedJobs[]?.template.spec.template"
     # the JobSet controller's terminal conditions (also its status.terminalState)
     finished_conditions = ("Completed", "Failed")
 

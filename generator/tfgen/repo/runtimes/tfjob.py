@@ -47,8 +47,7 @@ class TFJobRuntime(Runtime):
     label_prefixes = ("training.kubeflow.org/",)
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
     health_lua = "tfjob-health.lua"
-    suspend_pointer = "/spec/runPolicy/suspend"
-    pod_specs_jq = ".spec.tfReplicaSpecs[]?.template.spec"
+    pod_templates_jq = ".spec.tfReplicaSpecs[]?.template"
     # the operator's terminal conditions (its Suspended and Restarting are not)
     finished_conditions = ("Succeeded", "Failed")
 
