@@ -62,7 +62,9 @@ def redis(lay: Layout) -> list[str]:
 
 
 def repo_server(lay: Layout) -> list[str]:
-    return [str(lay.bin / "argocd"), "--address=127.0.0.1",
+    """It keeps what a branch resolves to for as long as the controller's resync (3 min
+    upstream); 5 s here, so that a push is seen at the controller's next 10 s resync."""
+    return [str(lay.bin / "argocd"), "--address=127.0.0.1", "--revision-cache-expiration=5s",
             f"--port={lay.ports['argocd-repo-server']}",
             "--metrics-address=127.0.0.1",
             f"--metrics-port={lay.ports['argocd-repo-server-metrics']}", "--disable-tls",
@@ -71,13 +73,15 @@ def repo_server(lay: Layout) -> list[str]:
 
 def application_controller(lay: Layout) -> list[str]:
     """Its metrics server takes a port but no address: it listens on every interface. A short
-    resync (10 s, upstream 3 min) so that tests see a push without waiting minutes."""
+    resync (10 s, upstream 3 min) so that tests see a push without waiting minutes. Each
+    resource's health, message included, is kept in its Application (upstream keeps it only in
+    Redis since 3.0), where the tests read it with kubectl."""
     return [str(lay.bin / "argocd"), f"--namespace={NAMESPACE}",
             f"--kubeconfig={lay.kubeconfig}",
             f"--repo-server=127.0.0.1:{lay.ports['argocd-repo-server']}",
             "--repo-server-plaintext", f"--redis=127.0.0.1:{lay.ports['redis']}",
             f"--metrics-port={lay.ports['argocd-controller-metrics']}",
-            "--app-resync=10", "--loglevel=info"]
+            "--app-resync=10", "--persist-resource-health", "--loglevel=info"]
 
 
 def applicationset_controller(lay: Layout) -> list[str]:
