@@ -145,14 +145,17 @@ def make_repo(lab: Any, dest: Path, add: Callable[[GitOpsRepo], None]) -> GitOps
     return repo
 
 
+def namespaces(repo: GitOpsRepo) -> list[str]:
+    """The experiment namespaces of the repository's tfgen.yaml."""
+    return list(yaml.safe_load((repo.root / "tfgen.yaml").read_text())["argocd"]["namespaces"])
+
+
 def platform_set_up(lab: Any, repo: GitOpsRepo) -> None:
     """What argo/README.md asks of a platform engineer, then the bootstrap Application."""
-    config = yaml.safe_load((repo.root / "tfgen.yaml").read_text())
-    namespaces = config["argocd"]["namespaces"]
-    for ns in namespaces:
+    for ns in namespaces(repo):
         lab.kubectl("create", "namespace", ns, check=False)  # there already: fine
     listing = {"apiVersion": "v1", "kind": "List",
-               "items": [*kueue_objects(namespaces), *shared_claim()]}
+               "items": [*kueue_objects(namespaces(repo)), *shared_claim()]}
     lab.kubectl("apply", "--server-side", "--field-manager=platform", "-f", "-",
                 input=json.dumps(listing))
     lab.kubectl("-n", "argocd", "patch", "configmap", "argocd-cm", "--type", "merge",
@@ -226,5 +229,5 @@ def sync_of(app: Doc) -> tuple[str, str]:
     return status.get("sync", {}).get("status", ""), status.get("health", {}).get("status", "")
 
 
-__all__ = ["REPO_ROOT", "GitOpsRepo", "Watch", "experiment_names", "make_repo",
-           "platform_set_up", "sync_of"]
+__all__ = ["REPO_ROOT", "GitOpsRepo", "Watch", "experiment_names", "kueue_objects",
+           "make_repo", "namespaces", "platform_set_up", "sync_of"]

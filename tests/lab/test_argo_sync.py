@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 import yaml
-from gitops import GitOpsRepo, Watch, experiment_names, make_repo, platform_set_up, sync_of
+from gitops import (
+    GitOpsRepo,
+    Watch,
+    experiment_names,
+    make_repo,
+    namespaces,
+    platform_set_up,
+    sync_of,
+)
 from helpers import template
 from labwait import wait_for
 from tfgen.gate.documents.manifests import parse_manifest
@@ -57,16 +65,23 @@ def _add_runs(repo: GitOpsRepo) -> None:
 
 @pytest.fixture(scope="module")
 def repo(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOpsRepo]:
-    made = make_repo(lab, tmp_path_factory.mktemp("gitops"), _add_runs)
-    platform_set_up(lab, made)
+    made_repo = make_repo(lab, tmp_path_factory.mktemp("gitops"), _add_runs)
+    platform_set_up(lab, made_repo)
     try:
-        yield made
+        yield made_repo
     finally:
-        # the lab lives on for the session's other tests: stop syncing, keep nothing running
-        lab.kubectl("-n", "argocd", "delete", "application", "tfgen-bootstrap", "--wait=false",
+        # The lab lives on for the session's other tests, which use the same namespaces and
+        # names: stop syncing (the Applications go, what they made stays, as tfgen wires
+        # them), then delete what they made.
+        made = "app.kubernetes.io/part-of=tfgen"
+        lab.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all",
                     check=False)
-        lab.kubectl("-n", "argocd", "delete", "applicationsets,applications", "--all",
-                    "--wait=false", check=False)
+        lab.kubectl("-n", "argocd", "delete", "appprojects", "-l", made, check=False)
+        for namespace in namespaces(made_repo):  # gone before the next test reuses a name
+            for kinds in ("tfjobs,jobsets,deployments", "pods,services,networkpolicies,pvc"):
+                lab.kubectl("-n", namespace, "delete", "--timeout=120s", "-l", made, kinds,
+                            check=False)
+        lab.kubectl("delete", "pv", "--timeout=120s", "-l", made, check=False)
 
 
 @pytest.fixture(scope="module")

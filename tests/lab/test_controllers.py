@@ -1,10 +1,14 @@
-"""The real training operator does what `tfgen explain` says: for each bundled TFJob
-experiment, its rendered objects are applied to the lab as Argo CD would apply them, and every
-pod the operator creates carries the TF_CONFIG `tfgen explain` gives it, byte for byte, with
-the Service of the same name beside it."""
+"""The real controllers do what `tfgen explain` says. For each bundled TFJob experiment, its
+rendered objects are applied to the lab as Argo CD would apply them, and every pod the training
+operator creates carries the TF_CONFIG `tfgen explain` gives it, byte for byte, with the Service
+of the same name beside it. For each bundled JobSet experiment, the JobSet and Job controllers
+create the pods (Kueue admitting them where the spec names a queue): each pod's TF_CONFIG, its
+completion index expanded as the kubelet would, is explain's; each task's headless Service
+selects exactly its pod; the pods run on the GPU nodes with the GPUs asked for."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
+from gitops import kueue_objects
 from helpers import REPO_ROOT
+from lab.versions import GPU_NODES
 from labwait import wait_for
 from tfgen.run.explain import Explanation, explain_spec
 
@@ -52,12 +58,95 @@ def test_the_operators_pods_get_the_tf_config_explain_says(lab: Any,
                                                            applied: Explanation) -> None:
     expected = {p.name: p.tf_config for p in applied.pods}
     assert expected and all(expected.values()), "explain gave no pod or no TF_CONFIG"
-    found = wait_for(lab, f"the pods of {applied.job}",
-                     ["-n", applied.namespace, "pods", "-l",
-                      f"training.kubeflow.org/job-name={applied.job}"],
-                     lambda pods: len(pods["items"]) == len(expected))
-    assert {p["metadata"]["name"]: _env(p, "TF_CONFIG") for p in found["items"]} == expected
+    uid = json.loads(lab.kubectl("-n", applied.namespace, "get", "tfjob", applied.job,
+                                 "-o", "json").stdout)["metadata"]["uid"]
+
+    def this_jobs(pods: dict[str, Any]) -> list[dict[str, Any]]:
+        """The pods of this TFJob (not of an earlier one of the same name still going)."""
+        return [p for p in pods["items"]
+                if any(o["uid"] == uid for o in p["metadata"].get("ownerReferences", []))]
+    found = this_jobs(wait_for(lab, f"the pods of {applied.job}",
+                               ["-n", applied.namespace, "pods", "-l",
+                                f"training.kubeflow.org/job-name={applied.job}"],
+                               lambda pods: len(this_jobs(pods)) == len(expected)))
+    assert {p["metadata"]["name"]: _env(p, "TF_CONFIG") for p in found} == expected
     services = json.loads(lab.kubectl("-n", applied.namespace, "get", "services", "-l",
                                       f"training.kubeflow.org/job-name={applied.job}",
                                       "-o", "json").stdout)
     assert {s["metadata"]["name"] for s in services["items"]} == set(expected)
+
+
+JOBSET_SPECS = sorted(p for p in (REPO_ROOT / "experiments").glob("*.yaml")
+                      if yaml.safe_load(p.read_text())["spec"].get("runtime") == "jobset")
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"  # the Job controller writes it
+INDEX_VARIABLE = "$(JOB_COMPLETION_INDEX)"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}  # KWOK keeps the pods running
+
+
+@pytest.fixture
+def started_jobset(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explanation]:
+    """The experiment's objects created in the lab, its pods held running by KWOK (so their
+    Services have endpoints), its queue's Kueue objects in place; deleted again afterwards."""
+    explanation = explain_spec(request.param)
+    lab.kubectl("create", "namespace", explanation.namespace, check=False)
+    lab.kubectl("apply", "--server-side", "--field-manager=platform", "-f", "-",
+                input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                  "items": kueue_objects([explanation.namespace])}))
+    objects = copy.deepcopy(explanation.objects)
+    for obj in objects:
+        for replicated in obj.get("spec", {}).get("replicatedJobs", []) \
+                if obj["kind"] == "JobSet" else []:
+            pod = replicated["template"]["spec"]["template"]
+            pod["metadata"].setdefault("annotations", {}).update(RUNNING)
+    items = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    lab.kubectl("apply", "--server-side", "--field-manager=tfgen", "-n", explanation.namespace,
+                "-f", "-", input=items)
+    try:
+        yield explanation
+    finally:
+        lab.kubectl("delete", "-n", explanation.namespace, "--timeout=120s",
+                    "--ignore-not-found", "-f", "-", input=items, check=False)
+
+
+def _expanded(pod: dict[str, Any]) -> str | None:
+    """The pod's TF_CONFIG as its container sees it: $(JOB_COMPLETION_INDEX) replaced by the
+    index the Job controller gave the pod, as the kubelet expands a variable it defines."""
+    value = _env(pod, "TF_CONFIG")
+    index = pod["metadata"]["annotations"][INDEX_ANNOTATION]
+    return None if value is None else value.replace(INDEX_VARIABLE, index)
+
+
+@pytest.mark.parametrize("started_jobset", JOBSET_SPECS, ids=lambda p: Path(p).stem,
+                         indirect=True)
+def test_the_jobset_controllers_pods_get_the_tf_config_explain_says(
+        lab: Any, started_jobset: Explanation) -> None:
+    explained = {(p.task_type, p.index): p for p in started_jobset.pods}
+    assert explained and all(p.tf_config for p in explained.values())
+    namespace, job = started_jobset.namespace, started_jobset.job
+
+    def all_running(pods: dict[str, Any]) -> bool:
+        return len(pods["items"]) == len(explained) and all(
+            p["status"].get("phase") == "Running" for p in pods["items"])
+    pods = wait_for(lab, f"the pods of JobSet {job} running",
+                    ["-n", namespace, "pods", "-l", f"jobset.sigs.k8s.io/jobset-name={job}"],
+                    all_running)["items"]
+    by_task = {(p["metadata"]["labels"][REPLICATED_JOB_LABEL],
+                int(p["metadata"]["annotations"][INDEX_ANNOTATION])): p for p in pods}
+    assert set(by_task) == set(explained)
+    for task, pod in by_task.items():
+        want = explained[task]
+        assert _expanded(pod) == want.tf_config, task
+        # on a GPU node, with the GPUs the role asks for
+        assert pod["spec"]["nodeName"] in GPU_NODES, task
+        limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
+        assert int(limits.get("nvidia.com/gpu", 0)) == want.gpus, task
+    # each task's headless Service selects exactly the one pod of its task
+    for task, pod in by_task.items():
+        service = explained[task].name
+        slices = wait_for(
+            lab, f"the EndpointSlice of Service {service}",
+            ["-n", namespace, "endpointslices", "-l", f"kubernetes.io/service-name={service}"],
+            lambda found: any(s.get("endpoints") for s in found["items"]))["items"]
+        targets = [e["targetRef"]["name"] for s in slices for e in s.get("endpoints") or []]
+        assert targets == [pod["metadata"]["name"]], (service, targets)
