@@ -4,15 +4,28 @@ to a real Git repository, rendered by the real helm."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import io
+import os
+import subprocess
+import sys
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import build_file_tree, copy_repo_parts, git, git_init
+from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, git, git_init
 from tfgen.cli import main
 from tfgen.errors import EnvironmentProblem, OptionsError
-from tfgen.gate.revisions.base import changed_paths, check_ref, export_tree, resolve, tree_at
+from tfgen.gate.revisions.base import (
+    changed_paths,
+    check_ref,
+    export_tree,
+    extract,
+    resolve,
+    tree_at,
+)
 from tfgen.validate.yaml.loader import load_file
 
 
@@ -88,6 +101,81 @@ def test_export_leaves_out_links_that_leave_the_tree(tmp_path: Path) -> None:
     assert not (tree / "argo" / "abs").is_symlink()
     assert not (tree / "argo" / "up").is_symlink()
     assert (tree / "argo" / "in").read_text() == "a: 1\n"  # a link inside the tree is kept
+
+
+
+def _tar(*members: tuple[tarfile.TarInfo, bytes]) -> tarfile.TarFile:
+    """An archive of `members` in order, opened for reading: what `git archive` could send if
+    it were hostile."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as out:
+        for info, content in members:
+            info.size = len(content)
+            out.addfile(info, io.BytesIO(content))
+    data.seek(0)
+    return tarfile.open(fileobj=data)
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "",
+            mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.mode = kind, link, mode
+    return info
+
+
+def test_extract_writes_only_inside_the_tree(tmp_path: Path) -> None:
+    # A link is judged once all links exist: `a` names `c/b/../..`, which stays inside the
+    # tree until `c/b` (a link to `..`) appears after it, and then leaves it.
+    archive = _tar(
+        (_member("ok/f.txt"), b"f\n"), (_member("ok/run.sh", mode=0o755), b"#!/bin/sh\n"),
+        (_member("/abs.txt"), b"x"), (_member("../up.txt"), b"x"),
+        (_member("ok/../../up2.txt"), b"x"),
+        (_member("ok/hard", tarfile.LNKTYPE, "ok/f.txt"), b""),
+        (_member("ok/fifo", tarfile.FIFOTYPE), b""), (_member("ok/dev", tarfile.CHRTYPE), b""),
+        (_member("c", tarfile.DIRTYPE, mode=0o755), b""),
+        (_member("a", tarfile.SYMTYPE, "c/b/../.."), b""),
+        (_member("c/b", tarfile.SYMTYPE, ".."), b""),
+        (_member("in", tarfile.SYMTYPE, "ok/f.txt"), b""),
+        (_member("abs", tarfile.SYMTYPE, "/etc"), b""),
+        (_member("ok/up", tarfile.SYMTYPE, "../../outside"), b""),
+    )
+    dest = tmp_path / "tree"
+    extract(archive, dest)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert written == ["tree", "tree/c", "tree/c/b", "tree/in", "tree/ok", "tree/ok/f.txt",
+                       "tree/ok/run.sh"]
+    assert (dest / "in").read_text() == "f\n"
+    assert os.access(dest / "ok/run.sh", os.X_OK) and not os.access(dest / "ok/f.txt", os.X_OK)
+
+
+def _admitted_pythons() -> list[str]:
+    """Interpreters on this machine that `requires-python` admits, other than this one: the
+    export must not depend on a feature a patch release added (`extractall(filter=)`)."""
+    from packaging.specifiers import SpecifierSet
+    admitted = SpecifierSet(importlib.metadata.metadata("tfgen-gitops")["Requires-Python"])
+    found: dict[str, str] = {}
+    for folder in {"/usr/bin", "/usr/local/bin", *os.environ.get("PATH", "").split(os.pathsep)}:
+        for python in sorted(Path(folder).glob("python3.[0-9]*")):
+            if not python.name.replace("python", "").replace(".", "").isdigit():
+                continue
+            version = subprocess.run([python, "-c", "import platform;"
+                                      "print(platform.python_version())"],
+                                     capture_output=True, text=True, check=False).stdout.strip()
+            if version in admitted and Path(python).resolve() != Path(sys.executable).resolve():
+                found.setdefault(version, str(python))
+    return sorted(found.values())
+
+
+@pytest.mark.parametrize("python", _admitted_pythons() or [pytest.param(
+    "", marks=pytest.mark.skip(reason="no other admitted Python on this machine"))])
+def test_export_works_on_every_admitted_python(python: str, repo: Path, tmp_path: Path) -> None:
+    script = ("import sys; from pathlib import Path; from tfgen.gate.revisions.base import "
+              "export_tree; print(export_tree(Path(sys.argv[1]), 'HEAD', Path(sys.argv[2])))")
+    done = subprocess.run([python, "-c", script, str(repo), str(tmp_path / "out")],
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "generator")},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out/experiments/a.yaml").read_text() == "a: 1\n"
 
 
 # --- what a started run cannot take, on every runtime ------------------------------------------
