@@ -52,23 +52,44 @@ class ObjectDiff:
 @dataclass(frozen=True)
 class ExperimentChange:
     """One experiment whose objects differ: added, removed or changed, and the GPUs its active
-    spec requests before and after (None: no such spec on that side, or not readable)."""
+    spec requests before and after (None: no such spec on that side, or not readable), queued
+    or not; `queued`: a Kueue queue admits it (now, or at the base when it is removed)."""
 
     name: str
     status: str  # added | removed | changed
     gpus_before: int | None
     gpus_after: int | None
+    queued: bool = False
 
 
 @dataclass(frozen=True)
 class NamespaceGpus:
     """GPUs a namespace's active experiments request before and after the change (None: the
-    base could not be read), and its quota now (None: no quota)."""
+    base could not be read): those its `gpuQuota` holds, its quota now (None: no quota), and
+    apart from them those that Kueue queues admit."""
 
     namespace: str
     before: int | None
     after: int
     quota: int | None
+    queued_before: int | None = 0
+    queued_after: int = 0
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """What one experiment's spec asks for: its namespace, the GPUs its pods request (0 when
+    it is suspended or retired), and whether a Kueue queue admits them (then they are its
+    ClusterQueue's to admit, and do not count against the namespace's `gpuQuota`)."""
+
+    namespace: str
+    gpus: int
+    queued: bool
+
+    @property
+    def held(self) -> int:
+        """GPUs that count against the namespace's `gpuQuota`."""
+        return 0 if self.queued else self.gpus
 
 
 @dataclass(frozen=True)
@@ -92,11 +113,10 @@ class DiffResult:
     copies: list[CopyDiff] = field(default_factory=list)
 
 
-def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
-    """Experiment -> (namespace, GPUs its spec requests, 0 when not active), from every spec
-    that loads (an invalid one counts too: an experiment over quota is exactly what the tables
-    must show)."""
-    found: dict[str, tuple[str, int]] = {}
+def gpus_by_experiment(config: RepoConfig) -> dict[str, GpuRequest]:
+    """Experiment -> what its spec requests, from every spec that loads (an invalid one counts
+    too: an experiment over quota is exactly what the tables must show)."""
+    found: dict[str, GpuRequest] = {}
     for path in layout.spec_files(config.experiments_dir):
         shown = layout.shown(path)
         try:
@@ -105,41 +125,49 @@ def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
             continue
         request = _gpu_request(checked.data if checked is not None else None)
         if request is not None:
-            name, namespace_gpus = request
-            found[name] = namespace_gpus
+            name, requested = request
+            found[name] = requested
     return found
 
 
-def _gpu_request(data: Any) -> tuple[str, tuple[str, int]] | None:
-    """One loaded spec's experiment name, with its namespace and the GPUs it requests (0 when
-    not active); None when it names no namespace or has no spec."""
+def _gpu_request(data: Any) -> tuple[str, GpuRequest] | None:
+    """One loaded spec's experiment name, with what it requests; None when it names no
+    namespace or has no spec."""
     spec = data.get("spec") if isinstance(data, dict) else None
     metadata = (data.get("metadata") or {}) if data else {}
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
         return None
-    return str(name), (namespace, team.gpus(spec) if team.holds_quota(spec) else 0)
+    gpus = team.gpus(spec) if team.active(spec) else 0
+    return str(name), GpuRequest(namespace, gpus, team.queued(spec))
 
 
-def gpus_by_namespace(experiments: dict[str, tuple[str, int]]) -> dict[str, int]:
-    """GPUs requested by each namespace's active experiments."""
-    totals: dict[str, int] = {}
-    for namespace, gpus in experiments.values():
-        totals[namespace] = totals.get(namespace, 0) + gpus
+NamespaceTotals = dict[str, tuple[int, int]]  # namespace -> (GPUs its quota holds, queued GPUs)
+
+
+def gpus_by_namespace(experiments: dict[str, GpuRequest]) -> NamespaceTotals:
+    """GPUs requested by each namespace's active experiments: those its quota holds, and
+    those Kueue queues admit."""
+    totals: NamespaceTotals = {}
+    for request in experiments.values():
+        held, queued = totals.get(request.namespace, (0, 0))
+        totals[request.namespace] = (held + request.held,
+                                     queued + request.gpus - request.held)
     return totals
 
 
-def gpu_table(config: RepoConfig, before: dict[str, int] | None,
-              after: dict[str, int]) -> list[NamespaceGpus]:
+def gpu_table(config: RepoConfig, before: NamespaceTotals | None,
+              after: NamespaceTotals) -> list[NamespaceGpus]:
     """One row per namespace that requests GPUs on either side or has a quota."""
     quotas = {ns: config.namespace_policy(ns).get("gpuQuota") for ns in config.data["policy"]}
     names = set(after) | set(before or {}) | {ns for ns, q in quotas.items() if q is not None}
     rows = []
     for ns in sorted(names):
-        old = None if before is None else before.get(ns, 0)
-        new, quota = after.get(ns, 0), quotas.get(ns)
-        if old or new or quota is not None:
-            rows.append(NamespaceGpus(ns, old, new, quota))
+        old = None if before is None else before.get(ns, (0, 0))
+        new, quota = after.get(ns, (0, 0)), quotas.get(ns)
+        if any(old or ()) or any(new) or quota is not None:
+            rows.append(NamespaceGpus(ns, None if old is None else old[0], new[0], quota,
+                                      None if old is None else old[1], new[1]))
     return rows
 
 
@@ -201,8 +229,8 @@ class _Gpus:
     """The GPUs each experiment requests (`gpus_by_experiment`) at the base and now; `before`
     is None when the base's tfgen.yaml is not valid (its GPUs are unknown)."""
 
-    before: dict[str, tuple[str, int]] | None
-    now: dict[str, tuple[str, int]]
+    before: dict[str, GpuRequest] | None
+    now: dict[str, GpuRequest]
 
     def table(self, config: RepoConfig) -> list[NamespaceGpus]:
         """The namespaces' GPUs on both sides (`gpu_table`)."""
@@ -211,12 +239,15 @@ class _Gpus:
 
     def change(self, name: str, status: str) -> ExperimentChange:
         """The experiment's change, with the GPUs it requests on each side."""
-        before = None if self.before is None or name not in self.before else self.before[name][1]
-        return ExperimentChange(name, status, before,
-                                self.now[name][1] if name in self.now else None)
+        old = None if self.before is None else self.before.get(name)
+        new = self.now.get(name)
+        shown = new or old
+        return ExperimentChange(name, status, None if old is None else old.gpus,
+                                None if new is None else new.gpus,
+                                queued=shown is not None and shown.queued)
 
 
-def _gpus_at(root: Path, ref: str) -> dict[str, tuple[str, int]] | None:
+def _gpus_at(root: Path, ref: str) -> dict[str, GpuRequest] | None:
     """`gpus_by_experiment` at `ref`; None when the base's tfgen.yaml is not valid."""
     with base.tree_at(root, ref) as tree:
         try:

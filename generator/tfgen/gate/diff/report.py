@@ -64,16 +64,23 @@ def _gpus_side(gpus: int | None, *, exists: bool) -> str:
 
 
 def gpus_cell(change: ExperimentChange, arrow: str = "->") -> str:
-    """`none -> 3`, `3 -> 4 (+1)`, `3` when unchanged, `?` for a side that could not be read."""
+    """`none -> 3`, `3 -> 4 (+1)`, `3` when unchanged, `?` for a side that could not be read;
+    ` queued` after it when a Kueue queue admits the run (its GPUs are requested all the
+    same)."""
+    queued = " queued" if change.queued else ""
     before, after = change.gpus_before, change.gpus_after
     if change.status == "changed" and before == after:
-        return _gpus_side(after, exists=True)
+        return _gpus_side(after, exists=True) + queued
     old = _gpus_side(before, exists=change.status != "added")
     new = _gpus_side(after, exists=change.status != "removed")
-    delta = ""
-    if before is not None and after is not None and before != after:
-        delta = f" ({after - before:+d})"
-    return f"{old} {arrow} {new}{delta}"
+    return f"{old} {arrow} {new}{_delta(before, after)}{queued}"
+
+
+def _delta(before: int | None, after: int | None) -> str:
+    """` (+1)` between two known, different counts."""
+    if before is None or after is None or before == after:
+        return ""
+    return f" ({after - before:+d})"
 
 
 def _status_words(diff: ObjectDiff) -> str:
@@ -146,19 +153,21 @@ def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
 
 
 def _gpu_rows(rows: Sequence[NamespaceGpus]) -> list[str]:
-    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs."""
+    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs, those
+    the namespace's quota holds apart from those Kueue queues admit."""
     if not rows:
         return []
-    out = ["| Namespace | GPUs before | GPUs after | Quota |", "| --- | ---: | ---: | ---: |"]
+    out = ["| Namespace | GPUs before | GPUs after | Quota | Queued GPUs (Kueue) |",
+           "| --- | ---: | ---: | ---: | ---: |"]
     for row in rows:
         before = "?" if row.before is None else str(row.before)
-        change = ""
-        if row.before is not None and row.after != row.before:
-            change = f" ({row.after - row.before:+d})"
         quota = "none" if row.quota is None else str(row.quota)
         over = " **over quota**" if row.quota is not None and row.after > row.quota else ""
-        out.append(f"| `{row.namespace}` | {before} | {row.after}{change}{over} | {quota} |")
-    return [*out, ""]
+        queued = f"{row.queued_after}{_delta(row.queued_before, row.queued_after)}"
+        out.append(f"| `{row.namespace}` | {before} | {row.after}"
+                   f"{_delta(row.before, row.after)}{over} | {quota} | {queued} |")
+    return [*out, "", "_The quota holds the GPUs of runs no Kueue queue admits; a queued run "
+            "waits for its ClusterQueue instead._", ""]
 
 
 def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: int) -> str:
