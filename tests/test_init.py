@@ -312,6 +312,34 @@ def test_runtime_and_queue_become_each_namespaces_defaults(
     assert values["kueue"] == {"queue": "gpu-team", "priority": "research"}
 
 
+
+def test_a_queue_without_a_runtime_runs_on_the_one_kueue_admits_by_default(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kueue (v0.19) admits JobSets by default and TFJobs only when configured: `--queue`
+    without `--runtime` sets up jobset. In a namespace with a default priority, a spec that
+    leaves the queue (`--queue ""`) leaves the priority too."""
+    repo = tmp_path / "queued"
+    flags = [*FLAGS, "--queue", "gpu-team", "--priority", "research"]
+    result = runner.invoke(main, ["init", str(repo), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    policy = yaml.safe_load((repo / "tfgen.yaml").read_text())["policy"]
+    assert {ns: p["runtime"] for ns, p in policy.items()} == {"ml": "jobset", "vision": "jobset"}
+    plain = tmp_path / "plain"
+    assert runner.invoke(main, ["init", str(plain), *FLAGS]).exit_code == 0
+    assert yaml.safe_load((plain / "tfgen.yaml").read_text())["policy"]["ml"]["runtime"] == (
+        RUNTIMES[0].name)
+    monkeypatch.chdir(repo)
+    made = runner.invoke(main, ["new", "unqueued", "--queue", "", "--image",
+                                "registry.example.com/a:1", "--owner", "t@example.com"],
+                         catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
+    values = yaml.safe_load(
+        (repo / "argo" / "experiments" / "unqueued" / "values.yaml").read_text())
+    assert values["kueue"] == {"queue": "", "priority": ""}
+
+
 @pytest.mark.parametrize("command", ["init", "new"])
 def test_runtime_choices_are_the_runtimes(command: str) -> None:
     [option] = [p for p in main.commands[command].params if p.name == "runtime"]

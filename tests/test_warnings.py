@@ -132,6 +132,23 @@ def test_latest_in_the_spec_is_warned_at_its_line_and_fails_nothing(repo: Path) 
         f"::warning file={CPU},line={line},col=10::$.spec.image: ")
 
 
+
+def test_a_queued_tfjob_is_warned_naming_the_kueue_setting_it_needs(repo: Path) -> None:
+    # Kueue v0.19 turned its TFJob integration off by default: the run would wait suspended,
+    # and nothing in the repository could say why. A JobSet, on by default, is not warned.
+    jobset = "experiments/mnist-jobset.yaml"
+    edit(jobset, lambda data: data["spec"].update(runtime="tfjob"))
+    line = line_of(jobset, "queue: gpu-team")
+    result = tfgen("validate")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == (
+        f'{jobset}:{line}:10: warning: $.spec.queue: queue "gpu-team": Kueue admits a TFJob '
+        "only when its configuration lists kubeflow.org/tfjob in integrations.frameworks, "
+        "which it does not by default (deprecated since Kueue v0.19); otherwise the run stays "
+        "suspended (spec.runtime: jobset runs it as a JobSet (JobSet v0.12), which Kueue admits "
+        "by default; or list kubeflow.org/tfjob in the cluster's Kueue configuration)")
+
+
 def test_untagged_role_and_tensorboard_images_are_warned_each_at_its_line(repo: Path) -> None:
     def change(data: dict[str, Any]) -> None:
         data["spec"]["roles"]["worker"]["image"] = "registry.example.com/ml/trainer"

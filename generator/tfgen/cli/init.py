@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..repo.runtimes import RUNTIMES
+from ..repo.runtimes import QUEUED_DEFAULT, RUNTIMES
 from .app import handle_errors, main
 
 # The runtimes --runtime offers, the default first.
@@ -49,19 +49,21 @@ def _ask(settings: InitSettings) -> InitSettings:
 
 
 def _ask_runtime(settings: InitSettings, base: InitSettings) -> None:
-    """The namespaces' runtime, and a Kueue queue and priority (none unless answered)."""
-    if settings.runtime is None:
-        settings.runtime = click.prompt(
-            "Runtime of the namespaces' experiments, unless a spec names its own",
-            type=click.Choice(RUNTIME_NAMES), default=base.runtime, err=True)
+    """A Kueue queue and priority (none unless answered), and the namespaces' runtime: the
+    one Kueue admits by default when they are queued."""
     if settings.queue is None:
-        answer = click.prompt("Kueue LocalQueue that admits them (empty: none, not queued)",
-                              default="", show_default=False, err=True)
+        answer = click.prompt("Kueue LocalQueue that admits the experiments (empty: none, not "
+                              "queued)", default="", show_default=False, err=True)
         settings.queue = answer.strip()
     if settings.priority is None and settings.queue:
         answer = click.prompt("Kueue WorkloadPriorityClass of their runs (empty: none)",
                               default="", show_default=False, err=True)
         settings.priority = answer.strip()
+    if settings.runtime is None:
+        settings.runtime = click.prompt(
+            "Runtime of the namespaces' experiments, unless a spec names its own",
+            type=click.Choice(RUNTIME_NAMES), err=True,
+            default=QUEUED_DEFAULT.name if settings.queue else base.runtime)
 
 
 # What init asks a person for and cannot guess (the NAS server is optional), by setting, with
@@ -99,7 +101,8 @@ def _refuse_unasked(settings: InitSettings) -> None:
 @click.option("--kubernetes-version", help="The target cluster's Kubernetes version (x.y).")
 @click.option("--runtime", type=click.Choice(RUNTIME_NAMES),
               help="What the namespaces' experiments run on unless a spec says otherwise "
-                   f"(tfgen.yaml policy.<namespace>.runtime; default: {RUNTIME_NAMES[0]}).")
+                   f"(tfgen.yaml policy.<namespace>.runtime; default: {RUNTIME_NAMES[0]}, "
+                   f"{QUEUED_DEFAULT.name} with --queue: Kueue admits it by default).")
 @click.option("--queue", metavar="LOCALQUEUE",
               help="The Kueue LocalQueue that admits the namespaces' experiments "
                    "(policy.<namespace>.queue, and the one of its queues; default: none, not "

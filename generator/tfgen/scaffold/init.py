@@ -136,7 +136,9 @@ def _defaulted(settings: InitSettings) -> dict[str, Any]:
         "argocd_namespace": settings.argocd_namespace or base.argocd_namespace,
         "argocd_version": settings.argocd_version or base.argocd_version,
         "target_revision": settings.target_revision or base.target_revision,
-        "runtime": settings.runtime or base.runtime,
+        # queued runs default to the runtime Kueue admits without configuring it
+        "runtime": settings.runtime or (runtimes.QUEUED_DEFAULT.name if settings.queue
+                                        else base.runtime),
     }
 
 

@@ -164,7 +164,8 @@ def check_file(
         return None, [exc.problem()]
     # The loaded data is used only here: the merge takes it over instead of copying it, and
     # the defaults are then filled in without another copy.
-    merged = merge_defaults(config.spec_defaults(_namespace(document.data, config)),
+    own_spec = document.data.get("spec") if isinstance(document.data, dict) else None
+    merged = merge_defaults(config.spec_defaults(_namespace(document.data, config), own_spec),
                             document.data, own_spec=True)
     problems = schema_problems(document, merged, config=config.document)
     complete = apply_defaults(merged, in_place=True)

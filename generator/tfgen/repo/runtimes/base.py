@@ -89,6 +89,11 @@ class Runtime(ABC):
         """(apiVersion, kind): how a rendered object is known to be this runtime's job."""
         return self.api_version, self.kind
 
+    # Kueue: the entry of its configuration's `integrations.frameworks` that lets it admit
+    # this runtime's jobs, and whether Kueue (v0.19) lists it by default.
+    kueue_framework: str
+    kueue_framework_by_default: bool
+
     # Argo CD: the Lua health check of the job's kind (a file of tfgen's templates; Argo CD
     # ships none for either runtime), and what Kueue's webhook writes into a queued job, which
     # every Application ignores: the suspend field (a JSON pointer) and every pod spec (jq).

@@ -127,6 +127,8 @@ class JobSetRuntime(Runtime):
     # the JobSet controller's labels, and the Job controller's on an Indexed Job's pods
     label_prefixes = ("jobset.sigs.k8s.io/", "batch.kubernetes.io/")
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
+    kueue_framework = "jobset.x-k8s.io/jobset"
+    kueue_framework_by_default = True
     health_lua = "jobset-health.lua"
     suspend_pointer = "/spec/suspend"
     pod_specs_jq = ".spec.replicatedJobs[]?.template.spec.template.spec"

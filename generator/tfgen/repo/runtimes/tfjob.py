@@ -46,6 +46,8 @@ class TFJobRuntime(Runtime):
     tf_config_by = "set by the training operator"
     label_prefixes = ("training.kubeflow.org/",)
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    kueue_framework = "kubeflow.org/tfjob"
+    kueue_framework_by_default = False  # deprecated and off since v0.19
     health_lua = "tfjob-health.lua"
     suspend_pointer = "/spec/runPolicy/suspend"
     pod_specs_jq = ".spec.tfReplicaSpecs[]?.template.spec"
