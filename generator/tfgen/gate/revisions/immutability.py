@@ -14,8 +14,11 @@ replica types it touched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +29,12 @@ from ...validate.yaml.document import PointerParts, pointer_text
 from ...validate.yaml.loader import load_file
 from ..argo.applications import ResolvedApplication, resolve_applications
 from ..documents.manifests import parse_manifest
-from ..helm.batch import BatchRenderer, RenderResult, jobs_for
+from ..helm.batch import BatchRenderer, RenderResult, job_for, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
 from . import base
 from .livechanges import ABSENT, NEW_RUN_HINT, Immutable, full, immutability_changes
 
-__all__ = ["base_problems", "immutability_changes", "located"]
+__all__ = ["as_rendered", "base_problems", "immutability_changes", "located"]
 
 
 def _unretired(current: AppObjects) -> Problem:
@@ -148,6 +151,30 @@ def base_problems(
                 out += located(changes, current.path, _spec_at(tree, root, current.path),
                                current.app.name)
     return out
+
+
+def as_rendered(rendered: Sequence[AppObjects], updates: Mapping[str, str], kube_version: str,
+                renderer: BatchRenderer) -> list[AppObjects]:
+    """The rendered experiments, each whose committed values file is stale rendered instead
+    from what `tfgen render` would write there (`updates`, by repository-relative path): what
+    will run once the files are rendered and committed, which the base is compared with."""
+    stale = [(item, updates[rel]) for item in rendered
+             if (rel := layout.generated_paths(item.app.name)[0]) in updates]
+    if not stale:
+        return list(rendered)
+    with tempfile.TemporaryDirectory(prefix="tfgen-values-") as tmp:
+        jobs = []
+        for index, (item, text) in enumerate(stale):
+            values = Path(tmp) / f"{index}.yaml"
+            values.write_text(text, encoding="utf-8")
+            committed = layout.generated_paths(item.app.name)[0]
+            files = tuple(values if f.as_posix().endswith("/" + committed) else f
+                          for f in item.app.value_files)
+            jobs.append(job_for(item.app, kube_version, files))
+        results = renderer.render(jobs)
+    fresh = {item.app.name: replace(item, _load=functools.partial(str, result.manifest))
+             for (item, _), result in zip(stale, results, strict=True) if not result.error}
+    return [fresh.get(item.app.name, item) for item in rendered]
 
 
 def _with_base_apps(tree: Path, rendered: Sequence[AppObjects]
