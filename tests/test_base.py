@@ -258,6 +258,31 @@ def test_a_started_jobset_takes_suspend_and_nothing_else(
 
 
 
+def test_diff_marks_the_change_check_refuses(runner: CliRunner, started: Callable[..., Path]
+                                            ) -> None:
+    root = started()
+    _edit(root, (JOBSET, "/input_data\n", "/input_data_v2\n"))
+    refusal = _refused_at(_check(runner, root), root, JOBSET, "spec", "args", 0)
+    out = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                        catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[1].split()[:3] == ["mnist-jobset", "changed,", "refused"], out.stdout
+    assert lines[-1] == refusal  # said as check says it
+    assert "Next: make the refused changes a new run" in out.stderr
+    markdown = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD", "--format",
+                                    "markdown"], catch_exceptions=False).stdout
+    assert "| `mnist-jobset` | changed, **refused** |" in markdown
+    assert f"- {refusal}" in markdown.splitlines()
+    # a change a started run takes is not marked: TensorBoard is no part of the training
+    _edit(root, (JOBSET, "/input_data_v2\n", "/input_data\n"))
+    _edit(root, (JOBSET, "  tensorboard:\n", "  tensorboard:\n    reloadInterval: 60\n"))
+    out = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                        catch_exceptions=False)
+    assert out.stdout.splitlines()[1].split()[:2] == ["mnist-jobset", "changed"], out.stdout
+    assert "refused" not in out.output
+
+
 @pytest.mark.parametrize("spec", [JOBSET, TFJOB])
 def test_a_refused_change_is_said_while_argo_is_still_stale(
     runner: CliRunner, started: Callable[..., Path], spec: str

@@ -248,7 +248,9 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
                                "--format", "markdown", "--full"], catch_exceptions=False)
     assert out.exit_code == 0
     assert out.stdout.startswith("<!-- tfgen-diff -->")
-    assert "| `distributed-mnist` | changed | 1 changed: TFJob | 3 → 4 (+1) |" in out.stdout
+    # a started TFJob takes no new worker count: the row says `tfgen check --base` refuses it
+    assert ("| `distributed-mnist` | changed, **refused** | 1 changed: TFJob | 3 → 4 (+1) |"
+            in out.stdout)
     assert "**`distributed-mnist`: TFJob/distributed-mnist changed**" in out.stdout
     assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object changed).")
     # one more 1-GPU worker in namespace default (whose lr-sweep's six runs hold 12 more);

@@ -226,6 +226,11 @@ def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
     return list(dict.fromkeys(files)), problems
 
 
+def spec_rel(name: str) -> str:
+    """experiments/<name>.yaml: the spec of an experiment, repository-relative."""
+    return f"{EXPERIMENTS_DIR}/{name}{SPEC_SUFFIX}"
+
+
 def experiment_of(rel: str) -> str | None:
     """The experiment a repository-relative path belongs to (its spec or its generated folder),
     None for a path that belongs to none."""

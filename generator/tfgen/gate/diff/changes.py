@@ -30,7 +30,7 @@ from ..documents.manifests import documents, parse_manifest
 from ..helm.batch import BatchRenderer, RenderResult, jobs_for
 from ..helm.command import find_helm
 from ..objects.policy import kept_by_argo
-from ..revisions import base
+from ..revisions import base, immutability
 
 
 @dataclass
@@ -60,6 +60,8 @@ class ExperimentChange:
     gpus_before: int | None
     gpus_after: int | None
     queued: bool = False
+    # what a started run cannot take of the change, as `tfgen check --base` refuses it
+    refused: tuple[Problem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,14 +239,16 @@ class _Gpus:
         before = None if self.before is None else gpus_by_namespace(self.before)
         return gpu_table(config, before, gpus_by_namespace(self.now))
 
-    def change(self, name: str, status: str) -> ExperimentChange:
+    def change(self, name: str, status: str, refused: Sequence[Problem] = ()
+               ) -> ExperimentChange:
         """The experiment's change, with the GPUs it requests on each side."""
         old = None if self.before is None else self.before.get(name)
         new = self.now.get(name)
         shown = new or old
         return ExperimentChange(name, status, None if old is None else old.gpus,
                                 None if new is None else new.gpus,
-                                queued=shown is not None and shown.queued)
+                                queued=shown is not None and shown.queued,
+                                refused=tuple(refused))
 
 
 def _gpus_at(root: Path, ref: str) -> dict[str, GpuRequest] | None:
@@ -262,9 +266,21 @@ def _in_scope(apps: Sequence[ResolvedApplication], scope: set[str] | None
     return [a for a in apps if scope is None or a.name in scope]
 
 
+@dataclass
+class _Sides:
+    """The experiments in scope rendered at the base and now, what the added copies change in
+    their sources' specs, and the specs at the base (by experiment name, those now in scope
+    that the base has: what a refusal compares)."""
+
+    before: dict[str, RenderResult]
+    after: dict[str, RenderResult]
+    copies: list[CopyDiff]
+    base_specs: dict[str, Any]
+
+
 def _render_sides(
     root: Path, ref: str, renderer: BatchRenderer, kube: str, names: Sequence[str],
-) -> tuple[dict[str, RenderResult], dict[str, RenderResult], list[CopyDiff]]:
+) -> _Sides:
     """The experiments in scope (touched since `ref`, only those in `names` when given)
     rendered at `ref` and now, and what the added copies change in their sources' specs."""
     scope = base.changed_experiments(root, ref)
@@ -278,7 +294,17 @@ def _render_sides(
         now_apps = _in_scope(now_all, scope)
         existing = {a.name for a in base_all}
         copies = copy_diffs(root, tree, [a.name for a in now_apps if a.name not in existing])
-    return before, _render(renderer, now_apps, kube), copies
+        base_specs = {a.name: _spec_data(tree / layout.spec_rel(a.name)) for a in now_apps
+                      if a.name in existing}
+    return _Sides(before, _render(renderer, now_apps, kube), copies, base_specs)
+
+
+def _spec_data(path: Path) -> Any:
+    """A spec's data; None when it is not there or does not read."""
+    try:
+        return load_file(path).data
+    except (InputError, OSError):
+        return None
 
 
 def _helm_problems(name: str, old: RenderResult | None, new: RenderResult | None
@@ -294,9 +320,10 @@ def _helm_problems(name: str, old: RenderResult | None, new: RenderResult | None
     return problems
 
 
-def _compare(result: DiffResult, name: str, old: RenderResult | None, new: RenderResult | None,
-             gpus: _Gpus) -> None:
-    """Add to `result` one experiment's helm errors, else its object diffs and its change."""
+def _compare(result: DiffResult, name: str, sides: _Sides, gpus: _Gpus, root: Path) -> None:
+    """Add to `result` one experiment's helm errors, else its object diffs and its change,
+    with what `tfgen check --base` would refuse of it."""
+    old, new = sides.before.get(name), sides.after.get(name)
     problems = _helm_problems(name, old, new)
     result.problems += problems
     if problems:
@@ -306,7 +333,12 @@ def _compare(result: DiffResult, name: str, old: RenderResult | None, new: Rende
         result.experiments.append(name)
         result.diffs += diffs
         status = "added" if old is None else "removed" if new is None else "changed"
-        result.changes.append(gpus.change(name, status))
+        refused = []
+        if old is not None and new is not None:
+            refused = immutability.refusals(old.manifest, new.manifest,
+                                            layout.shown(root / layout.spec_rel(name)),
+                                            sides.base_specs.get(name), name)
+        result.changes.append(gpus.change(name, status, refused))
 
 
 def run_diff(
@@ -331,10 +363,10 @@ def run_diff(
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
     result = DiffResult(base=ref, gpus=table)
-    before, after, result.copies = _render_sides(root, ref, renderer, config.kubernetes_version,
-                                                 names)
-    for name in sorted(set(before) | set(after)):
-        _compare(result, name, before.get(name), after.get(name), gpus)
+    sides = _render_sides(root, ref, renderer, config.kubernetes_version, names)
+    result.copies = sides.copies
+    for name in sorted(set(sides.before) | set(sides.after)):
+        _compare(result, name, sides, gpus, root)
     return result
 
 
@@ -356,11 +388,11 @@ def copy_diffs(root: Path, tree: Path, added: Sequence[str]) -> list[CopyDiff]:
     """What each added experiment that is a copy changes in its source's spec."""
     out = []
     for name in added:
-        rel = f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}"
+        rel = layout.spec_rel(name)
         source = _source_of(root / rel)
         if source is None:
             continue
-        source_rel = f"{layout.EXPERIMENTS_DIR}/{source}{layout.SPEC_SUFFIX}"
+        source_rel = layout.spec_rel(source)
         original = next((p for p in (tree / source_rel, root / source_rel) if p.is_file()), None)
         if original is None:
             continue

@@ -34,7 +34,7 @@ from ..objects.verdict import AppObjects, app_is_retired
 from . import base
 from .livechanges import ABSENT, NEW_RUN_HINT, Immutable, full, immutability_changes
 
-__all__ = ["as_rendered", "base_problems", "immutability_changes", "located"]
+__all__ = ["as_rendered", "base_problems", "immutability_changes", "located", "refusals"]
 
 
 def _unretired(current: AppObjects) -> Problem:
@@ -151,6 +151,17 @@ def base_problems(
                 out += located(changes, current.path, _spec_at(tree, root, current.path),
                                current.app.name)
     return out
+
+
+def refusals(before: str, after: str, spec_path: str, old_spec: Any, name: str
+             ) -> list[Problem]:
+    """What `base_problems` says of one experiment that helm rendered as `before` at the base
+    and as `after` now: for `tfgen diff`, which has rendered both sides already."""
+    try:
+        changes = immutability_changes(parse_manifest(before), parse_manifest(after))
+    except InputError:
+        return []  # a side that does not parse was not running, or cannot be applied
+    return located(changes, spec_path, old_spec, name) if changes else []
 
 
 def as_rendered(rendered: Sequence[AppObjects], updates: Mapping[str, str], kube_version: str,
