@@ -91,18 +91,27 @@ def _first_sentence(text: str) -> str:
     return re.split(r"(?<=[a-z0-9])\. ", plain)[0].strip().rstrip(".")
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice `word` is most likely a misspelling of (the same but for case first), if any
+    is close enough."""
     options = sorted(set(choices))
     lowered = {c.lower(): c for c in options}
     if word.lower() in lowered:
-        return f'did you mean "{lowered[word.lower()]}"? Case matters'
+        return lowered[word.lower()]
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     if not close:
         close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
         close = [lowered[c] for c in close]
-    if close:
-        return f'did you mean "{close[0]}"?'
-    return "allowed: " + ", ".join(options)
+    return close[0] if close else None
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    found = closest(word, choices)
+    if found is None:
+        return "allowed: " + ", ".join(sorted(set(choices)))
+    if found.lower() == word.lower():
+        return f'did you mean "{found}"? Case matters'
+    return f'did you mean "{found}"?'
 
 
 def _image_words(text: str, grammar: str) -> str:
