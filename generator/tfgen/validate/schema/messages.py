@@ -138,6 +138,9 @@ class Translator:
         # A value with a line break also breaks its field's own grammar; the line break is the
         # one thing to fix, so the grammar's complaint is dropped.
         self.multi_line: set[str] = set()
+        # Unknown keys that are close to a key their mapping takes (`tensorbord`): (the
+        # mapping's parts, the key as written, the key meant).
+        self.misspelt: list[tuple[PointerParts, str, str]] = []
 
     def add(
         self,
@@ -205,6 +208,9 @@ class Translator:
                 continue
             hint = _did_you_mean(name, allowed) if allowed else "this mapping takes no keys"
             self.add((*parts, name), f'unknown key "{name}"', hint, key=True)
+            meant = closest(name, allowed)
+            if meant is not None:
+                self.misspelt.append((parts, name, meant))
 
     def _missing_keys(self, err: ValidationError) -> None:
         if not isinstance(err.instance, dict):
