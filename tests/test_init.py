@@ -220,8 +220,10 @@ def test_asks_for_what_the_flags_leave_open(
 ) -> None:
     monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
     target = tmp_path / "asked"
-    # repo URL, namespaces, no NAS server, runtime, queue, no priority, the source
-    answers = f"git@github.com:acme/ml.git\nml, vision\n\njobset\ngpu\n\n{SOURCE}\n"
+    # repo URL, namespaces, no NAS server, queue, no priority, the runtime offered (jobset:
+    # queued), node types, the source
+    answers = (f"git@github.com:acme/ml.git\nml, vision\n\ngpu\n\n\n"
+               f"gpu-a100:gpus=8 cpu:cpu=32\n{SOURCE}\n")
     result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
@@ -230,8 +232,10 @@ def test_asks_for_what_the_flags_leave_open(
     assert "spec" not in config["defaults"]  # no NAS server given: each spec names one
     assert config["policy"] == {namespace: {"runtime": "jobset", "queue": "gpu", "queues": ["gpu"]}
                                 for namespace in ("ml", "vision")}
+    assert config["cluster"]["nodeTypes"] == [{"name": "gpu-a100", "gpus": 8},
+                                              {"name": "cpu", "cpu": "32"}]
     assert "Git URL of the new repository" in result.stderr
-    assert "(tfjob, jobset) [tfjob]:" in result.stderr  # the runtimes, from runtimes.RUNTIMES
+    assert "(tfjob, jobset) [jobset]:" in result.stderr  # the runtimes, from runtimes.RUNTIMES
 
 
 def test_yes_asks_nothing_and_takes_the_schemas_defaults(
@@ -338,6 +342,53 @@ def test_a_queue_without_a_runtime_runs_on_the_one_kueue_admits_by_default(
     values = yaml.safe_load(
         (repo / "argo" / "experiments" / "unqueued" / "values.yaml").read_text())
     assert values["kueue"] == {"queue": "", "priority": ""}
+
+
+
+def test_node_types_make_node_fit_part_of_a_new_repository(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--node-type fills cluster.nodeTypes, so a pod no node can hold is refused from the
+    first spec; without it, tfgen.yaml shows where they go."""
+    repo = tmp_path / "nodes"
+    flags = [*FLAGS, "--node-type", "gpu-a100:gpus=8,cpu=96,memory=1Ti,accelerator=a100",
+             "--node-type", "cpu:cpu=32,memory=128Gi"]
+    result = runner.invoke(main, ["init", str(repo), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load((repo / "tfgen.yaml").read_text())["cluster"] == {"nodeTypes": [
+        {"name": "gpu-a100", "gpus": 8, "cpu": "96", "memory": "1Ti",
+         "labels": {"accelerator": "a100"}},
+        {"name": "cpu", "cpu": "32", "memory": "128Gi"}]}
+    monkeypatch.chdir(repo)
+    new = ["new", "--image", "registry.example.com/a:1", "--owner", "t@example.com"]
+    too_big = runner.invoke(main, [*new, "big", "--gpus", "9"], catch_exceptions=False)
+    assert too_big.exit_code == 1, too_big.output
+    assert ("$.spec.roles.worker.gpus: a worker pod asks for 9 GPUs; no node it may run on can "
+            "hold it, the largest being gpu-a100") in too_big.stdout
+    fits = runner.invoke(main, [*new, "fits", "--gpus", "8"], catch_exceptions=False)
+    assert fits.exit_code == 0, fits.output
+    plain = tmp_path / "plain"
+    assert runner.invoke(main, ["init", str(plain), *FLAGS]).exit_code == 0
+    text = (plain / "tfgen.yaml").read_text()
+    assert "cluster" not in yaml.safe_load(text)
+    assert "#   nodeTypes:                    # (tfgen init --node-type NAME:gpus=N," in text
+
+
+@pytest.mark.parametrize(("node_type", "message"), [
+    ("gpu:gpus", '--node-type: "gpu:gpus": "gpus" is not KEY=VALUE (the form is '
+                 "NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE"),
+    ("gpu:gpus=eight", '--node-type: must be a whole number, not the text "eight"'),
+    ("Bad:gpus=1", '--node-type: "Bad" is not valid: it must be a DNS-1123 label'),
+    ("gpu:memory=8GB", '--node-type: "8GB" is not valid'),
+])
+def test_a_bad_node_type_is_refused_naming_its_flag(
+    tmp_path: Path, runner: CliRunner, node_type: str, message: str
+) -> None:
+    result = runner.invoke(main, ["init", str(tmp_path / "r"), *FLAGS, "--node-type", node_type],
+                           catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize("command", ["init", "new"])

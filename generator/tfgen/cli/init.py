@@ -40,6 +40,14 @@ def _ask(settings: InitSettings) -> InitSettings:
                               default="", show_default=False, err=True)
         settings.nas_server = answer.strip() or None
     _ask_runtime(settings, base)
+    if not settings.node_types:
+        from ..scaffold import NODE_TYPE_FORM
+
+        answer = click.prompt(
+            f"Node types pods may land on, each {NODE_TYPE_FORM}, separated by spaces (a role "
+            "that none can hold is refused; empty: not checked)",
+            default="", show_default=False, err=True)
+        settings.node_types = answer.split()
     if settings.tfgen_source is None:
         settings.tfgen_source = click.prompt(
             "Where CI installs tfgen from: the tfgen Git repository at a commit or tag "
@@ -64,6 +72,10 @@ def _ask_runtime(settings: InitSettings, base: InitSettings) -> None:
             "Runtime of the namespaces' experiments, unless a spec names its own",
             type=click.Choice(RUNTIME_NAMES), err=True,
             default=QUEUED_DEFAULT.name if settings.queue else base.runtime)
+
+
+# The settings a repeated flag fills, with the flag.
+REPEATED = {"namespaces": "--namespace", "node_types": "--node-type"}
 
 
 # What init asks a person for and cannot guess (the NAS server is optional), by setting, with
@@ -110,6 +122,12 @@ def _refuse_unasked(settings: InitSettings) -> None:
 @click.option("--priority", metavar="CLASS",
               help="The Kueue WorkloadPriorityClass of their runs (policy.<namespace>.priority, "
                    "and the one of its priorities; needs --queue; default: none).")
+@click.option("--node-type", "node_types", multiple=True,
+              metavar="NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE",
+              help="A node type pods may land on (repeat for more): its GPUs, and the CPU and "
+                   "memory one pod may get there, and the labels a nodeSelector names it by "
+                   "(tfgen.yaml cluster.nodeTypes). A role that none can hold is refused "
+                   "(default: none, not checked).")
 @click.option("--argocd-namespace", help="The namespace Argo CD runs in.")
 @click.option("--argocd-version", help="The Argo CD minor version (x.y).")
 @click.option("--target-revision", help="The branch Argo CD follows.")
@@ -126,7 +144,8 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
 
     Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
     --yes; without one, --repo-url, --namespace and --tfgen-source are needed unless --yes;
-    --runtime, --queue and --priority go to policy.<namespace> of every --namespace),
+    --runtime, --queue and --priority go to policy.<namespace> of every --namespace,
+    --node-type to cluster.nodeTypes),
     README.md (set up and check), the chart (charts/), the schemas (schemas/), the
     pull-request workflow (.github/workflows/pr.yaml, installing tfgen from --tfgen-source),
     .pre-commit-config.yaml, .gitattributes, .gitignore, experiments/README.md and
@@ -139,9 +158,9 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     # command a tenth of a second at start-up
     from ..scaffold import InitSettings, SettingsError, init_repository
 
-    # the flags other than --yes are InitSettings' fields, one for one (--namespace, repeated,
-    # fills namespaces)
-    settings = InitSettings(**{**flags, "namespaces": list(flags["namespaces"])})
+    # the flags other than --yes are InitSettings' fields, one for one (--namespace and
+    # --node-type, repeated, fill namespaces and node_types)
+    settings = InitSettings(**{**flags, **{name: list(flags[name]) for name in REPEATED}})
     if not yes and _interactive():
         settings = _ask(settings)
     elif not yes:
@@ -152,7 +171,7 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
         # name the settings as the flags that set them: --repo-url, not repo_url
         message = exc.message
         for name in exc.settings:
-            flag = "--namespace" if name == "namespaces" else f"--{name.replace('_', '-')}"
+            flag = REPEATED.get(name) or f"--{name.replace('_', '-')}"
             message = message.replace(f"\n{name}: ", f"\n{flag}: ")
         raise SettingsError(message, exc.settings) from None
     for path in result.written:

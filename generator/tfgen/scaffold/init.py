@@ -73,6 +73,40 @@ class InitSettings:
     runtime: str | None = None
     queue: str | None = None
     priority: str | None = None
+    # the node types pods may land on (`cluster.nodeTypes`), each as `--node-type` takes it:
+    # NAME:gpus=N,cpu=C,memory=M and any LABEL=VALUE (`node_type`); none: no fit check
+    node_types: list[str] = field(default_factory=list)
+
+
+# What one node type says of itself in `--node-type NAME:KEY=VALUE,...`; any other key is a
+# label of its nodes.
+NODE_SIZES = ("gpus", "cpu", "memory")
+NODE_TYPE_FORM = "NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE"
+
+
+def node_type(text: str) -> dict[str, Any]:
+    """One `--node-type` as tfgen.yaml's `cluster.nodeTypes` entry (the config schema judges
+    its values); a SettingsError when it does not have the form."""
+    name, _, rest = text.partition(":")
+    entry: dict[str, Any] = {"name": name.strip()}
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"these settings make an invalid tfgen.yaml:\nnode_types: "
+                                f"{quoted(text)}: {quoted(item)} is not KEY=VALUE (the form is "
+                                f"{NODE_TYPE_FORM}, e.g. gpu-a100:gpus=8,cpu=96,memory=1Ti,"
+                                "accelerator=a100)", ["node_types"])
+        key, value = key.strip(), value.strip()
+        if key == "gpus":
+            entry[key] = int(value) if value.isdigit() else value
+        elif key in NODE_SIZES:
+            entry[key] = value
+        else:
+            labels[key] = value
+    if labels:
+        entry["labels"] = labels
+    return entry
 
 
 # The tfgen.yaml field each setting (and `tfgen init` flag) fills, to name the flag in errors.
@@ -85,6 +119,7 @@ SETTING_FIELDS = {
     "$.argocd.namespace": "argocd_namespace",
     "$.argocd.version": "argocd_version",
     "$.argocd.targetRevision": "target_revision",
+    "$.cluster": "node_types",
 }
 # The fields of each namespace's `policy` entry each setting fills.
 POLICY_FIELDS = {"runtime": "runtime", "queue": "queue", "queues": "queue",
@@ -151,6 +186,8 @@ def config_text(settings: InitSettings) -> str:
         "runtime_names": " or ".join(runtime.name for runtime in runtimes.RUNTIMES),
         "queue": settings.queue or None,
         "priority": settings.priority or None,
+        "node_types": [node_type(text) for text in settings.node_types],
+        "node_type_form": NODE_TYPE_FORM,
     }
     if settings.nas_server is not None:
         _check_nas_server(settings.nas_server)
