@@ -132,7 +132,6 @@ def test_latest_in_the_spec_is_warned_at_its_line_and_fails_nothing(repo: Path) 
         f"::warning file={CPU},line={line},col=10::$.spec.image: ")
 
 
-
 def test_a_queued_tfjob_is_warned_naming_the_kueue_setting_it_needs(repo: Path) -> None:
     # Kueue v0.19 turned its TFJob integration off by default: the run would wait suspended,
     # and nothing in the repository could say why. A JobSet, on by default, is not warned.
