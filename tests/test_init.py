@@ -203,6 +203,29 @@ def test_without_a_terminal_init_names_every_value_it_needs(
                                  "--namespace", "ml"], catch_exceptions=False)
     assert given.exit_code == 2
     assert "--tfgen-source (" in given.stderr and "--repo-url" not in given.stderr
+    # --yes is suggested only where it can stand in for every setting missing
+    if defaults().tfgen_source:
+        assert "(or --yes to take the defaults)" in given.stderr
+    else:
+        assert ("(--tfgen-source has no default here, so --yes cannot stand in for it)"
+                in given.stderr)
+        assert "--yes to take" not in given.stderr
+        yes = runner.invoke(main, ["init", str(target), "--yes"], catch_exceptions=False)
+        assert yes.exit_code == 2 and "--tfgen-source: needed" in yes.stderr
+
+
+@pytest.mark.parametrize(("source", "warned"), [
+    ("git+file:///srv/tfgen@v0.1.0", True), ("file:///srv/wheels/simple/", True),
+    (SOURCE, False), ("https://pypi.acme.example/simple/", False),
+])
+def test_a_source_on_this_machine_is_warned_about(tmp_path: Path, runner: CliRunner,
+                                                  source: str, warned: bool) -> None:
+    flags = [*FLAGS[:-1], source]
+    result = runner.invoke(main, ["init", str(tmp_path / "r"), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    warning = (f"warning: --tfgen-source {source} is a path on this machine: a CI runner cannot "
+               "reach it")
+    assert (warning in result.stderr) is warned, result.stderr
 
 
 def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:

@@ -92,12 +92,19 @@ def _refuse_unasked(settings: InitSettings) -> None:
     """Without a terminal nobody can be asked: each value init needs must be a flag (or
     --yes says to take the defaults), never a placeholder written silently."""
     from ..errors import OptionsError
+    from ..scaffold import defaults
 
-    missing = [f"{flag} ({what})" for name, (flag, what) in NEEDED.items()
-               if not getattr(settings, name)]
+    missing = [name for name in NEEDED if not getattr(settings, name)]
     if missing:
-        raise OptionsError("tfgen init has no terminal to ask for these; give them as flags "
-                           "(or --yes to take the defaults):\n  " + "\n  ".join(missing))
+        # --yes is offered only where every setting missing has a default to take
+        base = defaults()
+        without = [NEEDED[name][0] for name in missing if not getattr(base, name)]
+        way = ("(or --yes to take the defaults)" if not without else
+               f"({' and '.join(without)} ha{'s' if len(without) == 1 else 've'} no default "
+               f"here, so --yes cannot stand in for {'it' if len(without) == 1 else 'them'})")
+        raise OptionsError(f"tfgen init has no terminal to ask for these; give them as flags "
+                           f"{way}:\n  " + "\n  ".join(f"{NEEDED[name][0]} ({NEEDED[name][1]})"
+                                                      for name in missing))
 
 
 @main.command()
@@ -176,6 +183,8 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
         raise SettingsError(message, exc.settings) from None
     for path in result.written:
         click.echo(path)
+    for warning in result.warnings:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
     click.echo(f"{len(result.written)} files written in {result.root}; next: cd there, "
                "`tfgen install-helm`, `git init`, commit, then `tfgen check` and "
                "`tfgen new NAME` (README.md: set up and check on any machine)", err=True)

@@ -146,6 +146,7 @@ class InitResult:
 
     root: Path
     written: list[str]
+    warnings: list[str] = field(default_factory=list)  # what the team should see to now
 
 
 def defaults() -> InitSettings:
@@ -371,7 +372,9 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
     if plan is None:  # pragma: no cover - a repository without experiments always plans
         raise RuntimeError(f"init: the new repository does not render: {problems}")
     applied = apply_plan(plan)
-    return InitResult(root=root, written=sorted([*files, *applied.written]))
+    note = tfgen_source(settings).local_note
+    return InitResult(root=root, written=sorted([*files, *applied.written]),
+                      warnings=[note] if note else [])
 
 
 def _check_target(target: Path) -> None:

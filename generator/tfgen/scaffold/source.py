@@ -51,6 +51,16 @@ class TfgenSource:
         return f"{DISTRIBUTION}=={__version__}"
 
     @property
+    def local_note(self) -> str | None:
+        """What to say of a source on this machine's disk (`file://`): CI cannot install it."""
+        if not self.url.startswith(("git+file://", "file://")):
+            return None
+        return (f"{FLAG} {self.url} is a path on this machine: a CI runner cannot reach it, "
+                "so the pull-request workflow will fail to install tfgen; pin a URL the runner "
+                f"can reach (e.g. {EXAMPLES[0]} or {EXAMPLES[1]}) in .github/workflows/pr.yaml "
+                "and README.md")
+
+    @property
     def index_url(self) -> str | None:
         return None if self.is_git else self.url
 
