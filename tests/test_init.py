@@ -18,7 +18,7 @@ from tfgen.cli import main
 from tfgen.repo.runtimes import RUNTIMES
 from tfgen.scaffold import InitSettings, SettingsError, defaults
 from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
-from tfgen.scaffold.source import parse_source
+from tfgen.scaffold.source import check_line, parse_source
 
 SOURCE = "git+https://github.com/acme/tfgen.git@v0.1.0"
 FLAGS = ["--repo-url", "https://github.com/acme/ml.git", "--namespace", "ml",
@@ -234,7 +234,12 @@ def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:
     [local] = config["repos"]
     assert local["repo"] == "local"
     assert [h["id"] for h in local["hooks"]] == [h["id"] for h in published]
-    assert [h["entry"] for h in local["hooks"]] == [h["entry"] for h in published]
+    # run by the tfgen the README's set-up installs, with no environment activated: the
+    # program the README's check line runs
+    tfgen = check_line().split()[0]
+    assert [h["entry"] for h in local["hooks"]] == [
+        h["entry"].replace("tfgen", tfgen, 1) for h in published]
+    assert tfgen in (started / "README.md").read_text()
     assert {h["language"] for h in local["hooks"]} == {"system"}
 
 

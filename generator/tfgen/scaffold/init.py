@@ -257,11 +257,14 @@ def gitignore() -> str:
 
 
 def pre_commit_config() -> str:
-    """`.pre-commit-config.yaml`: tfgen's published hooks, run by the tfgen installed here."""
+    """`.pre-commit-config.yaml`: tfgen's published hooks, run by the tfgen the README's set-up
+    installed into the repository's environment (no activated environment needed)."""
     hooks = yaml.load(_template_text("pre-commit-hooks.yaml"), Loader=SafeLoader)
-    local = [{**hook, "language": "system"} for hook in hooks]
-    return ("# pre-commit hooks (see pre-commit.com): tfgen's own, offline and without helm;\n"
-            "# `tfgen check` in the pull-request workflow is the gate.\n"
+    local = [{**hook, "language": "system", "entry": pinned.in_venv(hook["entry"])}
+             for hook in hooks]
+    return ("# pre-commit hooks (see pre-commit.com): tfgen's own, offline and without helm,\n"
+            f"# run by the tfgen in {pinned.VENV}/ (README.md's set-up line); `tfgen check` in "
+            "the\n# pull-request workflow is the gate.\n"
             + dump_yaml({"repos": [{"repo": "local", "hooks": local}]}))
 
 
