@@ -138,9 +138,16 @@ class Runtime(ABC):
         and pod templates, so its pods and TF_CONFIG are computed once, as the operator does."""
 
     @abstractmethod
+    def pod_name(self, run: str, role: str, index: int) -> str:
+        """How the cluster names pod `index` of a role (`worker`) of run `run`; a random part
+        the controller adds is written `xxxxx`. Its headless Service is `<run>-<role>-<index>`
+        on every runtime."""
+
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
         """The longest text the runtime adds to a run's name to name a pod, for the spec's
         roles and their replicas: the run name's budget is what a DNS label leaves of it."""
+        return max((self.pod_name("", role, max(count - 1, 0)) for role, count in
+                    replicas.items()), key=len, default="")
 
     @abstractmethod
     def run_selector(self, run: str) -> dict[str, str]:

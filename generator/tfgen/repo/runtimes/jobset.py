@@ -187,10 +187,9 @@ class JobSetRuntime(Runtime):
             out += _task_problems(template, expected)
         return out
 
-    def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
+    def pod_name(self, run: str, role: str, index: int) -> str:
         # `<jobset>-<replicated job>-<job index>-<pod index>-xxxxx`, one Job per role
-        return max((f"-{role}-0-{max(count - 1, 0)}{POD_NAME_RANDOM}"
-                    for role, count in replicas.items()), key=len, default="")
+        return f"{run}-{role}-0-{index}{POD_NAME_RANDOM}"
 
     def run_selector(self, run: str) -> dict[str, str]:
         return {JOBSET_NAME_LABEL: run}

@@ -86,10 +86,9 @@ class TFJobRuntime(Runtime):
                 for template in self.pod_templates(job)
                 for pointer, entry in env_entries(template) if entry.get("name") == "TF_CONFIG"]
 
-    def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
+    def pod_name(self, run: str, role: str, index: int) -> str:
         # the operator's pods (and Services) are `<job>-<type>-<index>`
-        return max((f"-{role}-{max(count - 1, 0)}" for role, count in replicas.items()),
-                   key=len, default="")
+        return f"{run}-{role}-{index}"
 
     def run_selector(self, run: str) -> dict[str, str]:
         return {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: run}
