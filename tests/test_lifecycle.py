@@ -193,6 +193,14 @@ def test_new_writes_runtime_queue_and_priority_only_when_given(
     assert (rows["unqueued"]["runtime"], rows["unqueued"]["holds"]) == ("tfjob", 2)
 
 
+@pytest.mark.parametrize("source", ["../evil", "../../etc/evil.yaml", "nowhere/x.yaml"])
+def test_a_missing_source_is_named_as_given(runner: CliRunner, repo: Path, source: str) -> None:
+    # never an absolute path, nor one joined to the repository, built from what was typed
+    made = tfgen(runner, "rerun", source, "--as", "copy", "--owner", "t@example.com")
+    assert made.exit_code == 1, made.output
+    assert made.stderr.strip() == f"error: {source}: no such file"
+
+
 def test_a_copy_into_another_namespace_names_the_option_when_refused(
     runner: CliRunner, repo: Path
 ) -> None:

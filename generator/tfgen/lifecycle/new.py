@@ -150,7 +150,7 @@ def _copied_text(name: str, config: RepoConfig, options: NewOptions, source: str
         raise OptionsError("--workers, --ps, --gpus, --chief-gpus and --command build a new "
                            "spec; with --from, edit the copy instead")
     old_path = layout.experiment_path(source, cwd)
-    old_shown = layout.shown(old_path, config.root)
+    old_shown = layout.shown(old_path)  # a path given is the user's, relative to where they are
     old = old_path.name.rpartition(".")[0]
     raw = read_input(old_path, old_shown, config.root)
     request = CopyRequest(old, name, owner=options.owner, namespace=options.namespace,
