@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from helpers import REPO_ROOT, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
+from tfgen.repo.owned import owned_files
 from tfgen.repo.runtimes import RUNTIMES
 from tfgen.scaffold import InitSettings, SettingsError, defaults
 from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
@@ -423,3 +424,55 @@ def test_a_bad_node_type_is_refused_naming_its_flag(
 def test_runtime_choices_are_the_runtimes(command: str) -> None:
     [option] = [p for p in main.commands[command].params if p.name == "runtime"]
     assert list(option.type.choices) == [runtime.name for runtime in RUNTIMES]
+
+
+# --- tfgen upgrade ------------------------------------------------------------------------------
+
+
+def _tfgen(runner: CliRunner, root: Path, *args: str) -> Result:
+    return runner.invoke(main, [*args, "--root", str(root)], catch_exceptions=False)
+
+
+def test_a_fresh_repository_has_nothing_to_upgrade(started: Path, runner: CliRunner) -> None:
+    result = _tfgen(runner, started, "upgrade", "--check")
+    assert (result.exit_code, result.stdout) == (0, ""), result.output
+    assert "nothing to upgrade" in result.stderr
+    assert "tfgen upgrade" not in _tfgen(runner, started, "check").output
+
+
+def test_upgrade_brings_the_copies_level_and_keeps_the_teams_files(
+    started: Path, runner: CliRunner
+) -> None:
+    """As a repository an older tfgen made: its chart and schemas differ from the installed
+    tfgen's. check warns, naming which copy is in force; upgrade shows and rewrites them,
+    leaves a template of the team's own and every file the team edits."""
+    chart, schemas = started / "charts/tfjob-experiment", started / "schemas"
+    (chart / "values.yaml").write_text((chart / "values.yaml").read_text() + "# older\n")
+    (schemas / "experiment.schema.json").write_text(
+        (schemas / "experiment.schema.json").read_text() + "{garbage")
+    (schemas / "kubeflow.org/tfjob_v1.json").unlink()
+    (chart / "templates/team.yaml").write_text("# the team's own\n")
+    edited = {rel: (started / rel).read_text() for rel in ("tfgen.yaml", "README.md",
+                                                           ".github/workflows/pr.yaml")}
+    checked = _tfgen(runner, started, "check")
+    assert ("charts/tfjob-experiment/: warning: 1 file here differs from the installed tfgen "
+            "") in checked.stdout
+    assert "(values.yaml): Argo CD renders this repository's copy" in checked.stdout
+    assert ("schemas/: warning: 2 files here differ from the installed tfgen") in checked.stdout
+    assert "tfgen validates with its own copy; editors read this repository's" in checked.stdout
+    shown = _tfgen(runner, started, "upgrade", "--check")
+    assert shown.exit_code == 1, shown.output
+    assert "-# older\n" in shown.stdout
+    assert "+++ b/schemas/kubeflow.org/tfjob_v1.json" in shown.stdout
+    assert (chart / "values.yaml").read_text().endswith("# older\n")  # --check writes nothing
+    done = _tfgen(runner, started, "upgrade")
+    assert done.exit_code == 0, done.output
+    assert done.stderr.startswith("upgraded 3 files of charts/tfjob-experiment/, schemas/")
+    assert "left in place, not shipped by tfgen: charts/tfjob-experiment/templates/team.yaml" \
+        in done.stderr
+    shipped = owned_files()
+    assert all((started / rel).read_text() == text for rel, text in shipped.items())
+    assert (chart / "templates/team.yaml").read_text() == "# the team's own\n"
+    assert {rel: (started / rel).read_text() for rel in edited} == edited
+    again = _tfgen(runner, started, "upgrade", "--check")
+    assert again.exit_code == 0 and "nothing to upgrade" in again.stderr

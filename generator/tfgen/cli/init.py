@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..repo.runtimes import QUEUED_DEFAULT, RUNTIMES
-from .app import handle_errors, main
+from .app import ROOT_OPTION, handle_errors, main, require_repository
 
 # The runtimes --runtime offers, the default first.
 RUNTIME_NAMES = [runtime.name for runtime in RUNTIMES]
@@ -188,3 +188,31 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     click.echo(f"{len(result.written)} files written in {result.root}; next: cd there, "
                "`tfgen install-helm`, `git init`, commit, then `tfgen check` and "
                "`tfgen new NAME` (README.md: set up and check on any machine)", err=True)
+
+
+@main.command()
+@click.option("--check", is_flag=True,
+              help="Only show the differences; exit 1 when there are any, write nothing.")
+@ROOT_OPTION
+@handle_errors
+def upgrade(check: bool, root: Path | None) -> None:
+    """Bring the repository's chart and schemas to the installed tfgen's.
+
+    `tfgen init` copied charts/tfjob-experiment/ and schemas/ from the tfgen that made the
+    repository; after the pin moves, Argo CD still renders the old chart and editors check
+    against the old schemas (tfgen validates with its own). Each file that differs is shown
+    as a unified diff on stdout, then rewritten (each one complete or not at all). The files
+    a team edits (tfgen.yaml, README.md, the workflow, hooks and specs) are never touched; a
+    file in those folders that tfgen does not ship is named and left in place. `tfgen check`
+    warns while the copies differ.
+
+    Exit codes: 0 up to date or upgraded, 1 with --check when the copies differ, 2 usage.
+    """
+    from ..scaffold.upgrade import next_step, upgrade_repository
+
+    result = upgrade_repository(require_repository(root), write=not check)
+    for change in result.changes:
+        click.echo(change.diff(), nl=False)
+    click.echo(next_step(result, wrote=not check), err=True)
+    if check and result.changes:
+        sys.exit(1)

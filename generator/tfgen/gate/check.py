@@ -32,7 +32,7 @@ from typing import Any
 from .. import render
 from ..errors import OptionsError
 from ..problems import Problem, errors_of, tally, warned
-from ..repo import layout
+from ..repo import layout, owned
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..repo.keys import path_digest
 from ..validate import RepoConfig, ValidationResult, load_config, repository_specs, validate_paths
@@ -270,7 +270,7 @@ class Gate:
                                    focus=self.focus)
             plan = self.plan(specs, scope)
             problems += (specs.problems + scope.warnings() + _drift(plan, self.root)
-                         + stage.argo_problems())
+                         + stage.argo_problems() + owned.copies_problems(self.root))
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())
             problems += [replace(p, path=layout.shown(p.path, self.root))

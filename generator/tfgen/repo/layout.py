@@ -54,7 +54,8 @@ LOCAL_RUN_DIR = ".tfgen-run"
 SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 # The upstream CRDs that tfgen's CRD schemas are converted from (by scripts/crd_schemas.py),
 # kept in tfgen's own repository: no input of tfgen, not shipped, not copied by `tfgen init`.
-UPSTREAM_SCHEMAS_DIR = "schemas/upstream"
+SCHEMAS_DIR = "schemas"  # a team repository's copy of tfgen's schemas (`owned`)
+UPSTREAM_SCHEMAS_DIR = f"{SCHEMAS_DIR}/upstream"
 RUN_MARK = ".gitignore"
 RUN_MARK_TEXT = "# local data of `tfgen run-local`, one folder per experiment: never commit it\n*\n"
 

@@ -27,7 +27,7 @@ from ..problems import Problem
 from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
 from ..render.write import apply_plan, blocked_paths, write_new_files
-from ..repo import cache, layout, resources, runtimes
+from ..repo import cache, layout, owned, resources, runtimes
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config.load import builtin_data
@@ -41,7 +41,6 @@ from . import source as pinned
 INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates
 WORKFLOW_FILE = ".github/workflows/pr.yaml"
 PRE_COMMIT_FILE = ".pre-commit-config.yaml"
-SCHEMAS_DIR = "schemas"
 README = "README.md"
 EXPERIMENTS_README = f"{layout.EXPERIMENTS_DIR}/README.md"
 ARGO_README = f"{layout.ARGO_DIR}/README.md"
@@ -354,8 +353,7 @@ def repository_files(settings: InitSettings) -> dict[str, str]:
         EXPERIMENTS_README: _template_text("experiments-README.md"),
         ARGO_README: _template_text("argo-README.md"),
     }
-    files.update(_tree(resources.chart_dir(), layout.CHART_PATH))
-    files.update(_tree(resources.schema_dir(), SCHEMAS_DIR, skip=layout.UPSTREAM_SCHEMAS_DIR))
+    files.update(owned.owned_files())
     return files
 
 
@@ -413,19 +411,6 @@ def _said(path: Path) -> str:
     """A path as init's messages show it: relative to the working directory, never absolute
     (`..` where it lies elsewhere)."""
     return os.path.relpath(path)
-
-
-def _tree(source: Path, dest: str, skip: str = "") -> dict[str, str]:
-    """The text files under `source` (tfgen's shipped chart or schemas), under `dest`; not
-    those under the folder `skip` (a path like `dest`'s files)."""
-    found: dict[str, str] = {}
-    for path in sorted(source.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            rel = path.relative_to(source).as_posix()
-            if skip and f"{dest}/{rel}".startswith(f"{skip}/"):
-                continue
-            found[f"{dest}/{rel}"] = path.read_text(encoding="utf-8")
-    return found
 
 
 def _template_text(name: str) -> str:
