@@ -15,7 +15,7 @@ from helpers import REPO_ROOT, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
-from tfgen.repo.owned import owned_files
+from tfgen.repo.owned import DOCS, NOT_COPIED, TEAM_READMES, owned_files
 from tfgen.repo.runtimes import RUNTIMES
 from tfgen.scaffold import InitSettings, SettingsError, defaults
 from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
@@ -62,12 +62,19 @@ def test_init_writes_a_repository_and_lists_it(started: Path) -> None:
     assert config["argocd"]["namespaces"] == ["ml", "vision"]
     assert config["defaults"]["metadata"]["namespace"] == "ml"
     assert config["defaults"]["spec"]["storage"]["nas"]["server"] == "nas.example.com"
-    # the chart and the schemas are tfgen's own, byte for byte
+    # the chart and the schemas are tfgen's own, byte for byte, but for their READMEs, which
+    # speak of the team's copies (tfgen's describe its source tree: make, tests/, generator/)
     chart = REPO_ROOT / "charts" / "tfjob-experiment"
     for source in chart.rglob("*"):
-        if source.is_file():
-            copied = started / "charts" / "tfjob-experiment" / source.relative_to(chart)
-            assert copied.read_bytes() == source.read_bytes(), source
+        rel = f"charts/tfjob-experiment/{source.relative_to(chart).as_posix()}"
+        if source.is_file() and rel not in DOCS:
+            assert (started / rel).read_bytes() == source.read_bytes(), source
+    for rel in DOCS:
+        copied = started / rel
+        assert not copied.exists() if rel in NOT_COPIED else copied.read_text() == (
+            TEAM_READMES[rel])
+    for readme in TEAM_READMES.values():
+        assert not any(word in readme for word in ("make ", "tests/", "generator/"))
 
 
 @pytest.mark.parametrize("command", [["validate"], ["render", "--check"], ["check"]])

@@ -4,7 +4,8 @@
 chart is in force where it is: Argo CD renders the repository's own copy. The schemas are in
 force in tfgen: it validates with the copy it ships, and the repository's serves the editors.
 After the pin moves to another tfgen, both copies are stale until `tfgen upgrade` rewrites
-them; `tfgen check` says so. In tfgen's own source tree the two are the same files.
+them; `tfgen check` says so. The copies' READMEs are the team's (`TEAM_READMES`): tfgen's own
+describe its source tree. In tfgen's own source tree the folders are the shipped files.
 """
 
 from __future__ import annotations
@@ -25,13 +26,42 @@ IN_FORCE = {
 }
 
 
+# What each folder's README says in a team repository: tfgen's own describe its source tree
+# (make targets, tests/, generator/), which a team repository does not have.
+TEAM_READMES = {
+    f"{layout.CHART_PATH}/README.md": (
+        "# charts/tfjob-experiment/\n\n"
+        "The Helm chart Argo CD renders for each experiment of this repository: one release per\n"
+        "experiment, its values in `argo/experiments/<name>/values.yaml` (written by `tfgen "
+        "render`).\n\n"
+        "It is the chart of the tfgen this repository pins, copied here by `tfgen init`: do not\n"
+        "edit it. After the pin moves, `tfgen upgrade` brings it to the installed tfgen's "
+        "(`tfgen\ncheck` warns while it differs). Its values and rules are described in tfgen's "
+        "own\ndocumentation of the chart.\n"),
+    f"{layout.SCHEMAS_DIR}/README.md": (
+        "# schemas/\n\n"
+        "JSON Schemas of the tfgen this repository pins, copied here by `tfgen init` for editors:\n"
+        "every spec's first line (`# yaml-language-server: $schema=../schemas/experiment.schema"
+        ".json`)\nand `tfgen.yaml`'s point here, so fields complete and are checked as you "
+        "type.\n\n"
+        "tfgen itself validates with the schemas it ships; do not edit these copies. After the "
+        "pin\nmoves, `tfgen upgrade` brings them to the installed tfgen's (`tfgen check` warns "
+        "while\nthey differ).\n"),
+}
+# tfgen's own sources of its docs, which a team repository has no use for.
+NOT_COPIED = frozenset({f"{layout.CHART_PATH}/README.md.gotmpl"})
+DOCS = frozenset({*TEAM_READMES, *NOT_COPIED})
+
+
 def owned_files() -> dict[str, str]:
     """Every file tfgen ships into a team repository's chart and schemas folders, by
-    repository-relative path (the schemas' upstream sources stay in tfgen's tree)."""
+    repository-relative path (the schemas' upstream sources stay in tfgen's tree), with the
+    team's READMEs."""
     files = _tree(resources.chart_dir(), layout.CHART_PATH)
     files.update(_tree(resources.schema_dir(), layout.SCHEMAS_DIR,
                        skip=layout.UPSTREAM_SCHEMAS_DIR))
-    return files
+    return {**{rel: text for rel, text in files.items() if rel not in NOT_COPIED},
+            **TEAM_READMES}
 
 
 def _tree(source: Path, dest: str, skip: str = "") -> dict[str, str]:
@@ -69,19 +99,22 @@ class CopyChange:
             f"b/{self.path}" if self.shipped is not None else "/dev/null"))
 
 
-def stale_copies(root: Path) -> list[CopyChange]:
+def stale_copies(root: Path, *, docs: bool = True) -> list[CopyChange]:
     """The repository's copies that differ from the installed tfgen's, in path order: none
-    where the repository holds no such folder (tfgen reads its own then)."""
+    where the repository holds no such folder (tfgen reads its own then); without `docs`,
+    not the READMEs (nothing reads them but people)."""
     shipped = owned_files()
     changes: list[CopyChange] = []
+    sources = {layout.CHART_PATH: resources.chart_dir(),
+               layout.SCHEMAS_DIR: resources.schema_dir()}
     for folder in IN_FORCE:
         base = root / folder
-        if not base.is_dir():
-            continue
+        if not base.is_dir() or base.resolve() == sources[folder].resolve():
+            continue  # none here, or tfgen's own source tree: the shipped files themselves
         here = {rel: text for rel, text in _texts(base, folder).items()
                 if not rel.startswith(layout.UPSTREAM_SCHEMAS_DIR + "/")}
         for rel in sorted({*here, *(r for r in shipped if r.startswith(folder + "/"))}):
-            if here.get(rel) != shipped.get(rel):
+            if here.get(rel) != shipped.get(rel) and (docs or rel not in DOCS):
                 changes.append(CopyChange(rel, here.get(rel), shipped.get(rel)))
     return changes
 
@@ -104,7 +137,7 @@ def copies_problems(root: Path) -> list[Problem]:
     """A warning per folder whose copies differ from the installed tfgen's (`tfgen check`):
     which copy is in force, and how to bring them level."""
     out = []
-    changes = stale_copies(root)
+    changes = stale_copies(root, docs=False)
     for folder, why in IN_FORCE.items():
         differ = [c.path.removeprefix(folder + "/") for c in changes
                   if c.folder == folder and c.shipped is not None]
