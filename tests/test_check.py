@@ -293,6 +293,23 @@ def test_diff_shows_the_gpus_a_queued_run_requests(runner: CliRunner, repo: Path
     assert "| `ml-team` | 5 | 5 | 16 | 3 (+1) |" in out.stdout
 
 
+
+def test_diff_names_a_base_file_as_ref_and_path(runner: CliRunner, repo: Path) -> None:
+    # helm's error about a file of the base names it as git does, never by the temporary
+    # folder the base was exported to
+    values = repo / "argo/experiments/distributed-mnist/values.yaml"
+    good = values.read_text()
+    values.write_text(good + "broken: [\n")
+    git_init(repo)
+    values.write_text(good)
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD"],
+                        catch_exceptions=False)
+    assert out.exit_code == 1, out.output
+    assert ("argo/experiments/distributed-mnist: helm template (base): Error: failed to parse "
+            "HEAD:argo/experiments/distributed-mnist/values.yaml: ") in out.stdout
+    assert "tfgen-base-" not in out.output
+
+
 def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     edit_yaml(repo / MNIST, lambda d: d["spec"]["tensorboard"].update(logDir="/var/log/tb"))

@@ -12,8 +12,9 @@ shown (a summary table, the full diffs on request, text or one pull-request comm
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -290,13 +291,22 @@ def _render_sides(
         if names:
             _known(names, {a.name for a in (*now_all, *base_all)}, ref)
             scope = set(names) if scope is None else scope & set(names)
-        before = _render(renderer, _in_scope(base_all, scope), kube)
+        before = {name: _at_ref(result, tree, ref)
+                  for name, result in _render(renderer, _in_scope(base_all, scope), kube).items()}
         now_apps = _in_scope(now_all, scope)
         existing = {a.name for a in base_all}
         copies = copy_diffs(root, tree, [a.name for a in now_apps if a.name not in existing])
         base_specs = {a.name: _spec_data(tree / layout.spec_rel(a.name)) for a in now_apps
                       if a.name in existing}
     return _Sides(before, _render(renderer, now_apps, kube), copies, base_specs)
+
+
+def _at_ref(result: RenderResult, tree: Path, ref: str) -> RenderResult:
+    """A base render whose error names the base's files as `REF:path`, as git does, not by
+    the temporary folder they were exported to (gone once the diff is made)."""
+    if not result.error:
+        return result
+    return replace(result, error=result.error.replace(f"{tree}{os.sep}", f"{ref}:"))
 
 
 def _spec_data(path: Path) -> Any:
