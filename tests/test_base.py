@@ -344,9 +344,40 @@ def test_a_jobset_sweep_gains_runs_but_keeps_its_live_ones(
     out = _check(runner, root)
     assert out.exit_code == 0, out.output  # a new JobSet beside the live one: new training
     git(root, "commit", "-qam", "one run more")
-    # a run left for another: the live JobSet would be pruned, a renamed run
+    # a value replaced: the live JobSet would be pruned and another started in its place,
+    # refused once at the parameter's line, pairing the two
     _edit(root, (JOBSET, "lr: [0.1, 0.01]", "lr: [0.1, 0.05]"))
+    line = _refused_at(_check(runner, root), root, JOBSET, "spec", "sweep", "parameters", "lr")
+    assert ("$.spec.sweep.parameters.lr: 0.01 replaced by 0.05: a started run cannot take it; "
+            "Argo CD would delete the live runs mnist-jobset-0p01 and start others in their "
+            "place (mnist-jobset-0p01 -> mnist-jobset-0p05) (keep 0.01 and list 0.05 beside it: "
+            "new runs, the live ones kept; or rerun the sweep under a new name (`tfgen rerun "
+            "mnist-jobset --as NEW`) and change it there)") in line, line
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    # a value removed: its runs are pruned; said, not refused (how part of a sweep stops)
+    (("lr: [0.1, 0.01, 0.001]", "lr: [0.1, 0.01]"),
+     "warning: $.spec.sweep.parameters.lr: 0.001 removed: Argo CD deletes the live runs "
+     "lr-sweep-0p001-64, lr-sweep-0p001-128 (their training stops; their logs and checkpoints "
+     "stay on the NAS)"),
+    # a value replaced in a grid: each new run paired with the live one it replaces, and the
+    # runs merely added beside them (batch 256) blamed for nothing
+    (("lr: [0.1, 0.01, 0.001]\n      batch: [64, 128]",
+      "lr: [0.1, 0.01, 0.005]\n      batch: [64, 128, 256]"),
+     "$.spec.sweep.parameters.lr: 0.001 replaced by 0.005: a started run cannot take it; Argo "
+     "CD would delete the live runs lr-sweep-0p001-64, lr-sweep-0p001-128 and start others in "
+     "their place (lr-sweep-0p001-64 -> lr-sweep-0p005-64; lr-sweep-0p001-128 -> "
+     "lr-sweep-0p005-128)"),
+], ids=["removed", "replaced"])
+def test_a_live_sweeps_runs_are_judged_at_the_parameters_line(
+    runner: CliRunner, started: Callable[..., Path], edit: tuple[str, str], said: str
+) -> None:
+    sweep = "experiments/lr-sweep.yaml"
+    root = started()
+    _edit(root, (sweep, *edit))
     out = _check(runner, root)
-    assert out.exit_code == 1, out.output
-    assert ("JobSet/mnist-jobset-0p05 $.metadata.name: JobSet was 'mnist-jobset-0p01' at the "
-            "base revision and is 'mnist-jobset-0p05' now") in out.stdout, out.stdout
+    at = load_file(root / sweep).locate(("spec", "sweep", "parameters", "lr"))
+    [line] = [line for line in out.stdout.splitlines() if "lr-sweep" in line]
+    assert line.startswith(f"{sweep}:{at[0]}:{at[1]}: {said}"), line
+    assert out.exit_code == (0 if "warning" in said else 1), out.output

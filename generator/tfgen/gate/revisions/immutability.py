@@ -32,7 +32,15 @@ from ..documents.manifests import parse_manifest
 from ..helm.batch import BatchRenderer, RenderResult, job_for, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
 from . import base
-from .livechanges import ABSENT, NEW_RUN_HINT, Immutable, full, immutability_changes
+from .livechanges import (
+    ABSENT,
+    NEW_RUN_HINT,
+    RENAMED,
+    Immutable,
+    full,
+    immutability_changes,
+)
+from .sweeps import sweep_verdict
 
 __all__ = ["as_rendered", "base_problems", "immutability_changes", "located", "refusals"]
 
@@ -146,10 +154,16 @@ def base_problems(
                if app_is_retired(before) and not app_is_retired(current.app)]
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
         for (_, current), before in zip(pairs, results, strict=True):
-            changes = _live_changes(before, current)
+            if before.error or before.manifest == current.manifest:
+                continue  # not running at the base, or nothing changed
+            old_spec = _spec_at(tree, root, current.path)
+            runs = sweep_verdict(old_spec, current.path, current.app.name)
+            # a run the sweep's verdict pairs with the live run it replaces: said there, once
+            changes = [c for c in _live_changes(before, current)
+                       if not (c.pointer == RENAMED and c.new in runs.explained)]
+            out += runs.problems
             if changes:
-                out += located(changes, current.path, _spec_at(tree, root, current.path),
-                               current.app.name)
+                out += located(changes, current.path, old_spec, current.app.name)
     return out
 
 
@@ -198,9 +212,8 @@ def _with_base_apps(tree: Path, rendered: Sequence[AppObjects]
 
 
 def _live_changes(before: RenderResult, current: AppObjects) -> list[Immutable]:
-    """What a running experiment cannot take of the change from its render at the base."""
-    if before.error or before.manifest == current.manifest:
-        return []  # an experiment that did not render at the base was not running
+    """What a running experiment cannot take of the change from its render at the base (one
+    that rendered there, and differs)."""
     try:
         old_objects = parse_manifest(before.manifest)
     except InputError:
