@@ -348,6 +348,10 @@ def test_a_jobset_sweep_gains_runs_but_keeps_its_live_ones(
     # refused once at the parameter's line, pairing the two
     _edit(root, (JOBSET, "lr: [0.1, 0.01]", "lr: [0.1, 0.05]"))
     line = _refused_at(_check(runner, root), root, JOBSET, "spec", "sweep", "parameters", "lr")
+    # diff marks it, saying it as check does
+    diff = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                         catch_exceptions=False)
+    assert diff.stdout.splitlines()[-1] == line, diff.stdout
     assert ("$.spec.sweep.parameters.lr: 0.01 replaced by 0.05: a started run cannot take it; "
             "Argo CD would delete the live runs mnist-jobset-0p01 and start others in their "
             "place (mnist-jobset-0p01 -> mnist-jobset-0p05) (keep 0.01 and list 0.05 beside it: "

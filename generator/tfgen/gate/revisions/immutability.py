@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...problems import Problem
+from ...problems import Problem, errors_of
 from ...repo import chart, layout
 from ...validate.yaml.document import PointerParts, pointer_text
 from ...validate.yaml.loader import load_file
 from ..argo.applications import ResolvedApplication, resolve_applications
-from ..documents.manifests import parse_manifest
-from ..helm.batch import BatchRenderer, RenderResult, job_for, jobs_for
+from ..documents.manifests import RenderedObject, parse_manifest
+from ..helm.batch import BatchRenderer, job_for, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
 from . import base
 from .livechanges import (
@@ -156,26 +156,36 @@ def base_problems(
         for (_, current), before in zip(pairs, results, strict=True):
             if before.error or before.manifest == current.manifest:
                 continue  # not running at the base, or nothing changed
-            old_spec = _spec_at(tree, root, current.path)
-            runs = sweep_verdict(old_spec, current.path, current.app.name)
-            # a run the sweep's verdict pairs with the live run it replaces: said there, once
-            changes = [c for c in _live_changes(before, current)
-                       if not (c.pointer == RENAMED and c.new in runs.explained)]
-            out += runs.problems
-            if changes:
-                out += located(changes, current.path, old_spec, current.app.name)
+            out += _judged(before.manifest, current.objects, current.path,
+                           _spec_at(tree, root, current.path), current.app.name)
     return out
+
+
+def _judged(before: str, now: Sequence[RenderedObject], spec_path: str, old_spec: Any,
+            name: str) -> list[Problem]:
+    """What a live experiment, rendered as `before` at the base, cannot take of its objects
+    `now`: its sweep judged per parameter, then every other change at its spec field."""
+    try:
+        old_objects = parse_manifest(before)
+    except InputError:
+        return []  # what the base rendered could not have been applied: nothing was running
+    runs = sweep_verdict(old_spec, spec_path, name)
+    # a run the sweep's verdict accounts for (new, or replacing a live one): said there, once
+    changes = [c for c in immutability_changes(old_objects, now)
+               if not (c.pointer == RENAMED and c.new in runs.explained)]
+    return runs.problems + (located(changes, spec_path, old_spec, name) if changes else [])
 
 
 def refusals(before: str, after: str, spec_path: str, old_spec: Any, name: str
              ) -> list[Problem]:
-    """What `base_problems` says of one experiment that helm rendered as `before` at the base
-    and as `after` now: for `tfgen diff`, which has rendered both sides already."""
+    """What `tfgen check --base` refuses of one experiment that helm rendered as `before` at
+    the base and as `after` now (its errors: a warning is no refusal), for `tfgen diff`, which
+    has rendered both sides already."""
     try:
-        changes = immutability_changes(parse_manifest(before), parse_manifest(after))
+        now = parse_manifest(after)
     except InputError:
-        return []  # a side that does not parse was not running, or cannot be applied
-    return located(changes, spec_path, old_spec, name) if changes else []
+        return []  # cannot be applied: `tfgen diff` says helm's or the parser's problem
+    return errors_of(_judged(before, now, spec_path, old_spec, name))
 
 
 def as_rendered(rendered: Sequence[AppObjects], updates: Mapping[str, str], kube_version: str,
@@ -209,16 +219,6 @@ def _with_base_apps(tree: Path, rendered: Sequence[AppObjects]
     now = {item.app.name: item for item in rendered}
     before_apps = {a.name: a for a in resolve_applications(tree).applications}
     return [(before_apps[name], now[name]) for name in now if name in before_apps]
-
-
-def _live_changes(before: RenderResult, current: AppObjects) -> list[Immutable]:
-    """What a running experiment cannot take of the change from its render at the base (one
-    that rendered there, and differs)."""
-    try:
-        old_objects = parse_manifest(before.manifest)
-    except InputError:
-        return []  # the same: what the base rendered could not have been applied
-    return immutability_changes(old_objects, current.objects)
 
 
 def _spec_at(tree: Path, root: Path, shown: str) -> Any:
