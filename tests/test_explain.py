@@ -166,7 +166,7 @@ def test_invalid_spec_is_reported_not_explained(runner: CliRunner, tmp_path: Pat
 
 
 def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "running-experiments.md").read_text(encoding="utf-8")
     block = readme.split("$ tfgen explain experiments/distributed-mnist.yaml\n", 1)[1]
     block = block.split("```", 1)[0]
     real = formats.format_explanation(walkthrough, "text").splitlines()

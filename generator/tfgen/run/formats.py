@@ -41,9 +41,9 @@ def as_json(explanation: Explanation) -> dict[str, Any]:
     """`{"job", "namespace", "cluster", "pods": [...]}`, of a size linear in the pods: the
     cluster spec every pod's TF_CONFIG shares is written once (null when the operator sets no
     TF_CONFIG), and each pod's `task`. A pod's exact TF_CONFIG is the compact JSON of
-    `{"cluster": <cluster>, "task": <task>, "environment": "cloud"}` (README, "tfgen explain");
-    a TFJob with enableDynamicWorker, whose pods each see another cluster, gives each pod its
-    exact `tfConfig` instead."""
+    `{"cluster": <cluster>, "task": <task>, "environment": "cloud"}`
+    (docs/running-experiments.md, "tfgen explain"); a TFJob with enableDynamicWorker, whose
+    pods each see another cluster, gives each pod its exact `tfConfig` instead."""
     pods = explanation.pods
     shared = next((p.cluster for p in pods if p.cluster is not None), None)
     dense = shared is not None and not any(p.dynamic_worker for p in pods)

@@ -14,8 +14,8 @@ from .base import PORT, JobProblem, PodTemplate, Refusal, Runtime, env_entries
 from .changes import ABSENT, LiveChange, change_text, changed_keys, leaf_changes
 from .imported import ImportedJob, JobSource, Replica
 
-# Every TFJob API version `tfgen import` reads, the oldest first (README.md, "Importing
-# existing manifests", describes each conversion):
+# Every TFJob API version `tfgen import` reads, the oldest first (docs/running-experiments.md,
+# "Import existing manifests", describes each conversion):
 # - `v1alpha1`: `spec.replicaSpecs` is a list, each item naming its type in `tfReplicaType`
 #   (MASTER, WORKER, PS); the restart policy is the pod template's; `spec.tfImage` is the
 #   image of a container that names none; `tfPort` 2222 and a `terminationPolicy` ending the
