@@ -5,14 +5,14 @@
 # loopback (`make lab-down` stops it); `make test` runs the whole test suite, the lab's tests
 # included (what .ci/run calls), `make test-fast` every test that needs neither a Go tool, the
 # lab nor the package index, with no Go build (the inner loop); `make docs` regenerates the
-# chart README's values table; `make example` trains the README's run-local example.
+# chart README's values table; `make example` trains the run-local example of docs/running-experiments.md.
 VENV   := .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 HELM   := .tools/helm/v4/helm
 GO_TOOLS := .tools/go
 HELM_DOCS := $(GO_TOOLS)/helm-docs
-# The README's local run, end to end (downloads TensorFlow once, about 600 MB).
+# The local run of docs/running-experiments.md, end to end (downloads TensorFlow once, about 600 MB).
 EXAMPLE := $(BIN)/tfgen run-local distributed-mnist \
 	--command "python examples/mnist/main.py" --keep-args --timeout 600
 

@@ -4,18 +4,32 @@ to a real Git repository, rendered by the real helm."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import io
+import os
+import subprocess
+import sys
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import build_file_tree, copy_repo_parts, examples, git, git_init
+from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, examples, git, git_init
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
 from tfgen.errors import EnvironmentProblem, OptionsError
-from tfgen.gate.revisions.base import changed_paths, check_ref, export_tree, resolve, tree_at
+from tfgen.gate.revisions.base import (
+    changed_paths,
+    check_ref,
+    export_tree,
+    extract,
+    resolve,
+    tree_at,
+)
+from tfgen.problems import errors_of
 from tfgen.repo.runtimes.changes import aligned, as_stored
 from tfgen.validate.yaml.loader import load_file
 
@@ -94,6 +108,81 @@ def test_export_leaves_out_links_that_leave_the_tree(tmp_path: Path) -> None:
     assert (tree / "argo" / "in").read_text() == "a: 1\n"  # a link inside the tree is kept
 
 
+
+def _tar(*members: tuple[tarfile.TarInfo, bytes]) -> tarfile.TarFile:
+    """An archive of `members` in order, opened for reading: what `git archive` could send if
+    it were hostile."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as out:
+        for info, content in members:
+            info.size = len(content)
+            out.addfile(info, io.BytesIO(content))
+    data.seek(0)
+    return tarfile.open(fileobj=data)
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "",
+            mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.mode = kind, link, mode
+    return info
+
+
+def test_extract_writes_only_inside_the_tree(tmp_path: Path) -> None:
+    # A link is judged once all links exist: `a` names `c/b/../..`, which stays inside the
+    # tree until `c/b` (a link to `..`) appears after it, and then leaves it.
+    archive = _tar(
+        (_member("ok/f.txt"), b"f\n"), (_member("ok/run.sh", mode=0o755), b"#!/bin/sh\n"),
+        (_member("/abs.txt"), b"x"), (_member("../up.txt"), b"x"),
+        (_member("ok/../../up2.txt"), b"x"),
+        (_member("ok/hard", tarfile.LNKTYPE, "ok/f.txt"), b""),
+        (_member("ok/fifo", tarfile.FIFOTYPE), b""), (_member("ok/dev", tarfile.CHRTYPE), b""),
+        (_member("c", tarfile.DIRTYPE, mode=0o755), b""),
+        (_member("a", tarfile.SYMTYPE, "c/b/../.."), b""),
+        (_member("c/b", tarfile.SYMTYPE, ".."), b""),
+        (_member("in", tarfile.SYMTYPE, "ok/f.txt"), b""),
+        (_member("abs", tarfile.SYMTYPE, "/etc"), b""),
+        (_member("ok/up", tarfile.SYMTYPE, "../../outside"), b""),
+    )
+    dest = tmp_path / "tree"
+    extract(archive, dest)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert written == ["tree", "tree/c", "tree/c/b", "tree/in", "tree/ok", "tree/ok/f.txt",
+                       "tree/ok/run.sh"]
+    assert (dest / "in").read_text() == "f\n"
+    assert os.access(dest / "ok/run.sh", os.X_OK) and not os.access(dest / "ok/f.txt", os.X_OK)
+
+
+def _admitted_pythons() -> list[str]:
+    """Interpreters on this machine that `requires-python` admits, other than this one: the
+    export must not depend on a feature a patch release added (`extractall(filter=)`)."""
+    from packaging.specifiers import SpecifierSet
+    admitted = SpecifierSet(importlib.metadata.metadata("tfgen-gitops")["Requires-Python"])
+    found: dict[str, str] = {}
+    for folder in {"/usr/bin", "/usr/local/bin", *os.environ.get("PATH", "").split(os.pathsep)}:
+        for python in sorted(Path(folder).glob("python3.[0-9]*")):
+            if not python.name.replace("python", "").replace(".", "").isdigit():
+                continue
+            version = subprocess.run([python, "-c", "import platform;"
+                                      "print(platform.python_version())"],
+                                     capture_output=True, text=True, check=False).stdout.strip()
+            if version in admitted and Path(python).resolve() != Path(sys.executable).resolve():
+                found.setdefault(version, str(python))
+    return sorted(found.values())
+
+
+@pytest.mark.parametrize("python", _admitted_pythons() or [pytest.param(
+    "", marks=pytest.mark.skip(reason="no other admitted Python on this machine"))])
+def test_export_works_on_every_admitted_python(python: str, repo: Path, tmp_path: Path) -> None:
+    script = ("import sys; from pathlib import Path; from tfgen.gate.revisions.base import "
+              "export_tree; print(export_tree(Path(sys.argv[1]), 'HEAD', Path(sys.argv[2])))")
+    done = subprocess.run([python, "-c", script, str(repo), str(tmp_path / "out")],
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "generator")},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out/experiments/a.yaml").read_text() == "a: 1\n"
+
+
 # --- what a started run cannot take, on every runtime ------------------------------------------
 
 JOBSET = "experiments/mnist-jobset.yaml"  # runtime jobset, queue gpu-team, priority research
@@ -110,8 +199,8 @@ def _edit(root: Path, *edits: Edit) -> None:
         text = (root / rel).read_text()
         assert old in text, (rel, old)
         (root / rel).write_text(text.replace(old, new, 1))
-    plan, problems = plan_repository(root)
-    assert plan is not None and not problems and not plan.problems, problems
+    plan, problems = plan_repository(root)  # (a queued TFJob's warning is no problem)
+    assert plan is not None and not errors_of(problems) and not plan.problems, problems
     apply_plan(plan, prune=True)
 
 
@@ -135,7 +224,7 @@ def _check(runner: CliRunner, root: Path) -> Result:
 def _refused_at(out: Result, root: Path, spec: str, *parts: str | int) -> str:
     """The one problem of `out`, at the spec field `parts`, naming the way out."""
     assert out.exit_code == 1, out.output
-    [line] = out.stdout.splitlines()
+    [line] = [line for line in out.stdout.splitlines() if ": warning: " not in line]
     at = load_file(root / spec).locate(parts)
     assert line.startswith(f"{spec}:{at[0]}:{at[1]}: "), line
     name = load_file(root / spec).data["metadata"]["name"]
@@ -170,6 +259,52 @@ def test_a_started_jobset_takes_suspend_and_nothing_else(
     _edit(root, (JOBSET, "backoffLimit: 4", "backoffLimit: 3"))
     out = _check(runner, root)
     assert out.exit_code == 0, out.output  # suspend alone: the JobSet takes it
+
+
+
+def test_diff_marks_the_change_check_refuses(runner: CliRunner, started: Callable[..., Path]
+                                            ) -> None:
+    root = started()
+    _edit(root, (JOBSET, "/input_data\n", "/input_data_v2\n"))
+    refusal = _refused_at(_check(runner, root), root, JOBSET, "spec", "args", 0)
+    out = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                        catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[1].split()[:3] == ["mnist-jobset", "changed,", "refused"], out.stdout
+    assert lines[-1] == refusal  # said as check says it
+    assert "Next: make the refused changes a new run" in out.stderr
+    markdown = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD", "--format",
+                                    "markdown"], catch_exceptions=False).stdout
+    assert "| `mnist-jobset` | changed, **refused** |" in markdown
+    assert f"- {refusal}" in markdown.splitlines()
+    # a change a started run takes is not marked: TensorBoard is no part of the training
+    _edit(root, (JOBSET, "/input_data_v2\n", "/input_data\n"))
+    _edit(root, (JOBSET, "  tensorboard:\n", "  tensorboard:\n    reloadInterval: 60\n"))
+    out = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                        catch_exceptions=False)
+    assert out.stdout.splitlines()[1].split()[:2] == ["mnist-jobset", "changed"], out.stdout
+    assert "refused" not in out.output
+
+
+@pytest.mark.parametrize("spec", [JOBSET, TFJOB])
+def test_a_refused_change_is_said_while_argo_is_still_stale(
+    runner: CliRunner, started: Callable[..., Path], spec: str
+) -> None:
+    # One round trip: the first check says the change can never merge, beside the stale
+    # values file, instead of asking to render and commit files for it first.
+    root = started()
+    path = root / spec
+    path.write_text(path.read_text().replace("/input_data\n", "/input_data_v2\n", 1))
+    out = _check(runner, root)
+    assert out.exit_code == 1, out.output
+    at = load_file(path).locate(("spec", "args", 0))
+    name = load_file(path).data["metadata"]["name"]
+    lines = out.stdout.splitlines()
+    assert [line.split(": ")[0] for line in lines] == [
+        f"argo/experiments/{name}/values.yaml", f"{spec}:{at[0]}:{at[1]}"], out.stdout
+    assert "generated file is out of date" in lines[0]
+    assert "$.spec.args[0]: changed from" in lines[1] and RERUN.format(name=name) in lines[1]
 
 
 @pytest.mark.parametrize(("spec", "edit", "change", "was", "now"), [
@@ -213,12 +348,47 @@ def test_a_jobset_sweep_gains_runs_but_keeps_its_live_ones(
     out = _check(runner, root)
     assert out.exit_code == 0, out.output  # a new JobSet beside the live one: new training
     git(root, "commit", "-qam", "one run more")
-    # a run left for another: the live JobSet would be pruned, a renamed run
+    # a value replaced: the live JobSet would be pruned and another started in its place,
+    # refused once at the parameter's line, pairing the two
     _edit(root, (JOBSET, "lr: [0.1, 0.01]", "lr: [0.1, 0.05]"))
+    line = _refused_at(_check(runner, root), root, JOBSET, "spec", "sweep", "parameters", "lr")
+    # diff marks it, saying it as check does
+    diff = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                         catch_exceptions=False)
+    assert diff.stdout.splitlines()[-1] == line, diff.stdout
+    assert ("$.spec.sweep.parameters.lr: 0.01 replaced by 0.05: a started run cannot take it; "
+            "Argo CD would delete the live runs mnist-jobset-0p01 and start others in their "
+            "place (mnist-jobset-0p01 -> mnist-jobset-0p05) (keep 0.01 and list 0.05 beside it: "
+            "new runs, the live ones kept; or rerun the sweep under a new name (`tfgen rerun "
+            "mnist-jobset --as NEW`) and change it there)") in line, line
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    # a value removed: its runs are pruned; said, not refused (how part of a sweep stops)
+    (("lr: [0.1, 0.01, 0.001]", "lr: [0.1, 0.01]"),
+     "warning: $.spec.sweep.parameters.lr: 0.001 removed: Argo CD deletes the live runs "
+     "lr-sweep-0p001-64, lr-sweep-0p001-128 (their training stops; their logs and checkpoints "
+     "stay on the NAS)"),
+    # a value replaced in a grid: each new run paired with the live one it replaces, and the
+    # runs merely added beside them (batch 256) blamed for nothing
+    (("lr: [0.1, 0.01, 0.001]\n      batch: [64, 128]",
+      "lr: [0.1, 0.01, 0.005]\n      batch: [64, 128, 256]"),
+     "$.spec.sweep.parameters.lr: 0.001 replaced by 0.005: a started run cannot take it; Argo "
+     "CD would delete the live runs lr-sweep-0p001-64, lr-sweep-0p001-128 and start others in "
+     "their place (lr-sweep-0p001-64 -> lr-sweep-0p005-64; lr-sweep-0p001-128 -> "
+     "lr-sweep-0p005-128)"),
+], ids=["removed", "replaced"])
+def test_a_live_sweeps_runs_are_judged_at_the_parameters_line(
+    runner: CliRunner, started: Callable[..., Path], edit: tuple[str, str], said: str
+) -> None:
+    sweep = "experiments/lr-sweep.yaml"
+    root = started()
+    _edit(root, (sweep, *edit))
     out = _check(runner, root)
-    assert out.exit_code == 1, out.output
-    assert ("JobSet/mnist-jobset-0p05 $.metadata.name: JobSet was 'mnist-jobset-0p01' at the "
-            "base revision and is 'mnist-jobset-0p05' now") in out.stdout, out.stdout
+    at = load_file(root / sweep).locate(("spec", "sweep", "parameters", "lr"))
+    [line] = [line for line in out.stdout.splitlines() if "lr-sweep" in line]
+    assert line.startswith(f"{sweep}:{at[0]}:{at[1]}: {said}"), line
+    assert out.exit_code == (0 if "warning" in said else 1), out.output
 
 
 def test_what_the_server_stores_alike_is_no_change_to_a_started_run(

@@ -242,19 +242,21 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
     changed = [line for line in result.diffs[0].diff.splitlines()
                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("replicas:" in line for line in changed), changed
-    assert [(c.name, c.status, c.gpus_before, c.gpus_after) for c in result.changes] == [
-        ("distributed-mnist", "changed", 3, 4)]
+    assert [(c.name, c.status, c.gpus_before, c.gpus_after, c.queued)
+            for c in result.changes] == [("distributed-mnist", "changed", 3, 4, False)]
     out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
                                "--format", "markdown", "--full"], catch_exceptions=False)
     assert out.exit_code == 0
     assert out.stdout.startswith("<!-- tfgen-diff -->")
-    assert "| `distributed-mnist` | changed | 1 changed: TFJob | 3 → 4 (+1) |" in out.stdout
+    # a started TFJob takes no new worker count: the row says `tfgen check --base` refuses it
+    assert ("| `distributed-mnist` | changed, **refused** | 1 changed: TFJob | 3 → 4 (+1) |"
+            in out.stdout)
     assert "**`distributed-mnist`: TFJob/distributed-mnist changed**" in out.stdout
     assert out.stderr.startswith("Against HEAD~1: 1 experiment changed (1 object changed).")
     # one more 1-GPU worker in namespace default (whose lr-sweep's six runs hold 12 more);
-    # ml-team's quota of 16 is untouched
-    assert "| `default` | 15 | 16 (+1) | none |" in out.output
-    assert "| `ml-team` | 5 | 5 | 16 |" in out.output
+    # ml-team's quota of 16 is untouched, its queued mnist-jobset's 2 GPUs shown apart
+    assert "| `default` | 15 | 16 (+1) | none | 0 |" in out.output
+    assert "| `ml-team` | 5 | 5 | 16 | 2 |" in out.output
     # Names or spec files restrict the diff; a name that is no experiment is a usage error.
     other = sorted(p.stem for p in (repo / "experiments").glob("*.yaml")
                    if p.stem != "distributed-mnist")[0]
@@ -270,6 +272,42 @@ def test_diff_shows_exactly_a_worker_count_change(runner: CliRunner, repo: Path)
                         catch_exceptions=False)
     assert out.exit_code == 2
     assert "error: nope: no experiment of that name at HEAD~1 or now" in out.stderr
+
+
+
+def test_diff_shows_the_gpus_a_queued_run_requests(runner: CliRunner, repo: Path) -> None:
+    # Kueue admits mnist-jobset's runs: the review still sees every GPU they request, and
+    # apart from the namespace's quota, which holds only the runs no queue admits.
+    git_init(repo)
+    edit_yaml(repo / "experiments/mnist-jobset.yaml",
+              lambda spec: spec["spec"]["roles"]["worker"].update(replicas=3))
+    render_repo(repo)
+    git(repo, "commit", "-qam", "one more queued worker")
+    result = run_diff(repo, "HEAD~1")
+    assert [(c.name, c.status, c.gpus_before, c.gpus_after, c.queued)
+            for c in result.changes] == [("mnist-jobset", "changed", 2, 3, True)]
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD~1",
+                               "--format", "markdown"], catch_exceptions=False)
+    row = next(line for line in out.stdout.splitlines() if line.startswith("| `mnist-jobset`"))
+    assert row.endswith("| 2 → 3 (+1) queued |"), row
+    assert "| `ml-team` | 5 | 5 | 16 | 3 (+1) |" in out.stdout
+
+
+
+def test_diff_names_a_base_file_as_ref_and_path(runner: CliRunner, repo: Path) -> None:
+    # helm's error about a file of the base names it as git does, never by the temporary
+    # folder the base was exported to
+    values = repo / "argo/experiments/distributed-mnist/values.yaml"
+    good = values.read_text()
+    values.write_text(good + "broken: [\n")
+    git_init(repo)
+    values.write_text(good)
+    out = runner.invoke(main, ["diff", "--root", str(repo), "--base", "HEAD"],
+                        catch_exceptions=False)
+    assert out.exit_code == 1, out.output
+    assert ("argo/experiments/distributed-mnist: helm template (base): Error: failed to parse "
+            "HEAD:argo/experiments/distributed-mnist/values.yaml: ") in out.stdout
+    assert "tfgen-base-" not in out.output
 
 
 def test_json_format_and_missing_helm(runner: CliRunner, repo: Path,

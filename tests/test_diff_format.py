@@ -93,6 +93,9 @@ def test_cells_say_what_changed() -> None:
     assert gpus_cell(ExperimentChange("a", "changed", 2, 2)) == "2"
     assert gpus_cell(ExperimentChange("a", "removed", 2, None)) == "2 -> none"
     assert gpus_cell(ExperimentChange("a", "changed", None, 2)) == "? -> 2"
+    # a queued run requests its GPUs all the same; the cell says who admits it
+    assert gpus_cell(ExperimentChange("a", "added", None, 12, queued=True)) == "none -> 12 queued"
+    assert gpus_cell(ExperimentChange("a", "changed", 4, 4, queued=True)) == "4 queued"
     both = DiffResult(base="HEAD", changes=[ExperimentChange("a", "changed", 2, 4)],
                       diffs=diffs)
     assert summary(both, full=True) == (
@@ -108,18 +111,18 @@ def test_text_without_changes() -> None:
 
 
 def test_markdown_opens_with_the_gpu_table() -> None:
-    result = DiffResult(base="main", gpus=[NamespaceGpus("default", 3, 3, None),
+    result = DiffResult(base="main", gpus=[NamespaceGpus("default", 3, 3, None, 4, 16),
                                            NamespaceGpus("ml-team", 5, 10, 8),
-                                           NamespaceGpus("new-team", None, 2, 4)])
+                                           NamespaceGpus("new-team", None, 2, 4, None, 1)])
     text = format_diff(result, "markdown")
     lines = text.splitlines()
     assert lines[:2] == [COMMENT_MARKER, "### tfgen diff against `main`"]
     assert lines[3:8] == [
-        "| Namespace | GPUs before | GPUs after | Quota |",
-        "| --- | ---: | ---: | ---: |",
-        "| `default` | 3 | 3 | none |",
-        "| `ml-team` | 5 | 10 (+5) **over quota** | 8 |",
-        "| `new-team` | ? | 2 | 4 |",
+        "| Namespace | GPUs before | GPUs after | Quota | Queued GPUs (Kueue) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        "| `default` | 3 | 3 | none | 16 (+12) |",
+        "| `ml-team` | 5 | 10 (+5) **over quota** | 8 | 0 |",
+        "| `new-team` | ? | 2 | 4 | 1 |",
     ]
     assert "No rendered object changes." in text
     assert "GPUs" not in format_diff(result, "text")  # the table is for the comment

@@ -1,5 +1,7 @@
-"""Every CLI command has help text and is documented in README.md; iterating `main.commands`
-means commands added later are covered without touching this test. The maps stay true too:
+"""Every CLI command has help text and is documented in README.md or its guides (docs/);
+iterating `main.commands` means commands added later are covered without touching this test.
+Every command they show is a real one with real options, and every link between them, and to
+the repository's files, leads somewhere. The maps stay true too:
 generator/README.md's module table names exactly the package's modules, tests/README.md's map
 exactly the test files, and the import order written in docs/design.md and generator/README.md
 is `structure.LAYERS`, the one the architecture test enforces."""
@@ -18,6 +20,9 @@ from tfgen.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The README and the guides it links to, which a reader takes for one text.
+GUIDES = sorted((ROOT / "docs").glob("*.md"))
+DOCS = "\n".join([README, *(path.read_text(encoding="utf-8") for path in GUIDES)])
 COMMANDS = sorted(main.commands)
 
 
@@ -36,7 +41,36 @@ def test_command_has_help(runner, name):
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_command_is_in_readme(name):
-    assert f"tfgen {name}" in README, f"README.md does not mention `tfgen {name}`"
+    assert f"tfgen {name}" in DOCS, f"README.md and docs/ do not mention `tfgen {name}`"
+    assert f"tfgen {name}" in README or name in ("install-helm", "completion"), (
+        f"README.md does not name `tfgen {name}` in its paths")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {_anchor(line.lstrip("#")) for line in text.splitlines() if line.startswith("#")}
+
+
+@pytest.mark.parametrize("doc", [ROOT / "README.md", *GUIDES], ids=lambda p: p.name)
+def test_every_link_leads_somewhere(doc: Path):
+    text = re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.S)
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+://|mailto:", target):
+            continue
+        rel, _, anchor = target.partition("#")
+        path = (doc.parent / rel).resolve() if rel else doc
+        assert path.exists(), f"{doc.relative_to(ROOT)}: the link ({target}) leads nowhere"
+        if anchor and path.suffix == ".md":
+            assert anchor in _anchors(path), (
+                f"{doc.relative_to(ROOT)}: ({target}) names no heading of {rel or doc.name}")
 
 
 CODE = re.compile(r"```[a-z]*\n(.*?)```|`([^`\n]+)`", re.S)
@@ -44,10 +78,11 @@ INVOCATION = re.compile(r"\btfgen ([a-z][a-z-]*)([^#\n]*)")
 
 
 def readme_invocations() -> list[tuple[str, tuple[str, ...]]]:
-    """Every `tfgen COMMAND ...` in the README's code (blocks and inline spans), with the
+    """Every `tfgen COMMAND ...` in the code of the README and its guides (blocks and inline
+    spans), with the
     options written after it (comments left out)."""
     found = []
-    for block, span in CODE.findall(README):
+    for block, span in CODE.findall(DOCS):
         for line in (block or span).splitlines():
             code = re.sub(r"(^|\s)#.*", "", line)  # a shell or YAML comment is prose
             for name, rest in INVOCATION.findall(code):
@@ -62,14 +97,14 @@ def test_the_readme_shows_commands():
 @pytest.mark.parametrize(("name", "options"), readme_invocations(),
                          ids=lambda value: value if isinstance(value, str) else " ".join(value))
 def test_every_readme_invocation_is_real(name, options):
-    assert name in main.commands, f"README.md shows `tfgen {name}`, which is no command"
+    assert name in main.commands, f"the docs show `tfgen {name}`, which is no command"
     known = {opt for param in main.commands[name].params for opt in param.opts}
     assert set(options) <= known, f"`tfgen {name}` has no {sorted(set(options) - known)}"
 
 
 def test_shell_completion_as_documented():
     for shell in ("bash", "zsh", "fish"):
-        assert f"_TFGEN_COMPLETE={shell}_source tfgen" in README
+        assert f"_TFGEN_COMPLETE={shell}_source tfgen" in DOCS
     # click answers under the program name it completes: the installed `tfgen` script
     tfgen = Path(sys.executable).parent / "tfgen"
     script = subprocess.run([str(tfgen)], env={**os.environ, "_TFGEN_COMPLETE": "bash_source"},

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from helpers import REPO_ROOT
 from tfgen.cli import main
 from tfgen.errors import InputError
 from tfgen.repo.runtimes.tfconfig import go_json
@@ -103,7 +104,8 @@ def test_walkthrough_formats(walkthrough: explain.Explanation) -> None:
     data = json.loads(formats.format_explanation(walkthrough, "json"))
     assert (data["job"], data["namespace"]) == ("distributed-mnist", "default")
     assert len(data["pods"]) == 5
-    assert set(data["pods"][0]) == {"name", "replicaType", "index", "address", "gpus", "task"}
+    assert set(data["pods"][0]) == {"name", "pod", "replicaType", "index", "address", "gpus",
+                                    "task"}
     # each pod's exact TF_CONFIG, from the cluster written once and the pod's task
     for pod, shown in zip(walkthrough.pods, data["pods"], strict=True):
         recovered = go_json({"cluster": data["cluster"], "task": shown["task"],
@@ -141,6 +143,7 @@ def test_single_replica_has_no_tf_config(runner: CliRunner, tmp_path: Path) -> N
     assert data["pods"] == [
         {
             "name": "solo-worker-0",
+            "pod": "solo-worker-0",  # the training operator names pod and Service alike
             "replicaType": "Worker",
             "index": 0,
             "address": "solo-worker-0.default.svc:2222",
@@ -163,7 +166,7 @@ def test_invalid_spec_is_reported_not_explained(runner: CliRunner, tmp_path: Pat
 
 
 def test_readme_shows_the_real_output(walkthrough: explain.Explanation) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "running-experiments.md").read_text(encoding="utf-8")
     block = readme.split("$ tfgen explain experiments/distributed-mnist.yaml\n", 1)[1]
     block = block.split("```", 1)[0]
     real = formats.format_explanation(walkthrough, "text").splitlines()
@@ -261,3 +264,22 @@ def test_json_grows_linearly_with_the_pods(runner: CliRunner, tmp_path: Path) ->
     last = shown["pods"][-1]
     exact = go_json({"cluster": shown["cluster"], "task": last["task"], "environment": "cloud"})
     assert json.loads(exact)["task"] == {"type": last["replicaType"].lower(), "index": 999}
+
+
+def test_jobset_pods_are_named_as_the_cluster_names_them(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Job controller names a JobSet's pods `<run>-<role>-0-<index>-<random>`; explain
+    shows them so, and each pod's headless Service (its TF_CONFIG address) apart."""
+    monkeypatch.chdir(REPO_ROOT)
+    result = runner.invoke(main, ["explain", "mnist-jobset"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("POD"))
+    assert lines[header].split() == ["POD", "SERVICE", "TYPE", "INDEX", "ADDRESS", "GPUS"]
+    assert lines[header + 2].split()[:3] == [
+        "mnist-jobset-worker-0-0-xxxxx", "mnist-jobset-worker-0", "Worker"]
+    assert "\nmnist-jobset-worker-0-1-xxxxx:\n" in result.stdout  # its TF_CONFIG
+    data = json.loads(runner.invoke(main, ["explain", "mnist-jobset", "--format", "json"]).stdout)
+    assert [(p["pod"], p["name"]) for p in data["pods"]][1] == (
+        "mnist-jobset-worker-0-0-xxxxx", "mnist-jobset-worker-0")

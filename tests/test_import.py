@@ -433,7 +433,7 @@ def test_name_with_two_tfjobs_is_a_usage_error(runner: CliRunner, tmp_path: Path
     source.write_text(_tfjob_text() + "---\n" + _tfjob_text().replace("mnist-v1", "other"))
     result = run_import(runner, source, "--owner", OWNER, "--name", "x")
     assert result.exit_code == 2
-    assert "--name names one spec" in result.stderr
+    assert "--name is for one spec" in result.stderr
 
 
 def test_what_the_groups_do_not_share_is_listed(runner: CliRunner, tmp_path: Path) -> None:
@@ -531,3 +531,61 @@ def test_a_kubectl_list_of_megabytes_is_read_item_by_item(tmp_path: Path) -> Non
     assert manifests[0].doc == {"apiVersion": "v1", "kind": "Pod",
                                 "metadata": {"name": "p0", "namespace": "default"}}
     assert manifests[1].line > manifests[0].line  # each item at its own line
+
+
+# --- an experiment's own rendering, read back --------------------------------------------------
+
+
+@pytest.fixture
+def own_rendering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A copy of this repository, and what its chart renders for distributed-mnist (what
+    `helm template` prints, or `kubectl get -o yaml` of the live objects)."""
+    repo = copy_repo_parts(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    manifests = tmp_path / "mnist.yaml"
+    manifests.write_text(template(repo / "charts/tfjob-experiment", "distributed-mnist",
+                                  "default", [repo / layout.generated_paths(
+                                      "distributed-mnist")[0]]))
+    return repo, manifests
+
+
+def test_an_experiments_own_rendering_imports_beside_it(
+    runner: CliRunner, own_rendering: tuple[Path, Path]
+) -> None:
+    repo, manifests = own_rendering
+    # Its log directory is the experiment's own: refused, and the spec is shown as it would be
+    refused = run_import(runner, manifests, "--name", "mnist-again", "--owner", OWNER)
+    assert refused.exit_code == 1, refused.output
+    shown = refused.stdout.split("experiments/mnist-again.yaml:")[0]
+    assert yaml.safe_load(shown)["metadata"]["name"] == "mnist-again"
+    assert "the log directory of experiments/distributed-mnist.yaml too" in refused.stdout
+    assert "the spec is shown as it would be" in refused.stderr
+    # --log-dir gives it one of its own, and every arg that used the old one follows
+    done = run_import(runner, manifests, "--name", "mnist-again", "--owner", OWNER,
+                      "--log-dir", "/training/mnist-again/logs", "--write")
+    assert done.exit_code == 0, done.output
+    spec = yaml.safe_load((repo / "experiments/mnist-again.yaml").read_text())["spec"]
+    assert spec["tensorboard"]["logDir"] == "/training/mnist-again/logs"
+    assert "--log_dir=/training/mnist-again/logs" in spec["args"]
+    assert ("note: --log-dir: changed $.spec.args[1]: --log_dir=/training/tensorflow/logs -> "
+            "--log_dir=/training/mnist-again/logs") in done.stderr
+    # what tfgen's chart wrote is counted, not listed field by field
+    listed = [line for line in done.stderr.splitlines() if line.startswith("  ")]
+    assert listed == [], done.stderr
+    assert "what tfgen's chart writes itself (the input is its rendering)" in done.stderr
+
+
+def test_a_preview_outside_a_repository_takes_any_namespace(
+    runner: CliRunner, own_rendering: tuple[Path, Path], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, manifests = own_rendering
+    elsewhere = manifests.with_name("research.yaml")
+    elsewhere.write_text(manifests.read_text().replace('namespace: "default"',
+                                                       'namespace: "research"'))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    result = run_import(runner, elsewhere, "--owner", OWNER)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["metadata"]["namespace"] == "research"

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from helpers import REPO_ROOT, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.cli import main
+from tfgen.repo.owned import DOCS, NOT_COPIED, TEAM_READMES, owned_files
 from tfgen.repo.runtimes import RUNTIMES
 from tfgen.scaffold import InitSettings, SettingsError, defaults
 from tfgen.scaffold.init import config_text, gitattributes, gitignore, workflow
-from tfgen.scaffold.source import parse_source
+from tfgen.scaffold.source import check_line, parse_source
 
 SOURCE = "git+https://github.com/acme/tfgen.git@v0.1.0"
 FLAGS = ["--repo-url", "https://github.com/acme/ml.git", "--namespace", "ml",
@@ -61,12 +62,19 @@ def test_init_writes_a_repository_and_lists_it(started: Path) -> None:
     assert config["argocd"]["namespaces"] == ["ml", "vision"]
     assert config["defaults"]["metadata"]["namespace"] == "ml"
     assert config["defaults"]["spec"]["storage"]["nas"]["server"] == "nas.example.com"
-    # the chart and the schemas are tfgen's own, byte for byte
+    # the chart and the schemas are tfgen's own, byte for byte, but for their READMEs, which
+    # speak of the team's copies (tfgen's describe its source tree: make, tests/, generator/)
     chart = REPO_ROOT / "charts" / "tfjob-experiment"
     for source in chart.rglob("*"):
-        if source.is_file():
-            copied = started / "charts" / "tfjob-experiment" / source.relative_to(chart)
-            assert copied.read_bytes() == source.read_bytes(), source
+        rel = f"charts/tfjob-experiment/{source.relative_to(chart).as_posix()}"
+        if source.is_file() and rel not in DOCS:
+            assert (started / rel).read_bytes() == source.read_bytes(), source
+    for rel in DOCS:
+        copied = started / rel
+        assert not copied.exists() if rel in NOT_COPIED else copied.read_text() == (
+            TEAM_READMES[rel])
+    for readme in TEAM_READMES.values():
+        assert not any(word in readme for word in ("make ", "tests/", "generator/"))
 
 
 @pytest.mark.parametrize("command", [["validate"], ["render", "--check"], ["check"]])
@@ -203,6 +211,29 @@ def test_without_a_terminal_init_names_every_value_it_needs(
                                  "--namespace", "ml"], catch_exceptions=False)
     assert given.exit_code == 2
     assert "--tfgen-source (" in given.stderr and "--repo-url" not in given.stderr
+    # --yes is suggested only where it can stand in for every setting missing
+    if defaults().tfgen_source:
+        assert "(or --yes to take the defaults)" in given.stderr
+    else:
+        assert ("(--tfgen-source has no default here, so --yes cannot stand in for it)"
+                in given.stderr)
+        assert "--yes to take" not in given.stderr
+        yes = runner.invoke(main, ["init", str(target), "--yes"], catch_exceptions=False)
+        assert yes.exit_code == 2 and "--tfgen-source: needed" in yes.stderr
+
+
+@pytest.mark.parametrize(("source", "warned"), [
+    ("git+file:///srv/tfgen@v0.1.0", True), ("file:///srv/wheels/simple/", True),
+    (SOURCE, False), ("https://pypi.acme.example/simple/", False),
+])
+def test_a_source_on_this_machine_is_warned_about(tmp_path: Path, runner: CliRunner,
+                                                  source: str, warned: bool) -> None:
+    flags = [*FLAGS[:-1], source]
+    result = runner.invoke(main, ["init", str(tmp_path / "r"), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    warning = (f"warning: --tfgen-source {source} is a path on this machine: a CI runner cannot "
+               "reach it")
+    assert (warning in result.stderr) is warned, result.stderr
 
 
 def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:
@@ -211,7 +242,12 @@ def test_pre_commit_config_runs_the_published_hooks(started: Path) -> None:
     [local] = config["repos"]
     assert local["repo"] == "local"
     assert [h["id"] for h in local["hooks"]] == [h["id"] for h in published]
-    assert [h["entry"] for h in local["hooks"]] == [h["entry"] for h in published]
+    # run by the tfgen the README's set-up installs, with no environment activated: the
+    # program the README's check line runs
+    tfgen = check_line().split()[0]
+    assert [h["entry"] for h in local["hooks"]] == [
+        h["entry"].replace("tfgen", tfgen, 1) for h in published]
+    assert tfgen in (started / "README.md").read_text()
     assert {h["language"] for h in local["hooks"]} == {"system"}
 
 
@@ -220,8 +256,10 @@ def test_asks_for_what_the_flags_leave_open(
 ) -> None:
     monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
     target = tmp_path / "asked"
-    # repo URL, namespaces, no NAS server, runtime, queue, no priority, the source
-    answers = f"git@github.com:acme/ml.git\nml, vision\n\njobset\ngpu\n\n{SOURCE}\n"
+    # repo URL, namespaces, no NAS server, queue, no priority, the runtime offered (jobset:
+    # queued), node types, the source
+    answers = (f"git@github.com:acme/ml.git\nml, vision\n\ngpu\n\n\n"
+               f"gpu-a100:gpus=8 cpu:cpu=32\n{SOURCE}\n")
     result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
@@ -230,8 +268,10 @@ def test_asks_for_what_the_flags_leave_open(
     assert "spec" not in config["defaults"]  # no NAS server given: each spec names one
     assert config["policy"] == {namespace: {"runtime": "jobset", "queue": "gpu", "queues": ["gpu"]}
                                 for namespace in ("ml", "vision")}
+    assert config["cluster"]["nodeTypes"] == [{"name": "gpu-a100", "gpus": 8},
+                                              {"name": "cpu", "cpu": "32"}]
     assert "Git URL of the new repository" in result.stderr
-    assert "(tfjob, jobset) [tfjob]:" in result.stderr  # the runtimes, from runtimes.RUNTIMES
+    assert "(tfjob, jobset) [jobset]:" in result.stderr  # the runtimes, from runtimes.RUNTIMES
 
 
 def test_yes_asks_nothing_and_takes_the_schemas_defaults(
@@ -312,7 +352,134 @@ def test_runtime_and_queue_become_each_namespaces_defaults(
     assert values["kueue"] == {"queue": "gpu-team", "priority": "research"}
 
 
+
+def test_a_queue_without_a_runtime_runs_on_the_one_kueue_admits_by_default(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kueue (v0.19) admits JobSets by default and TFJobs only when configured: `--queue`
+    without `--runtime` sets up jobset. In a namespace with a default priority, a spec that
+    leaves the queue (`--queue ""`) leaves the priority too."""
+    repo = tmp_path / "queued"
+    flags = [*FLAGS, "--queue", "gpu-team", "--priority", "research"]
+    result = runner.invoke(main, ["init", str(repo), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    policy = yaml.safe_load((repo / "tfgen.yaml").read_text())["policy"]
+    assert {ns: p["runtime"] for ns, p in policy.items()} == {"ml": "jobset", "vision": "jobset"}
+    plain = tmp_path / "plain"
+    assert runner.invoke(main, ["init", str(plain), *FLAGS]).exit_code == 0
+    assert yaml.safe_load((plain / "tfgen.yaml").read_text())["policy"]["ml"]["runtime"] == (
+        RUNTIMES[0].name)
+    monkeypatch.chdir(repo)
+    made = runner.invoke(main, ["new", "unqueued", "--queue", "", "--image",
+                                "registry.example.com/a:1", "--owner", "t@example.com"],
+                         catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    assert runner.invoke(main, ["render"], catch_exceptions=False).exit_code == 0
+    values = yaml.safe_load(
+        (repo / "argo" / "experiments" / "unqueued" / "values.yaml").read_text())
+    assert values["kueue"] == {"queue": "", "priority": ""}
+
+
+
+def test_node_types_make_node_fit_part_of_a_new_repository(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--node-type fills cluster.nodeTypes, so a pod no node can hold is refused from the
+    first spec; without it, tfgen.yaml shows where they go."""
+    repo = tmp_path / "nodes"
+    flags = [*FLAGS, "--node-type", "gpu-a100:gpus=8,cpu=96,memory=1Ti,accelerator=a100",
+             "--node-type", "cpu:cpu=32,memory=128Gi"]
+    result = runner.invoke(main, ["init", str(repo), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load((repo / "tfgen.yaml").read_text())["cluster"] == {"nodeTypes": [
+        {"name": "gpu-a100", "gpus": 8, "cpu": "96", "memory": "1Ti",
+         "labels": {"accelerator": "a100"}},
+        {"name": "cpu", "cpu": "32", "memory": "128Gi"}]}
+    monkeypatch.chdir(repo)
+    new = ["new", "--image", "registry.example.com/a:1", "--owner", "t@example.com"]
+    too_big = runner.invoke(main, [*new, "big", "--gpus", "9"], catch_exceptions=False)
+    assert too_big.exit_code == 1, too_big.output
+    assert ("$.spec.roles.worker.gpus: a worker pod asks for 9 GPUs; no node it may run on can "
+            "hold it, the largest being gpu-a100") in too_big.stdout
+    fits = runner.invoke(main, [*new, "fits", "--gpus", "8"], catch_exceptions=False)
+    assert fits.exit_code == 0, fits.output
+    plain = tmp_path / "plain"
+    assert runner.invoke(main, ["init", str(plain), *FLAGS]).exit_code == 0
+    text = (plain / "tfgen.yaml").read_text()
+    assert "cluster" not in yaml.safe_load(text)
+    assert "#   nodeTypes:                    # (tfgen init --node-type NAME:gpus=N," in text
+
+
+@pytest.mark.parametrize(("node_type", "message"), [
+    ("gpu:gpus", '--node-type: "gpu:gpus": "gpus" is not KEY=VALUE (the form is '
+                 "NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE"),
+    ("gpu:gpus=eight", '--node-type: must be a whole number, not the text "eight"'),
+    ("Bad:gpus=1", '--node-type: "Bad" is not valid: it must be a DNS-1123 label'),
+    ("gpu:memory=8GB", '--node-type: "8GB" is not valid'),
+])
+def test_a_bad_node_type_is_refused_naming_its_flag(
+    tmp_path: Path, runner: CliRunner, node_type: str, message: str
+) -> None:
+    result = runner.invoke(main, ["init", str(tmp_path / "r"), *FLAGS, "--node-type", node_type],
+                           catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("command", ["init", "new"])
 def test_runtime_choices_are_the_runtimes(command: str) -> None:
     [option] = [p for p in main.commands[command].params if p.name == "runtime"]
     assert list(option.type.choices) == [runtime.name for runtime in RUNTIMES]
+
+
+# --- tfgen upgrade ------------------------------------------------------------------------------
+
+
+def _tfgen(runner: CliRunner, root: Path, *args: str) -> Result:
+    return runner.invoke(main, [*args, "--root", str(root)], catch_exceptions=False)
+
+
+def test_a_fresh_repository_has_nothing_to_upgrade(started: Path, runner: CliRunner) -> None:
+    result = _tfgen(runner, started, "upgrade", "--check")
+    assert (result.exit_code, result.stdout) == (0, ""), result.output
+    assert "nothing to upgrade" in result.stderr
+    assert "tfgen upgrade" not in _tfgen(runner, started, "check").output
+
+
+def test_upgrade_brings_the_copies_level_and_keeps_the_teams_files(
+    started: Path, runner: CliRunner
+) -> None:
+    """As a repository an older tfgen made: its chart and schemas differ from the installed
+    tfgen's. check warns, naming which copy is in force; upgrade shows and rewrites them,
+    leaves a template of the team's own and every file the team edits."""
+    chart, schemas = started / "charts/tfjob-experiment", started / "schemas"
+    (chart / "values.yaml").write_text((chart / "values.yaml").read_text() + "# older\n")
+    (schemas / "experiment.schema.json").write_text(
+        (schemas / "experiment.schema.json").read_text() + "{garbage")
+    (schemas / "kubeflow.org/tfjob_v1.json").unlink()
+    (chart / "templates/team.yaml").write_text("# the team's own\n")
+    edited = {rel: (started / rel).read_text() for rel in ("tfgen.yaml", "README.md",
+                                                           ".github/workflows/pr.yaml")}
+    checked = _tfgen(runner, started, "check")
+    assert ("charts/tfjob-experiment/: warning: 1 file here differs from the installed tfgen "
+            "") in checked.stdout
+    assert "(values.yaml): Argo CD renders this repository's copy" in checked.stdout
+    assert ("schemas/: warning: 2 files here differ from the installed tfgen") in checked.stdout
+    assert "tfgen validates with its own copy; editors read this repository's" in checked.stdout
+    shown = _tfgen(runner, started, "upgrade", "--check")
+    assert shown.exit_code == 1, shown.output
+    assert "-# older\n" in shown.stdout
+    assert "+++ b/schemas/kubeflow.org/tfjob_v1.json" in shown.stdout
+    assert (chart / "values.yaml").read_text().endswith("# older\n")  # --check writes nothing
+    done = _tfgen(runner, started, "upgrade")
+    assert done.exit_code == 0, done.output
+    assert done.stderr.startswith("upgraded 3 files of charts/tfjob-experiment/, schemas/")
+    assert "left in place, not shipped by tfgen: charts/tfjob-experiment/templates/team.yaml" \
+        in done.stderr
+    shipped = owned_files()
+    assert all((started / rel).read_text() == text for rel, text in shipped.items())
+    assert (chart / "templates/team.yaml").read_text() == "# the team's own\n"
+    assert {rel: (started / rel).read_text() for rel in edited} == edited
+    again = _tfgen(runner, started, "upgrade", "--check")
+    assert again.exit_code == 0 and "nothing to upgrade" in again.stderr

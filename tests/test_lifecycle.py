@@ -193,6 +193,40 @@ def test_new_writes_runtime_queue_and_priority_only_when_given(
     assert (rows["unqueued"]["runtime"], rows["unqueued"]["holds"]) == ("tfjob", 2)
 
 
+@pytest.mark.parametrize("source", ["../evil", "../../etc/evil.yaml", "nowhere/x.yaml"])
+def test_a_missing_source_is_named_as_given(runner: CliRunner, repo: Path, source: str) -> None:
+    # never an absolute path, nor one joined to the repository, built from what was typed
+    made = tfgen(runner, "rerun", source, "--as", "copy", "--owner", "t@example.com")
+    assert made.exit_code == 1, made.output
+    assert made.stderr.strip() == f"error: {source}: no such file"
+
+
+def test_a_copy_into_another_namespace_names_the_option_when_refused(
+    runner: CliRunner, repo: Path
+) -> None:
+    # ml-team's policy allows other registries than the walkthrough's image comes from
+    made = tfgen(runner, "new", "moved", "--from", "distributed-mnist", "--namespace", "ml-team",
+                 "--owner", "t@example.com")
+    assert made.exit_code == 1, made.output
+    assert "policy.ml-team.registries" in made.stdout
+    assert ("experiments/moved.yaml would not be valid with --namespace ml-team (its policy in "
+            "tfgen.yaml judges the copy) (the problems name its fields); nothing written"
+            ) in made.stderr
+
+
+def test_a_copy_with_a_master_says_how_to_make_it_a_chief(runner: CliRunner, repo: Path) -> None:
+    made = tfgen(runner, "new", "mnist-tf2", "--from", "distributed-mnist", "--owner",
+                 "t@example.com")
+    assert made.exit_code == 0, made.output
+    assert "master" in spec(repo, "mnist-tf2")["spec"]["roles"]  # copied as it is
+    assert ("note: the copy keeps roles.master, TensorFlow 1's name for the coordinator; "
+            "TensorFlow 2's tf.distribute refuses the task type master") in made.stderr
+    assert "rename `master:` to `chief:` under spec.roles" in made.stderr
+    chief = tfgen(runner, "new", "jobset-copy", "--from", "mnist-jobset", "--owner",
+                  "t@example.com")
+    assert chief.exit_code == 0 and "note:" not in chief.stderr, chief.output
+
+
 def test_new_names_what_put_a_refused_runtime_there(runner: CliRunner, repo: Path) -> None:
     """A copy of a spec without a chief cannot run as a JobSet under Kubernetes 1.30: the
     refusal is at spec.runtime, of a file never written, so the message names its cause."""

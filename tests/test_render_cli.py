@@ -148,12 +148,12 @@ def test_usage_error_exit_2(runner: CliRunner) -> None:
 def test_render_is_documented(runner: CliRunner) -> None:
     result = runner.invoke(main, ["render", "--help"], catch_exceptions=False)
     assert result.exit_code == 0 and "--check" in result.output and "--prune" in result.output
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "running-the-repository.md").read_text()
     assert "## `tfgen render`" in readme and "--check" in readme and "--prune" in readme
 
 
 def test_readme_add_an_experiment_example_renders(runner: CliRunner, tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "running-experiments.md").read_text()
     start = readme.index("   # experiments/resnet-imagenet.yaml\n")
     block = readme[start:readme.index("   ```", start)]
     spec = "\n".join(line[3:] for line in block.splitlines()[1:]) + "\n"

@@ -421,7 +421,7 @@ def test_directory_without_specs(runner, repo):
 def test_readme_shows_the_real_output(runner, repo):
     build_file_tree(repo, {"experiments/three-mistakes.yaml": THREE_MISTAKES})
     result = run(runner, "experiments/three-mistakes.yaml")
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "running-experiments.md").read_text(encoding="utf-8")
     lines = result.output.splitlines()
     assert len(lines) == 4  # three problems and the summary
     for line in lines:

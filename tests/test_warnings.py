@@ -54,6 +54,15 @@ def line_of(rel: str, text: str) -> int:
     return lines[0]
 
 
+def warned_at(rel: str, change: Any, text: str) -> tuple[Result, int]:
+    """`tfgen validate` after `change` to `rel` (it passes: warnings fail nothing), and the
+    line of `rel` holding `text`."""
+    edit(rel, change)
+    result = tfgen("validate")
+    assert result.exit_code == 0, result.output
+    return result, line_of(rel, text)
+
+
 def spec_image(image: str) -> Any:
     return lambda data: data["spec"].update(image=image)
 
@@ -116,10 +125,8 @@ def specs() -> list[Path]:
 
 
 def test_latest_in_the_spec_is_warned_at_its_line_and_fails_nothing(repo: Path) -> None:
-    edit(CPU, spec_image("tensorflow/tensorflow:latest"))
-    line = line_of(CPU, "image: tensorflow/tensorflow:latest")
-    result = tfgen("validate")
-    assert result.exit_code == 0, result.output
+    result, line = warned_at(CPU, spec_image("tensorflow/tensorflow:latest"),
+                             "image: tensorflow/tensorflow:latest")
     assert result.stdout.strip() == (
         f'{CPU}:{line}:10: warning: $.spec.image: image "tensorflow/tensorflow:latest" is '
         "tagged :latest, so what runs may change under the same spec (pin a version tag or a "
@@ -130,6 +137,20 @@ def test_latest_in_the_spec_is_warned_at_its_line_and_fails_nothing(repo: Path) 
     github = tfgen("validate", "--format", "github")
     assert github.exit_code == 0 and github.stdout.startswith(
         f"::warning file={CPU},line={line},col=10::$.spec.image: ")
+
+
+def test_a_queued_tfjob_is_warned_naming_the_kueue_setting_it_needs(repo: Path) -> None:
+    # Kueue v0.19 turned its TFJob integration off by default: the run would wait suspended,
+    # and nothing in the repository could say why. A JobSet, on by default, is not warned.
+    jobset = "experiments/mnist-jobset.yaml"
+    result, line = warned_at(jobset, lambda data: data["spec"].update(runtime="tfjob"),
+                             "queue: gpu-team")
+    assert result.stdout.strip() == (
+        f'{jobset}:{line}:10: warning: $.spec.queue: queue "gpu-team": Kueue admits a TFJob '
+        "only when its configuration lists kubeflow.org/tfjob in integrations.frameworks, "
+        "which it does not by default (deprecated since Kueue v0.19); otherwise the run stays "
+        "suspended (spec.runtime: jobset runs it as a JobSet (JobSet v0.12), which Kueue admits "
+        "by default; or list kubeflow.org/tfjob in the cluster's Kueue configuration)")
 
 
 def test_untagged_role_and_tensorboard_images_are_warned_each_at_its_line(repo: Path) -> None:
@@ -274,8 +295,12 @@ def test_check_from_remembered_verdicts_says_the_warnings_again(
     monkeypatch.setattr(experiments, "check_file", spied)
     again = check()
     assert judged == [], "every spec's verdict is remembered"
-    assert said(again) == said(first) == said(check("--no-cache"))
+    assert said(again) == said(check("--no-cache"))
     assert judged, "--no-cache judges every spec again"
+    # the same warnings, and one more: the chart is no longer the installed tfgen's
+    [copy] = [line for line in again.stdout.splitlines() if line.startswith("charts/")]
+    assert "warning: 1 file here differs from the installed tfgen" in copy
+    assert again.stdout.replace(copy + "\n", "") == first.stdout
 
 
 def test_check_from_the_ledger_says_the_unchanged_experiments_warnings(repo: Path) -> None:

@@ -102,8 +102,9 @@ GC_THRESHOLDS = (100_000, 50, 100)
 def main() -> None:
     """Distributed TensorFlow on Kubernetes from Git.
 
-    One reviewed file per experiment (experiments/<name>.yaml) becomes a Kubeflow TFJob, a NAS
-    volume and a TensorBoard, synced to the cluster by Argo CD.
+    One reviewed file per experiment (experiments/<name>.yaml) becomes a Kubeflow TFJob or a
+    JobSet, optionally queued by Kueue, a NAS volume and a TensorBoard, synced to the cluster
+    by Argo CD.
     """
     # A command builds large trees of data without cycles (thousands of specs, verdicts and
     # manifests); with Python's default of a collection per 700 new objects, the cyclic

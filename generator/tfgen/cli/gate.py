@@ -80,10 +80,11 @@ def diff_command(experiments: tuple[str, ...], base: str, full: bool, fmt: str, 
 
     Experiments touched since REF (only the EXPERIMENTs given, by name or spec file, when
     any) are rendered at REF and now with helm. Each row says whether the experiment is added,
-    removed or changed, its objects added, removed or changed by kind, and its GPUs before and
-    after; --full adds each object's unified diff. Exit 0 (also when objects differ); 1 with
-    the problems when a spec is invalid (then no diff at all) or a side fails to render; 2
-    usage or missing tool.
+    removed or changed (`changed, refused` when a started run cannot take the change, the
+    refusals listed as `tfgen check --base` says them), its objects added, removed or changed
+    by kind, and the GPUs it requests before and after (queued by Kueue or not); --full adds
+    each object's unified diff. Exit 0 (also when objects differ); 1 with the problems when a
+    spec is invalid (then no diff at all) or a side fails to render; 2 usage or missing tool.
     """
     from ..gate.diff.changes import experiment_names, run_diff
     from ..gate.diff.report import format_diff, summary

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..repo.runtimes import RUNTIMES
-from .app import handle_errors, main
+from ..repo.runtimes import QUEUED_DEFAULT, RUNTIMES
+from .app import ROOT_OPTION, handle_errors, main, require_repository
 
 # The runtimes --runtime offers, the default first.
 RUNTIME_NAMES = [runtime.name for runtime in RUNTIMES]
@@ -40,6 +40,14 @@ def _ask(settings: InitSettings) -> InitSettings:
                               default="", show_default=False, err=True)
         settings.nas_server = answer.strip() or None
     _ask_runtime(settings, base)
+    if not settings.node_types:
+        from ..scaffold import NODE_TYPE_FORM
+
+        answer = click.prompt(
+            f"Node types pods may land on, each {NODE_TYPE_FORM}, separated by spaces (a role "
+            "that none can hold is refused; empty: not checked)",
+            default="", show_default=False, err=True)
+        settings.node_types = answer.split()
     if settings.tfgen_source is None:
         settings.tfgen_source = click.prompt(
             "Where CI installs tfgen from: the tfgen Git repository at a commit or tag "
@@ -49,19 +57,25 @@ def _ask(settings: InitSettings) -> InitSettings:
 
 
 def _ask_runtime(settings: InitSettings, base: InitSettings) -> None:
-    """The namespaces' runtime, and a Kueue queue and priority (none unless answered)."""
-    if settings.runtime is None:
-        settings.runtime = click.prompt(
-            "Runtime of the namespaces' experiments, unless a spec names its own",
-            type=click.Choice(RUNTIME_NAMES), default=base.runtime, err=True)
+    """A Kueue queue and priority (none unless answered), and the namespaces' runtime: the
+    one Kueue admits by default when they are queued."""
     if settings.queue is None:
-        answer = click.prompt("Kueue LocalQueue that admits them (empty: none, not queued)",
-                              default="", show_default=False, err=True)
+        answer = click.prompt("Kueue LocalQueue that admits the experiments (empty: none, not "
+                              "queued)", default="", show_default=False, err=True)
         settings.queue = answer.strip()
     if settings.priority is None and settings.queue:
         answer = click.prompt("Kueue WorkloadPriorityClass of their runs (empty: none)",
                               default="", show_default=False, err=True)
         settings.priority = answer.strip()
+    if settings.runtime is None:
+        settings.runtime = click.prompt(
+            "Runtime of the namespaces' experiments, unless a spec names its own",
+            type=click.Choice(RUNTIME_NAMES), err=True,
+            default=QUEUED_DEFAULT.name if settings.queue else base.runtime)
+
+
+# The settings a repeated flag fills, with the flag.
+REPEATED = {"namespaces": "--namespace", "node_types": "--node-type"}
 
 
 # What init asks a person for and cannot guess (the NAS server is optional), by setting, with
@@ -78,12 +92,19 @@ def _refuse_unasked(settings: InitSettings) -> None:
     """Without a terminal nobody can be asked: each value init needs must be a flag (or
     --yes says to take the defaults), never a placeholder written silently."""
     from ..errors import OptionsError
+    from ..scaffold import defaults
 
-    missing = [f"{flag} ({what})" for name, (flag, what) in NEEDED.items()
-               if not getattr(settings, name)]
+    missing = [name for name in NEEDED if not getattr(settings, name)]
     if missing:
-        raise OptionsError("tfgen init has no terminal to ask for these; give them as flags "
-                           "(or --yes to take the defaults):\n  " + "\n  ".join(missing))
+        # --yes is offered only where every setting missing has a default to take
+        base = defaults()
+        without = [NEEDED[name][0] for name in missing if not getattr(base, name)]
+        way = ("(or --yes to take the defaults)" if not without else
+               f"({' and '.join(without)} ha{'s' if len(without) == 1 else 've'} no default "
+               f"here, so --yes cannot stand in for {'it' if len(without) == 1 else 'them'})")
+        raise OptionsError(f"tfgen init has no terminal to ask for these; give them as flags "
+                           f"{way}:\n  " + "\n  ".join(f"{NEEDED[name][0]} ({NEEDED[name][1]})"
+                                                      for name in missing))
 
 
 @main.command()
@@ -99,7 +120,8 @@ def _refuse_unasked(settings: InitSettings) -> None:
 @click.option("--kubernetes-version", help="The target cluster's Kubernetes version (x.y).")
 @click.option("--runtime", type=click.Choice(RUNTIME_NAMES),
               help="What the namespaces' experiments run on unless a spec says otherwise "
-                   f"(tfgen.yaml policy.<namespace>.runtime; default: {RUNTIME_NAMES[0]}).")
+                   f"(tfgen.yaml policy.<namespace>.runtime; default: {RUNTIME_NAMES[0]}, "
+                   f"{QUEUED_DEFAULT.name} with --queue: Kueue admits it by default).")
 @click.option("--queue", metavar="LOCALQUEUE",
               help="The Kueue LocalQueue that admits the namespaces' experiments "
                    "(policy.<namespace>.queue, and the one of its queues; default: none, not "
@@ -107,6 +129,12 @@ def _refuse_unasked(settings: InitSettings) -> None:
 @click.option("--priority", metavar="CLASS",
               help="The Kueue WorkloadPriorityClass of their runs (policy.<namespace>.priority, "
                    "and the one of its priorities; needs --queue; default: none).")
+@click.option("--node-type", "node_types", multiple=True,
+              metavar="NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE",
+              help="A node type pods may land on (repeat for more): its GPUs, and the CPU and "
+                   "memory one pod may get there, and the labels a nodeSelector names it by "
+                   "(tfgen.yaml cluster.nodeTypes). A role that none can hold is refused "
+                   "(default: none, not checked).")
 @click.option("--argocd-namespace", help="The namespace Argo CD runs in.")
 @click.option("--argocd-version", help="The Argo CD minor version (x.y).")
 @click.option("--target-revision", help="The branch Argo CD follows.")
@@ -123,7 +151,8 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
 
     Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
     --yes; without one, --repo-url, --namespace and --tfgen-source are needed unless --yes;
-    --runtime, --queue and --priority go to policy.<namespace> of every --namespace),
+    --runtime, --queue and --priority go to policy.<namespace> of every --namespace,
+    --node-type to cluster.nodeTypes),
     README.md (set up and check), the chart (charts/), the schemas (schemas/), the
     pull-request workflow (.github/workflows/pr.yaml, installing tfgen from --tfgen-source),
     .pre-commit-config.yaml, .gitattributes, .gitignore, experiments/README.md and
@@ -136,9 +165,9 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     # command a tenth of a second at start-up
     from ..scaffold import InitSettings, SettingsError, init_repository
 
-    # the flags other than --yes are InitSettings' fields, one for one (--namespace, repeated,
-    # fills namespaces)
-    settings = InitSettings(**{**flags, "namespaces": list(flags["namespaces"])})
+    # the flags other than --yes are InitSettings' fields, one for one (--namespace and
+    # --node-type, repeated, fill namespaces and node_types)
+    settings = InitSettings(**{**flags, **{name: list(flags[name]) for name in REPEATED}})
     if not yes and _interactive():
         settings = _ask(settings)
     elif not yes:
@@ -149,11 +178,41 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
         # name the settings as the flags that set them: --repo-url, not repo_url
         message = exc.message
         for name in exc.settings:
-            flag = "--namespace" if name == "namespaces" else f"--{name.replace('_', '-')}"
+            flag = REPEATED.get(name) or f"--{name.replace('_', '-')}"
             message = message.replace(f"\n{name}: ", f"\n{flag}: ")
         raise SettingsError(message, exc.settings) from None
     for path in result.written:
         click.echo(path)
+    for warning in result.warnings:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
     click.echo(f"{len(result.written)} files written in {result.root}; next: cd there, "
                "`tfgen install-helm`, `git init`, commit, then `tfgen check` and "
                "`tfgen new NAME` (README.md: set up and check on any machine)", err=True)
+
+
+@main.command()
+@click.option("--check", is_flag=True,
+              help="Only show the differences; exit 1 when there are any, write nothing.")
+@ROOT_OPTION
+@handle_errors
+def upgrade(check: bool, root: Path | None) -> None:
+    """Bring the repository's chart and schemas to the installed tfgen's.
+
+    `tfgen init` copied charts/tfjob-experiment/ and schemas/ from the tfgen that made the
+    repository; after the pin moves, Argo CD still renders the old chart and editors check
+    against the old schemas (tfgen validates with its own). Each file that differs is shown
+    as a unified diff on stdout, then rewritten (each one complete or not at all). The files
+    a team edits (tfgen.yaml, README.md, the workflow, hooks and specs) are never touched; a
+    file in those folders that tfgen does not ship is named and left in place. `tfgen check`
+    warns while the copies differ.
+
+    Exit codes: 0 up to date or upgraded, 1 with --check when the copies differ, 2 usage.
+    """
+    from ..scaffold.upgrade import next_step, upgrade_repository
+
+    result = upgrade_repository(require_repository(root), write=not check)
+    for change in result.changes:
+        click.echo(change.diff(), nl=False)
+    click.echo(next_step(result, wrote=not check), err=True)
+    if check and result.changes:
+        sys.exit(1)

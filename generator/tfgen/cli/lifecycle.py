@@ -33,6 +33,8 @@ def _created(created: Created, note: str = "") -> None:
         click.echo(f"  changed {change}", err=True)
     for warning in sorted(created.warnings):
         click.echo(warning.text(), err=True)
+    for line in created.notes:
+        click.secho(f"note: {line}", fg="yellow", err=True)
     click.echo(f"wrote {created.path}{note}; " + _NEXT.format(path=created.path), err=True)
 
 

@@ -199,12 +199,16 @@ def _report_written(plan: RenderPlan, result: ApplyResult, problems: list[Proble
 @click.option("--owner", metavar="EMAIL",
               help="Who answers for the experiment (the spec's metadata.owner; default: "
               "git config user.email).")
+@click.option("--log-dir", metavar="PATH",
+              help="The spec's log directory (tensorboard.logDir) instead of the input's; "
+              "every arg and env value that used the input's is pointed here (e.g. to import "
+              "a run beside the experiment it came from); only with one training job.")
 @click.option("--write", is_flag=True,
               help="Write experiments/<name>.yaml (never over an existing file) instead of "
               "printing the spec.")
 @handle_errors
 def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
-                   write: bool) -> None:
+                   log_dir: str | None, write: bool) -> None:
     """Turn TFJob or JobSet, PV/PVC and TensorBoard manifests into experiment specs.
 
     FILES are YAML manifests: multi-document files, `kubectl get -o yaml` Lists, or folders of
@@ -214,15 +218,20 @@ def import_command(files: tuple[Path, ...], name: str | None, owner: str | None,
     existing claim), and a Deployment running TensorBoard on the same claim as the
     TensorBoard. Every input field the spec cannot express is listed on
     stderr with the reason. The spec is validated first; without --write it is printed on
-    stdout. Writing needs every spec valid and new: all are written or none.
+    stdout. Writing needs every spec valid and new: all are written or none; a spec that
+    would not be valid is shown on stdout as it would be, before its problems.
 
     Exit codes: 0 imported, 1 input that cannot be imported or an invalid spec (nothing
     written), 2 usage error.
     """
-    from ..importer import import_manifests
+    from ..importer import ImportRefused, import_manifests
     from ..importer.leftout import QUIET
 
-    result = import_manifests(files, name=name, owner=owner, write=write)
+    try:
+        result = import_manifests(files, name=name, owner=owner, write=write, log_dir=log_dir)
+    except ImportRefused as refused:  # the spec as it would be, then its problems
+        click.echo("---\n".join(refused.specs.values()), nl=False)
+        raise
     if not write:
         click.echo("---\n".join(result.specs.values()), nl=False)
     for reason, lines in result.left_out.by_reason.items():

@@ -32,7 +32,7 @@ from typing import Any
 from .. import render
 from ..errors import OptionsError
 from ..problems import Problem, errors_of, tally, warned
-from ..repo import layout
+from ..repo import layout, owned
 from ..repo.cache import CACHE_DIRNAME, Cache, tracked_problem
 from ..repo.keys import path_digest
 from ..validate import RepoConfig, ValidationResult, load_config, repository_specs, validate_paths
@@ -268,8 +268,9 @@ class Gate:
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
                                    self.config, scope.context(), verdicts=self.memory.verdicts,
                                    focus=self.focus)
-            problems += (specs.problems + scope.warnings() + self.drift(specs, scope)
-                         + stage.argo_problems())
+            plan = self.plan(specs, scope)
+            problems += (specs.problems + scope.warnings() + _drift(plan, self.root)
+                         + stage.argo_problems() + owned.copies_problems(self.root))
             problems += wiring.applications_problems(self.root, resolution.applications,
                                                      stage.judge.projects, scope.applications())
             problems += [replace(p, path=layout.shown(p.path, self.root))
@@ -282,7 +283,7 @@ class Gate:
         problems += found + verdict.collisions(rendered, scope.identities())
         if self.options.validator != "builtin":
             problems += verdict.kubeconform_problems(rendered, stage.judge.validator)
-        problems += self.revision_problems(rendered)
+        problems += self.revision_problems(rendered, plan)
         kept = scope.kept()
         result = CheckResult(
             problems=sorted(set(problems)),
@@ -297,13 +298,19 @@ class Gate:
         facts, warnings = _by_name(specs)
         return Pass(scope, result, resolution.applications, facts, rendered, warnings)
 
-    def revision_problems(self, rendered: list[verdict.AppObjects]) -> list[Problem]:
-        """What a live run cannot take from the --base revision to this one (`revisions/`)."""
+    def revision_problems(self, rendered: list[verdict.AppObjects],
+                          plan: render.RenderPlan) -> list[Problem]:
+        """What a live run cannot take from the --base revision to this one (`revisions/`),
+        judged on what `tfgen render` would write: a change that can never merge is said in
+        the same run as the stale files it comes with, not after they are rendered and
+        committed."""
         if not self.options.base:
             return []
         problems = immutability.base_problems(
-            self.root, self.options.base, rendered, self.config.kubernetes_version,
-            self.renderer)
+            self.root, self.options.base,
+            immutability.as_rendered(rendered, plan.updates, self.config.kubernetes_version,
+                                     self.renderer),
+            self.config.kubernetes_version, self.renderer)
         return problems + retained.retained_problems(
             self.root, self.options.base, rendered, self.config.kubernetes_version,
             self.renderer)
@@ -366,16 +373,19 @@ class Gate:
         return [a for a in applications if (scope is None or a.name in scope)
                 and a.chart_dir in found]
 
-    def drift(self, specs: ValidationResult, scope: Scope) -> list[Problem]:
-        """Committed generated files that differ from what `tfgen render` would write, for
-        the scope's experiments. An experiment whose spec, generated files and tfgen.yaml
-        have the contents of an earlier run that found its files in sync is not planned
-        again."""
-        plan = render.remembered_plan(self.memory, specs.experiments, self.config,
+    def plan(self, specs: ValidationResult, scope: Scope) -> render.RenderPlan:
+        """What `tfgen render` would write for the scope's experiments. An experiment whose
+        spec, generated files and tfgen.yaml have the contents of an earlier run that found
+        its files in sync is not planned again."""
+        return render.remembered_plan(self.memory, specs.experiments, self.config,
                                       pending=specs.invalid_names, only=scope.changed,
                                       elsewhere=scope.owned())
-        return [replace(p, path=layout.shown(p.path, self.root))
-                for p in plan.problems + render.drift_problems(plan)]
+
+
+def _drift(plan: render.RenderPlan, root: Path) -> list[Problem]:
+    """Committed generated files that differ from what `tfgen render` would write."""
+    return [replace(p, path=layout.shown(p.path, root))
+            for p in plan.problems + render.drift_problems(plan)]
 
 
 def _by_name(specs: ValidationResult

@@ -75,7 +75,7 @@ class Scope:
 
     def owned(self) -> list[Owned]:
         """The unchanged experiments, as CODEOWNERS lists them."""
-        return [Owned(f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}",
+        return [Owned(layout.spec_rel(name),
                       str((entry.facts.get("metadata") or {}).get("namespace")))
                 for name, entry in self.others.items() if entry.facts is not None]
 

@@ -11,7 +11,9 @@ index, the task port), which tfgen writes again from the spec.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..repo import chart, runtimes
 from .manifests import RUNTIME_MADE, Manifest, Path_, pointer
@@ -24,11 +26,16 @@ CLUSTER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "
 # field (an export holds dozens per object and nobody needs them named).
 BOOKKEEPING = "what the cluster and kubectl write on every object"
 # The counted groups, each with the examples that say what it holds.
+# What tfgen's own chart wrote, in input that is its rendering (`chart.PART_OF`): tfgen writes
+# it again from the spec.
+CHART_MADE = "what tfgen's chart writes itself (the input is its rendering)"
 QUIET = {
     BOOKKEEPING: "status, uid, resourceVersion, managedFields, ...",
     RUNTIME_MADE: f"each task's Service, TF_CONFIG, the task index, the port {runtimes.PORT_NAME}",
+    CHART_MADE: "names, labels, ports, probes, the NetworkPolicies, ...",
 }
 _JOBS = " or ".join(sorted(runtimes.JOB_KINDS))
+NO_FIELD = "the spec has no field for it"
 # Why a field the spec cannot express is left out, by the last keys of its path.
 REASONS: tuple[tuple[Path_, str], ...] = (
     (("status",), BOOKKEEPING),
@@ -38,6 +45,7 @@ REASONS: tuple[tuple[Path_, str], ...] = (
     (("metadata", "name"),
      "tfgen derives every object name from the experiment name"),
     (("template", "metadata"), "tfgen sets the pod labels and annotations itself"),
+    (("selector", "matchLabels"), "tfgen selects its pods by the labels it sets on them"),
     (("ttlSecondsAfterFinished",),
      "tfgen never sets a TTL: Argo CD would recreate the deleted TFJob and train again"),
     (("tensorBoard",), "v1alpha1's built-in TensorBoard; tfgen runs its own from the spec"),
@@ -57,7 +65,7 @@ def _reason(manifest: Manifest, parts: Path_) -> str:
         why = reason(manifest, parts)
         if why is not None:
             return why
-    return "the spec has no field for it"
+    return NO_FIELD
 
 
 def _recorded(manifest: Manifest, parts: Path_) -> str | None:
@@ -123,12 +131,34 @@ def _unused(manifest: Manifest) -> str:
             "claim's PV, a TensorBoard Deployment on the same claim)")
 
 
-def leftovers(manifests: list[Manifest], used: list[Manifest]) -> LeftOut:
-    """Every input field the specs do not carry, grouped by why."""
+def _chart_writes(manifest: Manifest, parts: Path_, reason: str,
+                  again: Sequence[dict[str, Any]]) -> bool:
+    """Whether a field left over from tfgen's own rendering is one its chart writes: what the
+    general reasons say tfgen sets itself (names, labels, ports...), and a field no spec has
+    that the chart writes again alike from the imported spec (`again`: its rendering, the
+    object of the same kind); not what the conversion found it cannot carry, nor an edit made
+    to the rendering."""
+    if _recorded(manifest, parts) is not None:
+        return False
+    if reason != NO_FIELD:
+        return True
+    same = next((obj for obj in again if obj.get("kind") == manifest.kind), None)
+    return same is not None and Manifest(same, "", 0).get(*parts) == manifest.get(*parts)
+
+
+def leftovers(manifests: list[Manifest], used: list[Manifest],
+              again: Sequence[dict[str, Any]] = ()) -> LeftOut:
+    """Every input field the specs do not carry, grouped by why. Of tfgen's own rendering
+    (`chart.rendered_by_chart`), what its chart writes is counted, not listed (the spec makes
+    it again: `again` is the chart's rendering of the imported spec); what the conversion
+    itself says it cannot carry, or an edit made to the rendering, is listed still."""
     out = LeftOut()
     for manifest in manifests:
+        chart_made = chart.rendered_by_chart(manifest.get("metadata", "labels"))
         if not any(manifest is m for m in used):
             why = _unused(manifest)
+            if chart_made and () not in manifest.why:
+                why = CHART_MADE
             if why in QUIET:
                 out.count(why, manifest.ref)
             else:
@@ -136,6 +166,9 @@ def leftovers(manifests: list[Manifest], used: list[Manifest]) -> LeftOut:
             continue
         for parts, value in manifest.leftovers():
             reason = _reason(manifest, parts)
+            if chart_made and reason not in QUIET and _chart_writes(manifest, parts, reason,
+                                                                    again):
+                reason = CHART_MADE
             if reason in QUIET:
                 out.count(reason, manifest.ref)
                 continue

@@ -296,7 +296,9 @@ def _objects(data: Any, shown: str, line: int) -> Iterator[Manifest]:
         return  # an empty document (a trailing `---`), as kubectl skips it
     kind, metadata = _identity(data, shown, line)
     if kind not in KEPT_KINDS:  # listed as left out: its identity is all that is kept
-        meta = {k: metadata[k] for k in ("name", "namespace") if k in metadata}
+        meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace") if k in metadata}
+        if chart.rendered_by_chart(metadata.get("labels")):  # tfgen's own rendering
+            meta["labels"] = dict([chart.PART_OF])
         data = {"apiVersion": data["apiVersion"], "kind": kind, "metadata": meta}
     yield Manifest(data, shown, line)
 

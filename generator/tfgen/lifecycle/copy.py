@@ -14,7 +14,6 @@ to show what the copy changes. Each field changed is returned (`Change`), to be 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,13 +22,13 @@ from yaml.nodes import MappingNode, ScalarNode
 
 from ..errors import OptionsError
 from ..repo import chart, naming
+from ..validate.experiment.logdir import LOG_DIR, repointer, uses_args_or_env
 from ..validate.yaml.document import pointer_text
 from .edit import Path, Scalar, TextEdit, compose, find, renamer, scalars
 
 # Fields a copy keeps even when they contain the old name: what the run uses, not what it
 # writes (images, the claim and NAS server it mounts).
 KEPT_KEYS = frozenset({"image", "existingClaim", "server"})
-LOG_DIR = ("spec", "tensorboard", "logDir")
 EMPTY = '""'  # how an empty value is said, as YAML writes it (`queue: ""`)
 
 
@@ -67,22 +66,6 @@ class CopyRequest:
         return naming.RERUN_ANNOTATION if self.rerun else naming.COPY_ANNOTATION
 
 
-def _uses_args_or_env(path: Path) -> bool:
-    """An arg or an env value, at spec level or a role's: where a program is told its paths."""
-    tail = path[1:] if path[:1] == ("spec",) else ()
-    if tail[:1] == ("roles",) and len(tail) > 2:
-        tail = tail[2:]
-    return (len(tail) == 2 and tail[0] == "args") or (
-        len(tail) == 3 and tail[0] == "env" and tail[2] == "value")
-
-
-def repointer(old: str, new: str) -> Callable[[str], str]:
-    """A function replacing the directory `old` where a value uses it as a path (the whole
-    path, or a folder above more of it), never inside a longer name (`/logs` in `/logs2`)."""
-    pattern = re.compile(rf"(?<![\w./-]){re.escape(old.rstrip('/'))}(?![\w.-])")
-    return lambda value: pattern.sub(new.rstrip("/"), value)
-
-
 def _new_log_dir(root: Any, request: CopyRequest) -> tuple[str, str] | None:
     """(the old log directory as renamed, the copy's own), or None without a log directory."""
     node = find(root, LOG_DIR)
@@ -102,7 +85,7 @@ def _new_log_dir(root: Any, request: CopyRequest) -> tuple[str, str] | None:
 def _changed_value(scalar: Scalar, rename: Callable[[str], str],
                    repoint: Callable[[str], str] | None) -> str:
     value = rename(scalar.value)
-    if repoint is not None and (scalar.path == LOG_DIR or _uses_args_or_env(scalar.path)):
+    if repoint is not None and (scalar.path == LOG_DIR or uses_args_or_env(scalar.path)):
         value = repoint(value)
     return value
 

@@ -88,6 +88,7 @@ class Created:
     text: str
     changes: list[Change] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)  # what `tfgen validate` will warn of
+    notes: list[str] = field(default_factory=list)  # what to know of the copy before editing it
 
 
 def check_name(name: str) -> None:
@@ -149,7 +150,7 @@ def _copied_text(name: str, config: RepoConfig, options: NewOptions, source: str
         raise OptionsError("--workers, --ps, --gpus, --chief-gpus and --command build a new "
                            "spec; with --from, edit the copy instead")
     old_path = layout.experiment_path(source, cwd)
-    old_shown = layout.shown(old_path, config.root)
+    old_shown = layout.shown(old_path)  # a path given is the user's, relative to where they are
     old = old_path.name.rpartition(".")[0]
     raw = read_input(old_path, old_shown, config.root)
     request = CopyRequest(old, name, owner=options.owner, namespace=options.namespace,
@@ -177,7 +178,21 @@ def _causes(config: RepoConfig, options: NewOptions, path: Path, text: str,
             value = config.namespace_policy(namespace).get(key)
             causes.append(f"policy.{namespace}.{key} {value} of "
                           f"{config.policy_source(namespace, key)}, which --{key} overrides")
+    if options.source is not None and options.namespace is not None:
+        causes.append(f"--namespace {options.namespace} (its policy in tfgen.yaml judges the "
+                      "copy)")
     return f" with {'; '.join(causes)}" if causes else ""
+
+
+def _master_note(text: str) -> list[str]:
+    """A copy that keeps a `master`: TensorFlow 2's tf.distribute refuses that task type."""
+    master, chief = naming.LEADER_ROLES
+    if lookup(yaml.load(text, Loader=SafeLoader), "spec", "roles", master) is None:
+        return []
+    return [f"the copy keeps roles.{master}, TensorFlow 1's name for the coordinator; "
+            f"TensorFlow 2's tf.distribute refuses the task type {master} (\"Disallowed task "
+            f"type\"): for TensorFlow 2 code rename `{master}:` to `{chief}:` under spec.roles "
+            "(the same fields), as `tfgen new` writes it"]
 
 
 def _namespace_of(config: RepoConfig, path: Path, text: str) -> Any:
@@ -216,4 +231,5 @@ def new_experiment(name: str, options: NewOptions | None = None, *,
                             "its fields); nothing written")
     refuse_blocked(config, [name])
     write_new(path, text)
-    return Created(name, shown, text, changes, warnings_of(problems))
+    notes = _master_note(text) if options.source is not None else []
+    return Created(name, shown, text, changes, warnings_of(problems), notes)

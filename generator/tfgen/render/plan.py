@@ -94,6 +94,12 @@ class RenderPlan:
         return [c for c in self.changes if c.action in (CREATE, UPDATE, ORPHAN)]
 
     @property
+    def updates(self) -> dict[str, str]:
+        """The committed files a render would rewrite, each with what it would write, by
+        repository-relative path."""
+        return {c.path: c.new for c in self.by_action(UPDATE) if c.new is not None}
+
+    @property
     def unsettled(self) -> set[str]:
         """The paths whose committed file is not the one tfgen writes (drift, or a file tfgen
         did not write)."""

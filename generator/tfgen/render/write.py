@@ -220,8 +220,18 @@ def apply_plan(plan: RenderPlan, *, prune: bool = False) -> ApplyResult:
 def write_new_files(root: Path, files: dict[str, str]) -> list[str]:
     """Write files that do not exist yet (`tfgen init`): each one complete or not at all, as
     `apply_plan` writes, with every folder created inside `root`. Returns the paths written."""
+    return _written(root, files, skip_same=False)
+
+
+def write_files(root: Path, files: dict[str, str]) -> list[str]:
+    """Create or replace files (`tfgen upgrade`), as `write_new_files` writes them; one that
+    holds its content already is left alone. Returns the paths written."""
+    return _written(root, files, skip_same=True)
+
+
+def _written(root: Path, files: dict[str, str], *, skip_same: bool) -> list[str]:
     try:
-        return _put_files(root, sorted(files.items()), [], skip_same=False)
+        return _put_files(root, sorted(files.items()), [], skip_same=skip_same)
     except _WriteFailed as failed:
         raise TfgenError(f"cannot write {failed.path}: {failed.reason}") from failed
 

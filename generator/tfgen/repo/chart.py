@@ -37,6 +37,15 @@ KUEUE_PRIORITY_LABEL = f"{KUEUE_PREFIX}priority-class"
 # job), and Kueue's; a user key there would clash with them or weaken them.
 CHART_PREFIXES = ("app.kubernetes.io/", "helm.sh/", "tfgen.io/", "argocd.argoproj.io/")
 RESERVED_PREFIXES = (*CHART_PREFIXES, *runtimes.LABEL_PREFIXES, KUEUE_PREFIX)
+# The label every object the chart renders carries (`tfjob-experiment.podLabels`): input that
+# has it is tfgen's own rendering, which `tfgen import` reads back.
+PART_OF = ("app.kubernetes.io/part-of", "tfgen")
+
+
+def rendered_by_chart(labels: Any) -> bool:
+    """Whether an object with these metadata labels is the chart's rendering (`PART_OF`)."""
+    key, value = PART_OF
+    return isinstance(labels, Mapping) and labels.get(key) == value
 VOLUME = "PersistentVolume"
 # The volume sources the chart's PersistentVolume uses (storage.nas.driver): the NAS CSI driver,
 # the 2018 FlexVolume driver, or in-tree NFS. Anything else (hostPath above all) is not NAS.

@@ -54,7 +54,8 @@ LOCAL_RUN_DIR = ".tfgen-run"
 SHARED_INPUTS = ("charts/", "schemas/", CONFIG_NAME)
 # The upstream CRDs that tfgen's CRD schemas are converted from (by scripts/crd_schemas.py),
 # kept in tfgen's own repository: no input of tfgen, not shipped, not copied by `tfgen init`.
-UPSTREAM_SCHEMAS_DIR = "schemas/upstream"
+SCHEMAS_DIR = "schemas"  # a team repository's copy of tfgen's schemas (`owned`)
+UPSTREAM_SCHEMAS_DIR = f"{SCHEMAS_DIR}/upstream"
 RUN_MARK = ".gitignore"
 RUN_MARK_TEXT = "# local data of `tfgen run-local`, one folder per experiment: never commit it\n*\n"
 
@@ -224,6 +225,11 @@ def discover(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
         else:
             problems.append(Problem(shown(path), message="no such file or directory"))
     return list(dict.fromkeys(files)), problems
+
+
+def spec_rel(name: str) -> str:
+    """experiments/<name>.yaml: the spec of an experiment, repository-relative."""
+    return f"{EXPERIMENTS_DIR}/{name}{SPEC_SUFFIX}"
 
 
 def experiment_of(rel: str) -> str | None:

@@ -41,9 +41,9 @@ def as_json(explanation: Explanation) -> dict[str, Any]:
     """`{"job", "namespace", "cluster", "pods": [...]}`, of a size linear in the pods: the
     cluster spec every pod's TF_CONFIG shares is written once (null when the operator sets no
     TF_CONFIG), and each pod's `task`. A pod's exact TF_CONFIG is the compact JSON of
-    `{"cluster": <cluster>, "task": <task>, "environment": "cloud"}` (README, "tfgen explain");
-    a TFJob with enableDynamicWorker, whose pods each see another cluster, gives each pod its
-    exact `tfConfig` instead."""
+    `{"cluster": <cluster>, "task": <task>, "environment": "cloud"}`
+    (docs/running-experiments.md, "tfgen explain"); a TFJob with enableDynamicWorker, whose
+    pods each see another cluster, gives each pod its exact `tfConfig` instead."""
     pods = explanation.pods
     shared = next((p.cluster for p in pods if p.cluster is not None), None)
     dense = shared is not None and not any(p.dynamic_worker for p in pods)
@@ -53,13 +53,21 @@ def as_json(explanation: Explanation) -> dict[str, Any]:
         **({"run": explanation.run} if explanation.run else {}),
         "namespace": explanation.namespace,
         "cluster": {k: list(v) for k, v in sorted(shared.items())} if dense and shared else None,
-        "pods": [_pod_json(p, dense) for p in pods],
+        "pods": [_pod_json(explanation, p, dense) for p in pods],
     }
 
 
-def _pod_json(pod: Pod, dense: bool) -> dict[str, Any]:
+def pod_name(explanation: Explanation, pod: Pod) -> str:
+    """The pod's name as the cluster gives it (`Pod.name` is its Service's and its host's):
+    the same on the training operator, `<run>-<role>-0-<index>-xxxxx` under a JobSet."""
+    runtime = runtimes.by_name(explanation.runtime)
+    return runtime.pod_name(explanation.job, pod.replica_type.lower(), pod.index)
+
+
+def _pod_json(explanation: Explanation, pod: Pod, dense: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "name": pod.name, "replicaType": pod.replica_type, "index": pod.index,
+        "name": pod.name, "pod": pod_name(explanation, pod),
+        "replicaType": pod.replica_type, "index": pod.index,
         "address": pod.address, "gpus": pod.gpus,
         "task": {"type": pod.task_type, "index": pod.index} if pod.cluster is not None else None,
     }
@@ -133,8 +141,11 @@ def as_text(explanation: Explanation) -> str:
         *_queue_text(explanation),
         "",
     ]
-    rows = [["POD", "TYPE", "INDEX", "ADDRESS", "GPUS"]]
-    rows += [[p.name, p.replica_type, str(p.index), p.address, str(p.gpus)] for p in pods]
+    rows = [["POD", "SERVICE", "TYPE", "INDEX", "ADDRESS", "GPUS"]]
+    rows += [[pod_name(explanation, p), p.name, p.replica_type, str(p.index), p.address,
+              str(p.gpus)] for p in pods]
+    if all(row[0] == row[1] for row in rows[1:]):  # the Service named as its pod: one column
+        rows = [[row[0], *row[2:]] for row in rows]
     lines += _table(rows)
     lines += ["", "Volume: " + _volume_text(explanation), _tensorboard_text(explanation), ""]
     if all(p.tf_config is None for p in pods):
@@ -146,7 +157,7 @@ def as_text(explanation: Explanation) -> str:
     lines.append(f"TF_CONFIG {runtime.tf_config_by} in each pod (use --format json for the "
                  "exact strings):")
     for p in pods:
-        lines += ["", f"{p.name}:"]
+        lines += ["", f"{pod_name(explanation, p)}:"]
         lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
     advice = tensorflow_notes(explanation)
     if advice:
@@ -213,7 +224,8 @@ def as_mermaid(explanation: Explanation) -> str:
     out.append(f"  subgraph tfjob[{_label(f'{kind} {explanation.job} ({explanation.namespace})')}]")
     for i, p in enumerate(explanation.pods):
         gpu = f" · {p.gpus} GPU" if p.gpus else ""
-        out.append(f"    pod{i}[{_label(f'{p.name}<br/>{p.replica_type} {p.index}{gpu}')}]")
+        name = pod_name(explanation, p)
+        out.append(f"    pod{i}[{_label(f'{name}<br/>{p.replica_type} {p.index}{gpu}')}]")
     out.append("  end")
     for i, p in enumerate(explanation.pods):
         out.append(f"  svc{i}([{_label(f'svc {p.name}:{p.port}')}]) --> pod{i}")

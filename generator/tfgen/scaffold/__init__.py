@@ -1,6 +1,14 @@
 """The scaffold stage: a new tfgen repository from what tfgen ships (`tfgen init`). It sits
 above the gate (it names the gate's cache in `.gitignore`) and renders argo/ through render."""
 
-from .init import InitResult, InitSettings, SettingsError, defaults, init_repository
+from .init import (
+    NODE_TYPE_FORM,
+    InitResult,
+    InitSettings,
+    SettingsError,
+    defaults,
+    init_repository,
+)
 
-__all__ = ["InitResult", "InitSettings", "SettingsError", "defaults", "init_repository"]
+__all__ = ["NODE_TYPE_FORM", "InitResult", "InitSettings", "SettingsError", "defaults",
+           "init_repository"]

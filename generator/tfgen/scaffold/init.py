@@ -27,7 +27,7 @@ from ..problems import Problem
 from ..render.generated import dump_yaml, quoted
 from ..render.plan import plan_repository
 from ..render.write import apply_plan, blocked_paths, write_new_files
-from ..repo import cache, layout, resources, runtimes
+from ..repo import cache, layout, owned, resources, runtimes
 from ..repo.resources import CONFIG_SCHEMA, EXPERIMENT_SCHEMA
 from ..repo.yamlread import SafeLoader
 from ..validate.config.load import builtin_data
@@ -41,7 +41,6 @@ from . import source as pinned
 INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates
 WORKFLOW_FILE = ".github/workflows/pr.yaml"
 PRE_COMMIT_FILE = ".pre-commit-config.yaml"
-SCHEMAS_DIR = "schemas"
 README = "README.md"
 EXPERIMENTS_README = f"{layout.EXPERIMENTS_DIR}/README.md"
 ARGO_README = f"{layout.ARGO_DIR}/README.md"
@@ -73,6 +72,40 @@ class InitSettings:
     runtime: str | None = None
     queue: str | None = None
     priority: str | None = None
+    # the node types pods may land on (`cluster.nodeTypes`), each as `--node-type` takes it:
+    # NAME:gpus=N,cpu=C,memory=M and any LABEL=VALUE (`node_type`); none: no fit check
+    node_types: list[str] = field(default_factory=list)
+
+
+# What one node type says of itself in `--node-type NAME:KEY=VALUE,...`; any other key is a
+# label of its nodes.
+NODE_SIZES = ("gpus", "cpu", "memory")
+NODE_TYPE_FORM = "NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE"
+
+
+def node_type(text: str) -> dict[str, Any]:
+    """One `--node-type` as tfgen.yaml's `cluster.nodeTypes` entry (the config schema judges
+    its values); a SettingsError when it does not have the form."""
+    name, _, rest = text.partition(":")
+    entry: dict[str, Any] = {"name": name.strip()}
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"these settings make an invalid tfgen.yaml:\nnode_types: "
+                                f"{quoted(text)}: {quoted(item)} is not KEY=VALUE (the form is "
+                                f"{NODE_TYPE_FORM}, e.g. gpu-a100:gpus=8,cpu=96,memory=1Ti,"
+                                "accelerator=a100)", ["node_types"])
+        key, value = key.strip(), value.strip()
+        if key == "gpus":
+            entry[key] = int(value) if value.isdigit() else value
+        elif key in NODE_SIZES:
+            entry[key] = value
+        else:
+            labels[key] = value
+    if labels:
+        entry["labels"] = labels
+    return entry
 
 
 # The tfgen.yaml field each setting (and `tfgen init` flag) fills, to name the flag in errors.
@@ -85,6 +118,7 @@ SETTING_FIELDS = {
     "$.argocd.namespace": "argocd_namespace",
     "$.argocd.version": "argocd_version",
     "$.argocd.targetRevision": "target_revision",
+    "$.cluster": "node_types",
 }
 # The fields of each namespace's `policy` entry each setting fills.
 POLICY_FIELDS = {"runtime": "runtime", "queue": "queue", "queues": "queue",
@@ -111,6 +145,7 @@ class InitResult:
 
     root: Path
     written: list[str]
+    warnings: list[str] = field(default_factory=list)  # what the team should see to now
 
 
 def defaults() -> InitSettings:
@@ -136,7 +171,9 @@ def _defaulted(settings: InitSettings) -> dict[str, Any]:
         "argocd_namespace": settings.argocd_namespace or base.argocd_namespace,
         "argocd_version": settings.argocd_version or base.argocd_version,
         "target_revision": settings.target_revision or base.target_revision,
-        "runtime": settings.runtime or base.runtime,
+        # queued runs default to the runtime Kueue admits without configuring it
+        "runtime": settings.runtime or (runtimes.QUEUED_DEFAULT.name if settings.queue
+                                        else base.runtime),
     }
 
 
@@ -149,6 +186,8 @@ def config_text(settings: InitSettings) -> str:
         "runtime_names": " or ".join(runtime.name for runtime in runtimes.RUNTIMES),
         "queue": settings.queue or None,
         "priority": settings.priority or None,
+        "node_types": [node_type(text) for text in settings.node_types],
+        "node_type_form": NODE_TYPE_FORM,
     }
     if settings.nas_server is not None:
         _check_nas_server(settings.nas_server)
@@ -217,11 +256,14 @@ def gitignore() -> str:
 
 
 def pre_commit_config() -> str:
-    """`.pre-commit-config.yaml`: tfgen's published hooks, run by the tfgen installed here."""
+    """`.pre-commit-config.yaml`: tfgen's published hooks, run by the tfgen the README's set-up
+    installed into the repository's environment (no activated environment needed)."""
     hooks = yaml.load(_template_text("pre-commit-hooks.yaml"), Loader=SafeLoader)
-    local = [{**hook, "language": "system"} for hook in hooks]
-    return ("# pre-commit hooks (see pre-commit.com): tfgen's own, offline and without helm;\n"
-            "# `tfgen check` in the pull-request workflow is the gate.\n"
+    local = [{**hook, "language": "system", "entry": pinned.in_venv(hook["entry"])}
+             for hook in hooks]
+    return ("# pre-commit hooks (see pre-commit.com): tfgen's own, offline and without helm,\n"
+            f"# run by the tfgen in {pinned.VENV}/ (README.md's set-up line); `tfgen check` in "
+            "the\n# pull-request workflow is the gate.\n"
             + dump_yaml({"repos": [{"repo": "local", "hooks": local}]}))
 
 
@@ -311,8 +353,7 @@ def repository_files(settings: InitSettings) -> dict[str, str]:
         EXPERIMENTS_README: _template_text("experiments-README.md"),
         ARGO_README: _template_text("argo-README.md"),
     }
-    files.update(_tree(resources.chart_dir(), layout.CHART_PATH))
-    files.update(_tree(resources.schema_dir(), SCHEMAS_DIR, skip=layout.UPSTREAM_SCHEMAS_DIR))
+    files.update(owned.owned_files())
     return files
 
 
@@ -332,7 +373,9 @@ def init_repository(target: Path, settings: InitSettings) -> InitResult:
     if plan is None:  # pragma: no cover - a repository without experiments always plans
         raise RuntimeError(f"init: the new repository does not render: {problems}")
     applied = apply_plan(plan)
-    return InitResult(root=root, written=sorted([*files, *applied.written]))
+    note = tfgen_source(settings).local_note
+    return InitResult(root=root, written=sorted([*files, *applied.written]),
+                      warnings=[note] if note else [])
 
 
 def _check_target(target: Path) -> None:
@@ -368,19 +411,6 @@ def _said(path: Path) -> str:
     """A path as init's messages show it: relative to the working directory, never absolute
     (`..` where it lies elsewhere)."""
     return os.path.relpath(path)
-
-
-def _tree(source: Path, dest: str, skip: str = "") -> dict[str, str]:
-    """The text files under `source` (tfgen's shipped chart or schemas), under `dest`; not
-    those under the folder `skip` (a path like `dest`'s files)."""
-    found: dict[str, str] = {}
-    for path in sorted(source.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            rel = path.relative_to(source).as_posix()
-            if skip and f"{dest}/{rel}".startswith(f"{skip}/"):
-                continue
-            found[f"{dest}/{rel}"] = path.read_text(encoding="utf-8")
-    return found
 
 
 def _template_text(name: str) -> str:

@@ -51,6 +51,16 @@ class TfgenSource:
         return f"{DISTRIBUTION}=={__version__}"
 
     @property
+    def local_note(self) -> str | None:
+        """What to say of a source on this machine's disk (`file://`): CI cannot install it."""
+        if not self.url.startswith(("git+file://", "file://")):
+            return None
+        return (f"{FLAG} {self.url} is a path on this machine: a CI runner cannot reach it, "
+                "so the pull-request workflow will fail to install tfgen; pin a URL the runner "
+                f"can reach (e.g. {EXAMPLES[0]} or {EXAMPLES[1]}) in .github/workflows/pr.yaml "
+                "and README.md")
+
+    @property
     def index_url(self) -> str | None:
         return None if self.is_git else self.url
 
@@ -93,17 +103,23 @@ def installed_source() -> TfgenSource | None:
 VENV = ".venv"
 
 
+def in_venv(command: str) -> str:
+    """`command` (`tfgen check`) run from the repository's environment: it works without
+    activating it, from a shell, a Git hook or CI."""
+    return f"{VENV}/bin/{command}"
+
+
 def setup_line(source: TfgenSource) -> str:
     """The README's one set-up command: a virtual environment with tfgen from the pinned
     source, then the pinned helm (`tfgen install-helm`)."""
     install = " ".join(shlex.quote(arg) for arg in source.install_arguments())
-    return (f"python3 -m venv {VENV} && {VENV}/bin/python -m pip install {install} && "
-            f"{VENV}/bin/tfgen install-helm")
+    return (f"python3 -m venv {VENV} && {in_venv('python')} -m pip install {install} && "
+            f"{in_venv('tfgen install-helm')}")
 
 
 def check_line() -> str:
     """The README's check command, the pull-request gate as CI runs it (without --base)."""
-    return f"{VENV}/bin/tfgen check"
+    return in_venv("tfgen check")
 
 
 def workflow_environment(source: TfgenSource) -> dict[str, str]:
@@ -118,5 +134,5 @@ def workflow_environment(source: TfgenSource) -> dict[str, str]:
 def workflow_setup_steps() -> list[str]:
     """The workflow's set-up lines, reading the pin from the workflow's variables."""
     return [f"python3 -m venv {VENV}",
-            f'{VENV}/bin/python -m pip install "$TFGEN_REQUIREMENT"',
-            f"{VENV}/bin/tfgen install-helm"]
+            f'{in_venv("python")} -m pip install "$TFGEN_REQUIREMENT"',
+            in_venv("tfgen install-helm")]

@@ -30,8 +30,8 @@ from .policy import pods, team
 from .rules import capacity, runtime, valuesfile
 from .rules.spec import Checked, semantic_problems
 from .schema.defaults import apply_defaults, merge_defaults
-from .schema.validator import schema_problems
-from .yaml.document import Locator
+from .schema.validator import schema_check
+from .yaml.document import Locator, PointerParts
 from .yaml.loader import LoadError, load_bytes, read_file
 
 
@@ -164,11 +164,18 @@ def check_file(
         return None, [exc.problem()]
     # The loaded data is used only here: the merge takes it over instead of copying it, and
     # the defaults are then filled in without another copy.
-    merged = merge_defaults(config.spec_defaults(_namespace(document.data, config)),
-                            document.data, own_spec=True)
-    problems = schema_problems(document, merged, config=config.document)
+    merged = _merged(document.data, config)
+    found = schema_check(document, merged, config=config.document)
+    problems = found.problems
     complete = apply_defaults(merged, in_place=True)
-    locator = Locator(document, config.document)
+    renamed: tuple[tuple[PointerParts, PointerParts], ...] = ()
+    if found.misspelt:
+        # The rules below judge the spec as meant: a misspelt key (`tensorbord:`) is said by
+        # the schema once, not again by every rule that misses the key it meant.
+        meant = load_bytes(raw, shown).data
+        renamed = _as_meant(meant, found.misspelt)
+        complete = apply_defaults(_merged(meant, config), in_place=True)
+    locator = Locator(document, config.document, renamed)
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
     # The values file is measured only on a spec the schema accepts (its runs are built as
     # render builds them); a sweep too large to write is not then judged run by run.
@@ -183,6 +190,37 @@ def check_file(
                  + too_large)
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
+
+
+def _merged(data: Any, config: RepoConfig) -> Any:
+    """A spec's data with tfgen.yaml's defaults under it (taking `data` over)."""
+    own_spec = data.get("spec") if isinstance(data, dict) else None
+    return merge_defaults(config.spec_defaults(_namespace(data, config), own_spec), data,
+                          own_spec=True)
+
+
+def _as_meant(data: Any, misspelt: Sequence[tuple[PointerParts, str, str]]
+              ) -> tuple[tuple[PointerParts, PointerParts], ...]:
+    """Rename in `data`, in place, each misspelt key to the key meant, where the spec (not a
+    tfgen.yaml default) wrote it and does not write the key meant too; the renames made, as
+    (pointer as meant, as written)."""
+    renamed = []
+    for parts, written, meant in misspelt:
+        mapping = data
+        for part in parts:
+            if isinstance(mapping, dict):
+                mapping = mapping.get(part)
+            elif isinstance(mapping, list) and isinstance(part, int) and part < len(mapping):
+                mapping = mapping[part]
+            else:
+                mapping = None
+        if isinstance(mapping, dict) and written in mapping and meant not in mapping:
+            entries = {meant if key == written else key: value
+                       for key, value in mapping.items()}
+            mapping.clear()
+            mapping.update(entries)
+            renamed.append(((*parts, meant), (*parts, written)))
+    return tuple(renamed)
 
 
 def _namespace(data: Any, config: RepoConfig) -> object:

@@ -12,8 +12,9 @@ shown (a summary table, the full diffs on request, text or one pull-request comm
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..documents.manifests import documents, parse_manifest
 from ..helm.batch import BatchRenderer, RenderResult, jobs_for
 from ..helm.command import find_helm
 from ..objects.policy import kept_by_argo
-from ..revisions import base
+from ..revisions import base, immutability
 
 
 @dataclass
@@ -52,23 +53,46 @@ class ObjectDiff:
 @dataclass(frozen=True)
 class ExperimentChange:
     """One experiment whose objects differ: added, removed or changed, and the GPUs its active
-    spec requests before and after (None: no such spec on that side, or not readable)."""
+    spec requests before and after (None: no such spec on that side, or not readable), queued
+    or not; `queued`: a Kueue queue admits it (now, or at the base when it is removed)."""
 
     name: str
     status: str  # added | removed | changed
     gpus_before: int | None
     gpus_after: int | None
+    queued: bool = False
+    # what a started run cannot take of the change, as `tfgen check --base` refuses it
+    refused: tuple[Problem, ...] = ()
 
 
 @dataclass(frozen=True)
 class NamespaceGpus:
     """GPUs a namespace's active experiments request before and after the change (None: the
-    base could not be read), and its quota now (None: no quota)."""
+    base could not be read): those its `gpuQuota` holds, its quota now (None: no quota), and
+    apart from them those that Kueue queues admit."""
 
     namespace: str
     before: int | None
     after: int
     quota: int | None
+    queued_before: int | None = 0
+    queued_after: int = 0
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """What one experiment's spec asks for: its namespace, the GPUs its pods request (0 when
+    it is suspended or retired), and whether a Kueue queue admits them (then they are its
+    ClusterQueue's to admit, and do not count against the namespace's `gpuQuota`)."""
+
+    namespace: str
+    gpus: int
+    queued: bool
+
+    @property
+    def held(self) -> int:
+        """GPUs that count against the namespace's `gpuQuota`."""
+        return 0 if self.queued else self.gpus
 
 
 @dataclass(frozen=True)
@@ -92,11 +116,10 @@ class DiffResult:
     copies: list[CopyDiff] = field(default_factory=list)
 
 
-def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
-    """Experiment -> (namespace, GPUs its spec requests, 0 when not active), from every spec
-    that loads (an invalid one counts too: an experiment over quota is exactly what the tables
-    must show)."""
-    found: dict[str, tuple[str, int]] = {}
+def gpus_by_experiment(config: RepoConfig) -> dict[str, GpuRequest]:
+    """Experiment -> what its spec requests, from every spec that loads (an invalid one counts
+    too: an experiment over quota is exactly what the tables must show)."""
+    found: dict[str, GpuRequest] = {}
     for path in layout.spec_files(config.experiments_dir):
         shown = layout.shown(path)
         try:
@@ -105,41 +128,49 @@ def gpus_by_experiment(config: RepoConfig) -> dict[str, tuple[str, int]]:
             continue
         request = _gpu_request(checked.data if checked is not None else None)
         if request is not None:
-            name, namespace_gpus = request
-            found[name] = namespace_gpus
+            name, requested = request
+            found[name] = requested
     return found
 
 
-def _gpu_request(data: Any) -> tuple[str, tuple[str, int]] | None:
-    """One loaded spec's experiment name, with its namespace and the GPUs it requests (0 when
-    not active); None when it names no namespace or has no spec."""
+def _gpu_request(data: Any) -> tuple[str, GpuRequest] | None:
+    """One loaded spec's experiment name, with what it requests; None when it names no
+    namespace or has no spec."""
     spec = data.get("spec") if isinstance(data, dict) else None
     metadata = (data.get("metadata") or {}) if data else {}
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
         return None
-    return str(name), (namespace, team.gpus(spec) if team.holds_quota(spec) else 0)
+    gpus = team.gpus(spec) if team.active(spec) else 0
+    return str(name), GpuRequest(namespace, gpus, team.queued(spec))
 
 
-def gpus_by_namespace(experiments: dict[str, tuple[str, int]]) -> dict[str, int]:
-    """GPUs requested by each namespace's active experiments."""
-    totals: dict[str, int] = {}
-    for namespace, gpus in experiments.values():
-        totals[namespace] = totals.get(namespace, 0) + gpus
+NamespaceTotals = dict[str, tuple[int, int]]  # namespace -> (GPUs its quota holds, queued GPUs)
+
+
+def gpus_by_namespace(experiments: dict[str, GpuRequest]) -> NamespaceTotals:
+    """GPUs requested by each namespace's active experiments: those its quota holds, and
+    those Kueue queues admit."""
+    totals: NamespaceTotals = {}
+    for request in experiments.values():
+        held, queued = totals.get(request.namespace, (0, 0))
+        totals[request.namespace] = (held + request.held,
+                                     queued + request.gpus - request.held)
     return totals
 
 
-def gpu_table(config: RepoConfig, before: dict[str, int] | None,
-              after: dict[str, int]) -> list[NamespaceGpus]:
+def gpu_table(config: RepoConfig, before: NamespaceTotals | None,
+              after: NamespaceTotals) -> list[NamespaceGpus]:
     """One row per namespace that requests GPUs on either side or has a quota."""
     quotas = {ns: config.namespace_policy(ns).get("gpuQuota") for ns in config.data["policy"]}
     names = set(after) | set(before or {}) | {ns for ns, q in quotas.items() if q is not None}
     rows = []
     for ns in sorted(names):
-        old = None if before is None else before.get(ns, 0)
-        new, quota = after.get(ns, 0), quotas.get(ns)
-        if old or new or quota is not None:
-            rows.append(NamespaceGpus(ns, old, new, quota))
+        old = None if before is None else before.get(ns, (0, 0))
+        new, quota = after.get(ns, (0, 0)), quotas.get(ns)
+        if any(old or ()) or any(new) or quota is not None:
+            rows.append(NamespaceGpus(ns, None if old is None else old[0], new[0], quota,
+                                      None if old is None else old[1], new[1]))
     return rows
 
 
@@ -201,22 +232,27 @@ class _Gpus:
     """The GPUs each experiment requests (`gpus_by_experiment`) at the base and now; `before`
     is None when the base's tfgen.yaml is not valid (its GPUs are unknown)."""
 
-    before: dict[str, tuple[str, int]] | None
-    now: dict[str, tuple[str, int]]
+    before: dict[str, GpuRequest] | None
+    now: dict[str, GpuRequest]
 
     def table(self, config: RepoConfig) -> list[NamespaceGpus]:
         """The namespaces' GPUs on both sides (`gpu_table`)."""
         before = None if self.before is None else gpus_by_namespace(self.before)
         return gpu_table(config, before, gpus_by_namespace(self.now))
 
-    def change(self, name: str, status: str) -> ExperimentChange:
+    def change(self, name: str, status: str, refused: Sequence[Problem] = ()
+               ) -> ExperimentChange:
         """The experiment's change, with the GPUs it requests on each side."""
-        before = None if self.before is None or name not in self.before else self.before[name][1]
-        return ExperimentChange(name, status, before,
-                                self.now[name][1] if name in self.now else None)
+        old = None if self.before is None else self.before.get(name)
+        new = self.now.get(name)
+        shown = new or old
+        return ExperimentChange(name, status, None if old is None else old.gpus,
+                                None if new is None else new.gpus,
+                                queued=shown is not None and shown.queued,
+                                refused=tuple(refused))
 
 
-def _gpus_at(root: Path, ref: str) -> dict[str, tuple[str, int]] | None:
+def _gpus_at(root: Path, ref: str) -> dict[str, GpuRequest] | None:
     """`gpus_by_experiment` at `ref`; None when the base's tfgen.yaml is not valid."""
     with base.tree_at(root, ref) as tree:
         try:
@@ -231,9 +267,21 @@ def _in_scope(apps: Sequence[ResolvedApplication], scope: set[str] | None
     return [a for a in apps if scope is None or a.name in scope]
 
 
+@dataclass
+class _Sides:
+    """The experiments in scope rendered at the base and now, what the added copies change in
+    their sources' specs, and the specs at the base (by experiment name, those now in scope
+    that the base has: what a refusal compares)."""
+
+    before: dict[str, RenderResult]
+    after: dict[str, RenderResult]
+    copies: list[CopyDiff]
+    base_specs: dict[str, Any]
+
+
 def _render_sides(
     root: Path, ref: str, renderer: BatchRenderer, kube: str, names: Sequence[str],
-) -> tuple[dict[str, RenderResult], dict[str, RenderResult], list[CopyDiff]]:
+) -> _Sides:
     """The experiments in scope (touched since `ref`, only those in `names` when given)
     rendered at `ref` and now, and what the added copies change in their sources' specs."""
     scope = base.changed_experiments(root, ref)
@@ -243,11 +291,30 @@ def _render_sides(
         if names:
             _known(names, {a.name for a in (*now_all, *base_all)}, ref)
             scope = set(names) if scope is None else scope & set(names)
-        before = _render(renderer, _in_scope(base_all, scope), kube)
+        before = {name: _at_ref(result, tree, ref)
+                  for name, result in _render(renderer, _in_scope(base_all, scope), kube).items()}
         now_apps = _in_scope(now_all, scope)
         existing = {a.name for a in base_all}
         copies = copy_diffs(root, tree, [a.name for a in now_apps if a.name not in existing])
-    return before, _render(renderer, now_apps, kube), copies
+        base_specs = {a.name: _spec_data(tree / layout.spec_rel(a.name)) for a in now_apps
+                      if a.name in existing}
+    return _Sides(before, _render(renderer, now_apps, kube), copies, base_specs)
+
+
+def _at_ref(result: RenderResult, tree: Path, ref: str) -> RenderResult:
+    """A base render whose error names the base's files as `REF:path`, as git does, not by
+    the temporary folder they were exported to (gone once the diff is made)."""
+    if not result.error:
+        return result
+    return replace(result, error=result.error.replace(f"{tree}{os.sep}", f"{ref}:"))
+
+
+def _spec_data(path: Path) -> Any:
+    """A spec's data; None when it is not there or does not read."""
+    try:
+        return load_file(path).data
+    except (InputError, OSError):
+        return None
 
 
 def _helm_problems(name: str, old: RenderResult | None, new: RenderResult | None
@@ -263,9 +330,10 @@ def _helm_problems(name: str, old: RenderResult | None, new: RenderResult | None
     return problems
 
 
-def _compare(result: DiffResult, name: str, old: RenderResult | None, new: RenderResult | None,
-             gpus: _Gpus) -> None:
-    """Add to `result` one experiment's helm errors, else its object diffs and its change."""
+def _compare(result: DiffResult, name: str, sides: _Sides, gpus: _Gpus, root: Path) -> None:
+    """Add to `result` one experiment's helm errors, else its object diffs and its change,
+    with what `tfgen check --base` would refuse of it."""
+    old, new = sides.before.get(name), sides.after.get(name)
     problems = _helm_problems(name, old, new)
     result.problems += problems
     if problems:
@@ -275,7 +343,12 @@ def _compare(result: DiffResult, name: str, old: RenderResult | None, new: Rende
         result.experiments.append(name)
         result.diffs += diffs
         status = "added" if old is None else "removed" if new is None else "changed"
-        result.changes.append(gpus.change(name, status))
+        refused = []
+        if old is not None and new is not None:
+            refused = immutability.refusals(old.manifest, new.manifest,
+                                            layout.shown(root / layout.spec_rel(name)),
+                                            sides.base_specs.get(name), name)
+        result.changes.append(gpus.change(name, status, refused))
 
 
 def run_diff(
@@ -300,10 +373,10 @@ def run_diff(
     cache = Cache(root / CACHE_DIRNAME if use_cache else None)
     renderer = BatchRenderer(helm=helm or find_helm(root=root), cache=cache)
     result = DiffResult(base=ref, gpus=table)
-    before, after, result.copies = _render_sides(root, ref, renderer, config.kubernetes_version,
-                                                 names)
-    for name in sorted(set(before) | set(after)):
-        _compare(result, name, before.get(name), after.get(name), gpus)
+    sides = _render_sides(root, ref, renderer, config.kubernetes_version, names)
+    result.copies = sides.copies
+    for name in sorted(set(sides.before) | set(sides.after)):
+        _compare(result, name, sides, gpus, root)
     return result
 
 
@@ -325,11 +398,11 @@ def copy_diffs(root: Path, tree: Path, added: Sequence[str]) -> list[CopyDiff]:
     """What each added experiment that is a copy changes in its source's spec."""
     out = []
     for name in added:
-        rel = f"{layout.EXPERIMENTS_DIR}/{name}{layout.SPEC_SUFFIX}"
+        rel = layout.spec_rel(name)
         source = _source_of(root / rel)
         if source is None:
             continue
-        source_rel = f"{layout.EXPERIMENTS_DIR}/{source}{layout.SPEC_SUFFIX}"
+        source_rel = layout.spec_rel(source)
         original = next((p for p in (tree / source_rel, root / source_rel) if p.is_file()), None)
         if original is None:
             continue

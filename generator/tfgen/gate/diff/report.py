@@ -25,6 +25,10 @@ MAX_MARKDOWN_CHARS = 60_000
 MAX_OBJECT_LINES = 300
 NOTE_ROOM = 300  # kept free for the note that says what was cut
 STATUSES = ("added", "changed", "removed")  # the order rows and counts are given in
+# A change that a started run cannot take: `tfgen check --base` refuses it.
+REFUSED = "refused"
+REFUSED_HEAD = ("Refused by `tfgen check --base` (a started run cannot take these; it merges "
+                "as a new run):")
 # How objects fare, in that order: `kept` leaves Git but stays in the cluster (the PV and PVC,
 # Prune=false and Delete=false), as `tfgen retire --delete` says.
 OBJECT_STATUSES = ("added", "changed", "removed", "kept")
@@ -64,16 +68,33 @@ def _gpus_side(gpus: int | None, *, exists: bool) -> str:
 
 
 def gpus_cell(change: ExperimentChange, arrow: str = "->") -> str:
-    """`none -> 3`, `3 -> 4 (+1)`, `3` when unchanged, `?` for a side that could not be read."""
+    """`none -> 3`, `3 -> 4 (+1)`, `3` when unchanged, `?` for a side that could not be read;
+    ` queued` after it when a Kueue queue admits the run (its GPUs are requested all the
+    same)."""
+    queued = " queued" if change.queued else ""
     before, after = change.gpus_before, change.gpus_after
     if change.status == "changed" and before == after:
-        return _gpus_side(after, exists=True)
+        return _gpus_side(after, exists=True) + queued
     old = _gpus_side(before, exists=change.status != "added")
     new = _gpus_side(after, exists=change.status != "removed")
-    delta = ""
-    if before is not None and after is not None and before != after:
-        delta = f" ({after - before:+d})"
-    return f"{old} {arrow} {new}{delta}"
+    return f"{old} {arrow} {new}{_delta(before, after)}{queued}"
+
+
+def _delta(before: int | None, after: int | None) -> str:
+    """` (+1)` between two known, different counts."""
+    if before is None or after is None or before == after:
+        return ""
+    return f" ({after - before:+d})"
+
+
+def change_cell(change: ExperimentChange) -> str:
+    """`changed`, or `changed, refused` when `tfgen check --base` refuses the change."""
+    return f"{change.status}, {REFUSED}" if change.refused else change.status
+
+
+def _refusals(result: DiffResult) -> list[str]:
+    """Each refused change, as `tfgen check --base` says it."""
+    return [p.text() for c in result.changes for p in c.refused]
 
 
 def _status_words(diff: ObjectDiff) -> str:
@@ -113,6 +134,8 @@ def summary(result: DiffResult, *, full: bool) -> str:
         else ": " + ", ".join(f"{objects[s]} {s}" for s in present))
     next_step = ("review the objects above, then open the pull request" if full else
                  f"`tfgen diff --base {result.base} --full` shows every object")
+    if any(c.refused for c in result.changes):
+        next_step = "make the refused changes a new run (`tfgen rerun NAME --as NEW`)"
     return f"Against {result.base}: {_what_changed(result)} ({what}). Next: {next_step}"
 
 
@@ -125,7 +148,8 @@ def _text_table(result: DiffResult) -> list[str]:
     """The summary table for a terminal, each column as wide as its widest cell (but the last,
     which nothing follows)."""
     rows = [("EXPERIMENT", "CHANGE", "OBJECTS", "GPUS")]
-    rows += [(c.name, c.status, objects_cell(diffs), gpus_cell(c)) for c, diffs in _rows(result)]
+    rows += [(c.name, change_cell(c), objects_cell(diffs), gpus_cell(c))
+             for c, diffs in _rows(result)]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
             + "  " + row[3] for row in rows]
@@ -135,6 +159,8 @@ def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
     if not result.changes:
         return ""
     lines = _text_table(result)
+    if refusals := _refusals(result):
+        lines += ["", REFUSED_HEAD, *refusals]
     for copy in result.copies:  # a copy is read against its source, before its objects
         lines += ["", f"=== {_copy_words(copy)}", _clip(copy.diff, max_object_lines).rstrip("\n")]
     if full:
@@ -146,19 +172,21 @@ def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
 
 
 def _gpu_rows(rows: Sequence[NamespaceGpus]) -> list[str]:
-    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs."""
+    """The Markdown GPU table, first thing a reviewer sees: who asks for how many GPUs, those
+    the namespace's quota holds apart from those Kueue queues admit."""
     if not rows:
         return []
-    out = ["| Namespace | GPUs before | GPUs after | Quota |", "| --- | ---: | ---: | ---: |"]
+    out = ["| Namespace | GPUs before | GPUs after | Quota | Queued GPUs (Kueue) |",
+           "| --- | ---: | ---: | ---: | ---: |"]
     for row in rows:
         before = "?" if row.before is None else str(row.before)
-        change = ""
-        if row.before is not None and row.after != row.before:
-            change = f" ({row.after - row.before:+d})"
         quota = "none" if row.quota is None else str(row.quota)
         over = " **over quota**" if row.quota is not None and row.after > row.quota else ""
-        out.append(f"| `{row.namespace}` | {before} | {row.after}{change}{over} | {quota} |")
-    return [*out, ""]
+        queued = f"{row.queued_after}{_delta(row.queued_before, row.queued_after)}"
+        out.append(f"| `{row.namespace}` | {before} | {row.after}"
+                   f"{_delta(row.before, row.after)}{over} | {quota} | {queued} |")
+    return [*out, "", "_The quota holds the GPUs of runs no Kueue queue admits; a queued run "
+            "waits for its ClusterQueue instead._", ""]
 
 
 def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: int) -> str:
@@ -173,6 +201,8 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
     head += rows
     if cut:
         return "\n".join(head) + "\n"
+    if refusals := _refusals(result):
+        head += ["", REFUSED_HEAD, "", *(f"- {line}" for line in refusals)]
     out = "\n".join(head) + "\n"
     for copy in result.copies:
         block = (f"\n**{_copy_words(copy).replace(copy.name, f'`{copy.name}`', 1)}**\n\n"
@@ -190,7 +220,8 @@ def _markdown_rows(result: DiffResult, used: int, max_chars: int) -> tuple[list[
     rows = _rows(result)
     lines: list[str] = []
     for i, (c, diffs) in enumerate(rows):
-        row = f"| `{c.name}` | {c.status} | {objects_cell(diffs)} | {gpus_cell(c, '→')} |"
+        status = f"{c.status}, **{REFUSED}**" if c.refused else c.status
+        row = f"| `{c.name}` | {status} | {objects_cell(diffs)} | {gpus_cell(c, '→')} |"
         if used + len(row) > max_chars - NOTE_ROOM:
             note = (f"_{counted(len(rows) - i, 'more experiment')} not shown (comment size "
                     f"limit); run `tfgen diff --base {result.base}` locally._")

@@ -77,11 +77,16 @@ Progress = Callable[[int], None]
 
 def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> list[RenderJob]:
     """One helm run per Application, with exactly the Application's parameters."""
-    return [
-        RenderJob(name=app.release_name, namespace=app.namespace, chart=app.chart_dir,
-                  values_files=tuple(app.value_files), kube_version=kube_version)
-        for app in applications
-    ]
+    return [job_for(app, kube_version) for app in applications]
+
+
+def job_for(app: ResolvedApplication, kube_version: str,
+            values_files: Sequence[Path] | None = None) -> RenderJob:
+    """The helm run of one Application; with `values_files` in place of its own (its values
+    at another revision, or as `tfgen render` would write them)."""
+    files = app.value_files if values_files is None else values_files
+    return RenderJob(name=app.release_name, namespace=app.namespace, chart=app.chart_dir,
+                     values_files=tuple(files), kube_version=kube_version)
 
 
 @dataclass

@@ -8,13 +8,14 @@ reads both sides from plain files and nothing touches the user's checkout, index
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ...errors import EnvironmentProblem, OptionsError
 from ...repo import layout
@@ -66,18 +67,59 @@ def export_tree(repo: Path, ref: str, dest: Path) -> Path:
         raise EnvironmentProblem(f"git archive {ref} failed: {result.stderr.decode().strip()}")
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(result.stdout)) as archive:
-        archive.extractall(dest, filter=_inside_only)
+        extract(archive, dest)
     return dest
 
 
-def _inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-    """tarfile's `data` filter, except that a member it refuses (a symlink to an absolute path
-    or out of the tree, a device) is left out instead of ending the export: the readers then
-    meet a missing file and say so, as they would of such a link in the work tree."""
-    try:
-        return tarfile.data_filter(member, dest)
-    except tarfile.FilterError:
-        return None
+def extract(archive: tarfile.TarFile, dest: Path) -> None:
+    """Directories, regular files and the symbolic links that stay inside `dest`; nothing else.
+
+    Written here rather than left to `extractall(filter=...)`: that argument exists only from
+    Python 3.10.12 / 3.11.4 / 3.12, and Debian 12's Python 3.11.2 refuses it. A member it does not
+    write (a name that is absolute or climbs with `..`, a link leaving the tree, a hard link,
+    a device, a FIFO) is left out rather than ending the export: the readers then meet a
+    missing file and say so, as they would of such a link in the work tree.
+    """
+    root = dest.resolve()
+    links: list[tuple[Path, str]] = []
+    for member in archive:
+        parts = PurePosixPath(member.name).parts
+        if not parts or member.name.startswith("/") or ".." in parts:
+            continue
+        target = root.joinpath(*parts)
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif member.isreg():
+            source = archive.extractfile(member)
+            if source is None:  # pragma: no cover - a regular member always has content
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out)
+            os.chmod(target, 0o755 if member.mode & 0o100 else 0o644)
+        elif member.issym():
+            links.append((target, member.linkname))
+    _link_inside(root, links)
+
+
+def _link_inside(root: Path, links: list[tuple[Path, str]]) -> None:
+    """Make `links` (path, target) last, so that no file was written through one; keep each
+    only while it resolves inside `root`, judged once all exist (one may point through
+    another that comes after it)."""
+    made: list[Path] = []
+    for target, linkname in links:
+        if not os.path.lexists(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(linkname)
+            made.append(target)
+    while leaving := [link for link in made if not _inside(root, link)]:
+        for link in leaving:
+            link.unlink()
+            made.remove(link)
+
+
+def _inside(root: Path, link: Path) -> bool:
+    return Path(os.path.realpath(link)).is_relative_to(root)
 
 
 @contextmanager

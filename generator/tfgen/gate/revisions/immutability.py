@@ -14,24 +14,35 @@ replica types it touched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...problems import Problem
+from ...problems import Problem, errors_of
 from ...repo import chart, layout
 from ...validate.yaml.document import PointerParts, pointer_text
 from ...validate.yaml.loader import load_file
 from ..argo.applications import ResolvedApplication, resolve_applications
-from ..documents.manifests import parse_manifest
-from ..helm.batch import BatchRenderer, RenderResult, jobs_for
+from ..documents.manifests import RenderedObject, parse_manifest
+from ..helm.batch import BatchRenderer, job_for, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
 from . import base
-from .livechanges import ABSENT, NEW_RUN_HINT, Immutable, full, immutability_changes
+from .livechanges import (
+    ABSENT,
+    NEW_RUN_HINT,
+    RENAMED,
+    Immutable,
+    full,
+    immutability_changes,
+)
+from .sweeps import sweep_verdict
 
-__all__ = ["base_problems", "immutability_changes", "located"]
+__all__ = ["as_rendered", "base_problems", "immutability_changes", "located", "refusals"]
 
 
 def _unretired(current: AppObjects) -> Problem:
@@ -143,11 +154,62 @@ def base_problems(
                if app_is_retired(before) and not app_is_retired(current.app)]
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
         for (_, current), before in zip(pairs, results, strict=True):
-            changes = _live_changes(before, current)
-            if changes:
-                out += located(changes, current.path, _spec_at(tree, root, current.path),
-                               current.app.name)
+            if before.error or before.manifest == current.manifest:
+                continue  # not running at the base, or nothing changed
+            out += _judged(before.manifest, current.objects, current.path,
+                           _spec_at(tree, root, current.path), current.app.name)
     return out
+
+
+def _judged(before: str, now: Sequence[RenderedObject], spec_path: str, old_spec: Any,
+            name: str) -> list[Problem]:
+    """What a live experiment, rendered as `before` at the base, cannot take of its objects
+    `now`: its sweep judged per parameter, then every other change at its spec field."""
+    try:
+        old_objects = parse_manifest(before)
+    except InputError:
+        return []  # what the base rendered could not have been applied: nothing was running
+    runs = sweep_verdict(old_spec, spec_path, name)
+    # a run the sweep's verdict accounts for (new, or replacing a live one): said there, once
+    changes = [c for c in immutability_changes(old_objects, now)
+               if not (c.pointer == RENAMED and c.new in runs.explained)]
+    return runs.problems + (located(changes, spec_path, old_spec, name) if changes else [])
+
+
+def refusals(before: str, after: str, spec_path: str, old_spec: Any, name: str
+             ) -> list[Problem]:
+    """What `tfgen check --base` refuses of one experiment that helm rendered as `before` at
+    the base and as `after` now (its errors: a warning is no refusal), for `tfgen diff`, which
+    has rendered both sides already."""
+    try:
+        now = parse_manifest(after)
+    except InputError:
+        return []  # cannot be applied: `tfgen diff` says helm's or the parser's problem
+    return errors_of(_judged(before, now, spec_path, old_spec, name))
+
+
+def as_rendered(rendered: Sequence[AppObjects], updates: Mapping[str, str], kube_version: str,
+                renderer: BatchRenderer) -> list[AppObjects]:
+    """The rendered experiments, each whose committed values file is stale rendered instead
+    from what `tfgen render` would write there (`updates`, by repository-relative path): what
+    will run once the files are rendered and committed, which the base is compared with."""
+    stale = [(item, updates[rel]) for item in rendered
+             if (rel := layout.generated_paths(item.app.name)[0]) in updates]
+    if not stale:
+        return list(rendered)
+    with tempfile.TemporaryDirectory(prefix="tfgen-values-") as tmp:
+        jobs = []
+        for index, (item, text) in enumerate(stale):
+            values = Path(tmp) / f"{index}.yaml"
+            values.write_text(text, encoding="utf-8")
+            committed = layout.generated_paths(item.app.name)[0]
+            files = tuple(values if f.as_posix().endswith("/" + committed) else f
+                          for f in item.app.value_files)
+            jobs.append(job_for(item.app, kube_version, files))
+        results = renderer.render(jobs)
+    fresh = {item.app.name: replace(item, _load=functools.partial(str, result.manifest))
+             for (item, _), result in zip(stale, results, strict=True) if not result.error}
+    return [fresh.get(item.app.name, item) for item in rendered]
 
 
 def _with_base_apps(tree: Path, rendered: Sequence[AppObjects]
@@ -157,17 +219,6 @@ def _with_base_apps(tree: Path, rendered: Sequence[AppObjects]
     now = {item.app.name: item for item in rendered}
     before_apps = {a.name: a for a in resolve_applications(tree).applications}
     return [(before_apps[name], now[name]) for name in now if name in before_apps]
-
-
-def _live_changes(before: RenderResult, current: AppObjects) -> list[Immutable]:
-    """What a running experiment cannot take of the change from its render at the base."""
-    if before.error or before.manifest == current.manifest:
-        return []  # an experiment that did not render at the base was not running
-    try:
-        old_objects = parse_manifest(before.manifest)
-    except InputError:
-        return []  # the same: what the base rendered could not have been applied
-    return immutability_changes(old_objects, current.objects)
 
 
 def _spec_at(tree: Path, root: Path, shown: str) -> Any:

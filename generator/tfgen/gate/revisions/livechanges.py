@@ -128,11 +128,13 @@ def _rename(obj: RenderedObject, olds: list[RenderedObject], names_now: set[tupl
             ) -> Immutable:
     """A renamed object, said with the name it had (of a sweep's runs, one that is gone)."""
     was = next((o.name for o in olds if (o.kind, o.name) not in names_now), olds[0].name)
-    return Immutable(obj.ref, "$.metadata.name", f"{obj.kind} was {was!r} at the base revision "
+    return Immutable(obj.ref, RENAMED, f"{obj.kind} was {was!r} at the base revision "
                      f"and is {obj.name!r} now", was, obj.name, "a renamed object is another one",
                      obj.ref)
 
 
+# The pointer of a renamed object's change (`sweeps` says a sweep's renamed runs itself).
+RENAMED = "$.metadata.name"
 # The kinds of a run whose new name, while the old one is gone, is a renamed run.
 _RENAMED_KINDS = runtimes.JOB_KINDS | {chart.VOLUME, chart.CLAIM}
 

@@ -21,7 +21,7 @@ from ...errors import InputError
 from ...problems import Problem
 from ...repo import chart, layout
 from ..documents.manifests import RenderedObject, parse_manifest
-from ..helm.batch import BatchRenderer, RenderJob, RenderResult
+from ..helm.batch import BatchRenderer, RenderResult, job_for
 from ..objects.verdict import AppObjects
 from . import base
 from .livechanges import Immutable, immutability_changes
@@ -85,9 +85,7 @@ def _render_deleted(root: Path, pending: Sequence[_Reused], kube_version: str,
             item = reused.item
             values = Path(tmp) / f"{index}.yaml"
             values.write_bytes(base.file_at(root, reused.revision, reused.values_rel) or b"")
-            jobs.append(RenderJob(name=item.app.release_name, namespace=item.app.namespace,
-                                  chart=item.app.chart_dir, values_files=(values,),
-                                  kube_version=kube_version))
+            jobs.append(job_for(item.app, kube_version, (values,)))
         return renderer.render(jobs)
 
 

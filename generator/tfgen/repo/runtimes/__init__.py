@@ -17,6 +17,9 @@ from .tfjob import TFJOB
 # Every runtime, the default (the schema's default of spec.runtime) first.
 RUNTIMES: tuple[Runtime, ...] = (TFJOB, JOBSET)
 DEFAULT = RUNTIMES[0]
+# The runtime of queued runs where nobody chose one: the first whose Kueue integration is on
+# without configuring Kueue.
+QUEUED_DEFAULT = next(runtime for runtime in RUNTIMES if runtime.kueue_framework_by_default)
 _BY_NAME = {runtime.name: runtime for runtime in RUNTIMES}
 _BY_KEY = {runtime.key: runtime for runtime in RUNTIMES}
 # The chart values key naming the runtime (`repo/chart.py` lists it among the job's values).
@@ -49,6 +52,7 @@ def of_values(values: Mapping[str, Any]) -> Runtime:
     return by_name(values.get(VALUES_KEY))
 
 
-__all__ = ["CONTAINER", "DEFAULT", "JOB_KINDS", "LABEL_PREFIXES", "PORT", "PORT_NAME", "RUNTIMES",
+__all__ = ["CONTAINER", "DEFAULT", "JOB_KINDS", "LABEL_PREFIXES", "PORT", "PORT_NAME",
+           "QUEUED_DEFAULT", "RUNTIMES",
            "PodTemplate", "Refusal", "Runtime", "VALUES_KEY", "by_name", "group_of", "of_kind",
            "of_object", "of_values"]

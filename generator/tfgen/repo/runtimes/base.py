@@ -89,6 +89,11 @@ class Runtime(ABC):
         """(apiVersion, kind): how a rendered object is known to be this runtime's job."""
         return self.api_version, self.kind
 
+    # Kueue: the entry of its configuration's `integrations.frameworks` that lets it admit
+    # this runtime's jobs, and whether Kueue (v0.19) lists it by default.
+    kueue_framework: str
+    kueue_framework_by_default: bool
+
     # Argo CD: the Lua health check of the job's kind (a file of tfgen's templates; Argo CD
     # ships none for either runtime), and where the job's pod templates are (a jq path), into
     # which Kueue writes at admission what every Application ignores.
@@ -132,9 +137,16 @@ class Runtime(ABC):
         and pod templates, so its pods and TF_CONFIG are computed once, as the operator does."""
 
     @abstractmethod
+    def pod_name(self, run: str, role: str, index: int) -> str:
+        """How the cluster names pod `index` of a role (`worker`) of run `run`; a random part
+        the controller adds is written `xxxxx`. Its headless Service is `<run>-<role>-<index>`
+        on every runtime."""
+
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
         """The longest text the runtime adds to a run's name to name a pod, for the spec's
         roles and their replicas: the run name's budget is what a DNS label leaves of it."""
+        return max((self.pod_name("", role, max(count - 1, 0)) for role, count in
+                    replicas.items()), key=len, default="")
 
     @abstractmethod
     def run_selector(self, run: str) -> dict[str, str]:

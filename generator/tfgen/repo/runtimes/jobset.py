@@ -127,6 +127,8 @@ class JobSetRuntime(Runtime):
     # the JobSet controller's labels, and the Job controller's on an Indexed Job's pods
     label_prefixes = ("jobset.sigs.k8s.io/", "batch.kubernetes.io/")
     ttl_keys = ("spec", "ttlSecondsAfterFinished")
+    kueue_framework = "jobset.x-k8s.io/jobset"
+    kueue_framework_by_default = True
     health_lua = "jobset-health.lua"
     pod_templates_jq = ".spec.replicatedJobs[]?.template.spec.template"
     # the JobSet controller's terminal conditions (also its status.terminalState)
@@ -184,10 +186,9 @@ class JobSetRuntime(Runtime):
             out += _task_problems(template, expected)
         return out
 
-    def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
+    def pod_name(self, run: str, role: str, index: int) -> str:
         # `<jobset>-<replicated job>-<job index>-<pod index>-xxxxx`, one Job per role
-        return max((f"-{role}-0-{max(count - 1, 0)}{POD_NAME_RANDOM}"
-                    for role, count in replicas.items()), key=len, default="")
+        return f"{run}-{role}-0-{index}{POD_NAME_RANDOM}"
 
     def run_selector(self, run: str) -> dict[str, str]:
         return {JOBSET_NAME_LABEL: run}

@@ -14,8 +14,8 @@ from .base import PORT, JobProblem, PodTemplate, Refusal, Runtime, env_entries
 from .changes import ABSENT, LiveChange, change_text, changed_keys, leaf_changes
 from .imported import ImportedJob, JobSource, Replica
 
-# Every TFJob API version `tfgen import` reads, the oldest first (README.md, "Importing
-# existing manifests", describes each conversion):
+# Every TFJob API version `tfgen import` reads, the oldest first (docs/running-experiments.md,
+# "Import existing manifests", describes each conversion):
 # - `v1alpha1`: `spec.replicaSpecs` is a list, each item naming its type in `tfReplicaType`
 #   (MASTER, WORKER, PS); the restart policy is the pod template's; `spec.tfImage` is the
 #   image of a container that names none; `tfPort` 2222 and a `terminationPolicy` ending the
@@ -46,6 +46,8 @@ class TFJobRuntime(Runtime):
     tf_config_by = "set by the training operator"
     label_prefixes = ("training.kubeflow.org/",)
     ttl_keys = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    kueue_framework = "kubeflow.org/tfjob"
+    kueue_framework_by_default = False  # deprecated and off since v0.19
     health_lua = "tfjob-health.lua"
     pod_templates_jq = ".spec.tfReplicaSpecs[]?.template"
     # the operator's terminal conditions (its Suspended and Restarting are not)
@@ -83,10 +85,9 @@ class TFJobRuntime(Runtime):
                 for template in self.pod_templates(job)
                 for pointer, entry in env_entries(template) if entry.get("name") == "TF_CONFIG"]
 
-    def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
+    def pod_name(self, run: str, role: str, index: int) -> str:
         # the operator's pods (and Services) are `<job>-<type>-<index>`
-        return max((f"-{role}-{max(count - 1, 0)}" for role, count in replicas.items()),
-                   key=len, default="")
+        return f"{run}-{role}-{index}"
 
     def run_selector(self, run: str) -> dict[str, str]:
         return {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: run}

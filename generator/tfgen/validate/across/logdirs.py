@@ -16,8 +16,7 @@ from typing import Any
 
 from ...problems import Problem
 from ..experiment.checked import Checked, Collector, lookup, spec_is_retired
-
-LOG_DIR = ("spec", "tensorboard", "logDir")
+from ..experiment.logdir import LOG_DIR
 
 
 def location(data: Any) -> tuple[str, str] | None:

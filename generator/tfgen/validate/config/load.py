@@ -108,15 +108,22 @@ class RepoConfig:
     def defaults(self) -> dict[str, Any]:
         return dict(self.data["defaults"])
 
-    def spec_defaults(self, namespace: object) -> dict[str, Any]:
-        """What is laid under a spec of `namespace`: the `defaults` block, with the namespace
-        policy's own defaults of the spec fields it names (NAMESPACE_DEFAULTS) over it."""
+    def spec_defaults(self, namespace: object, spec: object = None) -> dict[str, Any]:
+        """What is laid under a spec of `namespace` (`spec`: the spec's own `spec`, as
+        written): the `defaults` block, with the namespace policy's own defaults of the spec
+        fields it names (NAMESPACE_DEFAULTS) over it. A spec that leaves the queue
+        (`queue: ""`) gets no default priority: a WorkloadPriorityClass orders the runs of a
+        queue, and a priority without one is refused."""
         policy = self.namespace_policy(namespace) if isinstance(namespace, str) else {}
         own = {key: policy[key] for key in NAMESPACE_DEFAULTS if key in policy}
-        if not own:
-            return self.defaults
+        unqueued = isinstance(spec, dict) and spec.get("queue") == ""
         defaults = self.defaults
-        return {**defaults, "spec": {**(defaults.get("spec") or {}), **own}}
+        if not own and not (unqueued and "priority" in (defaults.get("spec") or {})):
+            return defaults
+        merged = {**(defaults.get("spec") or {}), **own}
+        if unqueued:
+            merged.pop("priority", None)
+        return {**defaults, "spec": merged}
 
     @property
     def experiments_dir(self) -> Path:

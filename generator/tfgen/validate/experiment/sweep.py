@@ -37,6 +37,7 @@ from ...problems import Problem
 from ...repo import naming, resources
 from ...repo.resources import EXPERIMENT_SCHEMA
 from ..schema.defaults import copy_data
+from ..schema.messages import closest
 from ..schema.validator import python_pattern, schema_problems
 from ..yaml.document import PointerParts, pointer_text
 from .checked import Checked, Collector, lookup
@@ -256,8 +257,12 @@ def sweep_problems(checked: Checked, max_runs: int, *, each_run: bool = True) ->
             out.add(parts, f"placeholder (({name})) but the spec has no sweep",
                     "add spec.sweep with this parameter, or write the value itself", key=False)
         return out.problems
-    if _sweep_shape(spec, max_runs, out):
-        _placeholders(checked, used, out, each_run)
+    shaped = _sweep_shape(spec, max_runs, out)
+    if lookup(spec, "sweep", "parameters") != {}:  # (else no name could match: one cause)
+        # said beside a bad shape: the names need no runs, and a typo is a problem of its own
+        _check_names(spec, used, out)
+    if shaped:
+        _placeholders(checked, out, each_run)
     return out.problems
 
 
@@ -323,10 +328,8 @@ def _check_zip_lengths(spec: dict[str, Any], params: dict[str, list[Any]],
     return True
 
 
-def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: Collector,
-                  each_run: bool) -> None:
+def _placeholders(checked: Checked, out: Collector, each_run: bool) -> None:
     spec, name = checked.data["spec"], str(lookup(checked.data, "metadata", "name"))
-    _check_names(spec, used, out)
     logs = lookup(spec, "tensorboard", "logDir")
     if isinstance(logs, str) and "," in logs:
         out.add(("spec", "tensorboard", "logDir"),
@@ -342,21 +345,25 @@ def _placeholders(checked: Checked, used: list[tuple[PointerParts, str]], out: C
 def _check_names(spec: dict[str, Any], used: list[tuple[PointerParts, str]],
                  out: Collector) -> None:
     """Placeholders and parameters match: each placeholder names a parameter or a run field
-    the spec can fill, each parameter is used somewhere."""
-    params = _parameters(spec)
+    the spec can fill, each parameter is used somewhere (whatever its values)."""
+    params = lookup(spec, "sweep", "parameters")
+    params = list(params) if isinstance(params, dict) else []
     has_logs = isinstance(lookup(spec, "tensorboard", "logDir"), str)
+    names = {n for _, n in used}
+    meant = set()  # the unused parameters a misspelt placeholder names: one problem, the typo
     for parts, used_name in used:
         if used_name == RUN_LOG_DIR and not has_logs:
             out.add(parts, f"placeholder (({RUN_LOG_DIR})) but the spec has no "
                     "tensorboard.logDir to put the run's directory under",
                     "set spec.tensorboard.logDir", key=False)
         elif used_name not in params and used_name not in BUILTINS:
+            guess = closest(used_name, [p for p in params if p not in names])
             known = ", ".join(f"(({p}))" for p in [*params, *BUILTINS])
             out.add(parts, f"placeholder (({used_name})) names no parameter of the sweep",
-                    f"known: {known}", key=False)
-    names = {n for _, n in used}
+                    f"did you mean (({guess}))?" if guess else f"known: {known}", key=False)
+            meant.add(guess)
     for param in params:
-        if param not in names:
+        if param not in names and param not in meant:
             out.add(("spec", "sweep", "parameters", param),
                     f"parameter {param} is used nowhere: its runs would differ only in name",
                     f"write (({param})) in args or an env value, or remove the parameter")

@@ -55,10 +55,15 @@ def active(spec: dict[str, Any]) -> bool:
     return not lookup(spec, "runPolicy", "suspend") and not spec_is_retired({"spec": spec})
 
 
+def queued(spec: dict[str, Any]) -> bool:
+    """Whether a Kueue queue admits the experiment's runs."""
+    return bool(spec.get("queue"))
+
+
 def holds_quota(spec: dict[str, Any]) -> bool:
     """Whether the experiment's GPUs count against its namespace's `gpuQuota`: an active one
     that no Kueue queue admits (a queued run's GPUs are its ClusterQueue's to admit)."""
-    return active(spec) and not spec.get("queue")
+    return active(spec) and not queued(spec)
 
 
 class _Policy:

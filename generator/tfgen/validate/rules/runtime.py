@@ -8,9 +8,10 @@ spec says it. The name budget follows the runtime: a JobSet's pods are named
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from ...problems import Problem
+from ...problems import WARNING, Problem
 from ...repo import naming, runtimes
 from ..config.load import RepoConfig
 from ..experiment import sweep
@@ -29,7 +30,7 @@ def runtime_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
         out.add(refusal.parts, f"on runtime {runtime.name}: {refusal.message}", refusal.hint,
                 key=False)
     _name_budget(checked.data, spec, runtime, config.max_runs, out)
-    _queue(spec, out)
+    _queue(spec, runtime, out)
     return out.problems
 
 
@@ -66,9 +67,20 @@ def _name_budget(data: dict[str, Any], spec: dict[str, Any], runtime: runtimes.R
             "and runs", key=False)
 
 
-def _queue(spec: dict[str, Any], out: Collector) -> None:
-    """Kueue owns a queued job's suspend; a priority means nothing without a queue."""
+def _queue(spec: dict[str, Any], runtime: runtimes.Runtime, out: Collector) -> None:
+    """Kueue owns a queued job's suspend; a priority means nothing without a queue; a runtime
+    whose Kueue integration is off by default is warned about (tfgen cannot see the cluster's
+    Kueue configuration: a run it does not admit waits suspended, with no word why)."""
     queue, priority = spec.get("queue"), spec.get("priority")
+    if queue and not runtime.kueue_framework_by_default:
+        problem = out.locator.problem(
+            ("spec", "queue"), f"queue {shown(queue)}: Kueue admits a {runtime.kind} only when "
+            f"its configuration lists {runtime.kueue_framework} in integrations.frameworks, "
+            "which it does not by default (deprecated since Kueue v0.19); otherwise the run "
+            "stays suspended", f"spec.runtime: {runtimes.QUEUED_DEFAULT.name} runs it as "
+            f"{runtimes.QUEUED_DEFAULT.described}, which Kueue admits by default; or list "
+            f"{runtime.kueue_framework} in the cluster's Kueue configuration", key=False)
+        out.problems.append(replace(problem, severity=WARNING))
     if queue and lookup(spec, "runPolicy", "suspend") is True:
         out.add(("spec", "runPolicy", "suspend"), f"a run queued by Kueue ({shown(queue)}) "
                 "cannot set suspend: Kueue creates it suspended and starts it on admission, "

@@ -91,18 +91,27 @@ def _first_sentence(text: str) -> str:
     return re.split(r"(?<=[a-z0-9])\. ", plain)[0].strip().rstrip(".")
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice `word` is most likely a misspelling of (the same but for case first), if any
+    is close enough."""
     options = sorted(set(choices))
     lowered = {c.lower(): c for c in options}
     if word.lower() in lowered:
-        return f'did you mean "{lowered[word.lower()]}"? Case matters'
+        return lowered[word.lower()]
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     if not close:
         close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
         close = [lowered[c] for c in close]
-    if close:
-        return f'did you mean "{close[0]}"?'
-    return "allowed: " + ", ".join(options)
+    return close[0] if close else None
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    found = closest(word, choices)
+    if found is None:
+        return "allowed: " + ", ".join(sorted(set(choices)))
+    if found.lower() == word.lower():
+        return f'did you mean "{found}"? Case matters'
+    return f'did you mean "{found}"?'
 
 
 def _image_words(text: str, grammar: str) -> str:
@@ -129,6 +138,9 @@ class Translator:
         # A value with a line break also breaks its field's own grammar; the line break is the
         # one thing to fix, so the grammar's complaint is dropped.
         self.multi_line: set[str] = set()
+        # Unknown keys that are close to a key their mapping takes (`tensorbord`): (the
+        # mapping's parts, the key as written, the key meant).
+        self.misspelt: list[tuple[PointerParts, str, str]] = []
 
     def add(
         self,
@@ -196,6 +208,9 @@ class Translator:
                 continue
             hint = _did_you_mean(name, allowed) if allowed else "this mapping takes no keys"
             self.add((*parts, name), f'unknown key "{name}"', hint, key=True)
+            meant = closest(name, allowed)
+            if meant is not None:
+                self.misspelt.append((parts, name, meant))
 
     def _missing_keys(self, err: ValidationError) -> None:
         if not isinstance(err.instance, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ import jsonschema_rs
 from ...problems import Problem
 from ...repo import resources
 from ...repo.resources import EXPERIMENT_SCHEMA
-from ..yaml.document import Document, Locator
+from ..yaml.document import Document, Locator, PointerParts
 from .messages import Translator
 
 if TYPE_CHECKING:  # the Python validator is imported only when a document has errors
@@ -247,9 +248,24 @@ def schema_problems(
     `config`, when given, is the tfgen.yaml document the defaults came from, so that an error
     in a merged default is reported where it was written.
     """
+    return schema_check(document, data, name, config).problems
+
+
+@dataclass(frozen=True)
+class SchemaCheck:
+    """The schema's problems of one document, and the unknown keys close to a key their
+    mapping takes: (the mapping's parts, the key as written, the key meant)."""
+
+    problems: list[Problem]
+    misspelt: list[tuple[PointerParts, str, str]]
+
+
+def schema_check(document: Document, data: Any, name: str = EXPERIMENT_SCHEMA,
+                 config: Document | None = None) -> SchemaCheck:
+    """`schema_problems`, with the misspelt keys among them."""
     if is_valid(data, name):
-        return []
+        return SchemaCheck([], [])
     translator = Translator(Locator(document, config), inlined_schema(name))
     for err in validator(name).iter_errors(data):
         translator.error(err)
-    return translator.result()
+    return SchemaCheck(translator.result(), translator.misspelt)

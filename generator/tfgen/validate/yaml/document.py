@@ -104,6 +104,9 @@ class Locator:
 
     document: Document
     config: Document | None = None
+    # Keys the spec misspelt, judged as the keys meant: (pointer as meant, as written), so a
+    # problem under the key meant is said at the key written.
+    renamed: tuple[tuple[PointerParts, PointerParts], ...] = ()
 
     def where(
         self, parts: PointerParts, *, key: bool = False, missing: bool = False
@@ -114,6 +117,9 @@ class Locator:
         alternatives): the spec should add it, so they always point into the spec.
         """
         parts = tuple(parts)
+        for meant, written in self.renamed:
+            if parts[:len(meant)] == meant:
+                parts = (*written, *parts[len(meant):])
         if missing or parts in self.document.values or not self.config:
             return (self.document.path, *self.document.locate(parts, key=key), False)
         in_config = ("defaults", *parts)
