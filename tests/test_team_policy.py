@@ -169,3 +169,27 @@ def test_check_refuses_what_validate_refuses(repo: Path) -> None:
     result = CliRunner().invoke(main, ["check", "--root", str(repo)], catch_exceptions=False)
     assert result.exit_code == 1
     assert "policy.ml-team.maxGpusPerExperiment" in result.output
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["render", "--check"],
+                                     ["check", "--no-cache"], ["check"], ["list"]])
+def test_a_queued_run_holds_no_quota_in_any_command(repo: Path, command: list[str]) -> None:
+    """Kueue admits a queued run's GPUs against its ClusterQueue: every command leaves it out
+    of the namespace's gpuQuota, whether it judges the spec now or recalls its verdict."""
+    set_policy(repo, gpuQuota=8, queues=["gpu-team"])
+    edit_spec(repo, SPEC, lambda d: (d["spec"]["tensorboard"].update(
+        logDir="/mnt/nas/resnet-second/logs"), d["spec"].update(
+            runtime="jobset", queue="gpu-team"), d["spec"]["runPolicy"].pop("schedulingPolicy")),
+        new_name="resnet-second")  # 5 + 5 queued
+    if command != ["validate"]:
+        rendered = CliRunner().invoke(main, ["render", "--prune"], catch_exceptions=False)
+        assert rendered.exit_code == 0, rendered.output
+        git_init(repo)
+    for _ in range(2):  # the second run recalls what the first remembered
+        result = CliRunner().invoke(main, command, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert "gpuQuota" not in result.output
+    edit_spec(repo, "experiments/resnet-second.yaml", lambda d: d["spec"].update(queue=""))
+    result = CliRunner().invoke(main, command, catch_exceptions=False)
+    if command[0] != "list":  # unqueued, the same two are over the quota
+        assert result.exit_code == 1 and "is 8; holding them" in result.output, result.output
