@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import examples, node_paths, template
+from click.testing import CliRunner
+from helpers import copy_repo_parts, examples, node_paths, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
@@ -194,7 +195,7 @@ def walkthrough_jobset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
 def _broken(job: dict[str, Any], change: Any) -> list[str]:
     copy = json.loads(json.dumps(job))
     change(copy)
-    return [f"{p.pointer}: {p.message}" for p in runtimes.JOBSET.job_problems(copy)]
+    return [f"{p.pointer}: {p.message}" for p in runtimes.JOBSET.job_problems(copy, "")]
 
 
 def _replicated(job: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -221,7 +222,7 @@ def _container(job: dict[str, Any], index: int = 0) -> dict[str, Any]:
 ])
 def test_the_gate_refuses_a_jobset_tfgen_would_not_render(
         walkthrough_jobset: dict[str, Any], change: Any, expected: str) -> None:
-    assert runtimes.JOBSET.job_problems(walkthrough_jobset) == []
+    assert runtimes.JOBSET.job_problems(walkthrough_jobset, "") == []
     found = _broken(walkthrough_jobset, change)
     assert any(expected in line for line in found), found
 
@@ -247,6 +248,41 @@ def test_explain_and_run_local_see_the_operators_tfjob() -> None:
 
 
 
+@pytest.mark.parametrize("domain", ["", "cluster.local"])
+def test_one_reading_of_the_cluster_domain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           domain: str) -> None:
+    """tfgen.yaml's clusterDomain is the operator's CUSTOM_CLUSTER_DOMAIN, read the same way by
+    every command on both runtimes: the chart writes it into a JobSet's TF_CONFIG, explain
+    shows it for either runtime, and check holds the JobSet to the operator running with it."""
+    from tfgen.cli import main
+
+    repo = copy_repo_parts(tmp_path / "repo")
+    config = repo / "tfgen.yaml"
+    config.write_text(re.sub(r"(?m)^clusterDomain: .*$", f'clusterDomain: "{domain}"',
+                             config.read_text()))
+    monkeypatch.chdir(repo)
+    runner = CliRunner()
+    for command in (["validate"], ["render"], ["check", "--no-cache"]):
+        result = runner.invoke(main, command, catch_exceptions=False)
+        assert result.exit_code == 0, (command, result.output)
+    suffix = f".svc{'.' + domain if domain else ''}:2222"
+    for name in ("mnist-jobset", "distributed-mnist"):
+        result = runner.invoke(main, ["explain", "--format", "json", name],
+                               catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        explained = json.loads(result.stdout)
+        addresses = [a for group in explained["cluster"].values() for a in group]
+        assert addresses and all(a.endswith(suffix) and a.count(".svc") == 1
+                                 for a in addresses), addresses
+    # a JobSet written for another domain is not what the operator's reading gives
+    other = "" if domain else "cluster.local"
+    values = build_values(validate_repo([repo / "experiments" / "mnist-jobset.yaml"])
+                          .experiments[0].data, cluster_domain=other)
+    [job] = jobs_of(render(values, "jobset", tmp_path), runtimes.JOBSET)
+    found = runtimes.JOBSET.job_problems(job, domain)
+    assert found and all("the training operator gives it" in p.message for p in found), found
+
+
 def test_any_node_of_any_type_gives_problems_never_a_crash(
         walkthrough_jobset: dict[str, Any]) -> None:
     """A chart may render anything (it is the repository's own): every node of a rendered
@@ -260,8 +296,8 @@ def test_any_node_of_any_type_gives_problems_never_a_crash(
             for key in path[:-1]:
                 node = node[key]
             node[path[-1]] = other
-            runtimes.JOBSET.job_problems(copy)
-            runtimes.TFJOB.job_problems(runtimes.JOBSET.as_tfjob(copy))
+            runtimes.JOBSET.job_problems(copy, "")
+            runtimes.TFJOB.job_problems(runtimes.JOBSET.as_tfjob(copy), "")
 
 
 def test_the_network_policy_selects_the_runs_pods_by_the_runtimes_labels(

@@ -97,7 +97,7 @@ def test_every_rendered_object_is_strictly_valid(rendered: dict[str, str]) -> No
     validator = ManifestValidator("1.30", resources.schema_dir())
     objects = parse_manifest(rendered["v4"])
     problems = [p for o in objects for p in validator.problems(o, "")]
-    problems += [p for o in objects for p in policy.job_problems(o, "")]
+    problems += [p for o in objects for p in policy.job_problems(o, "", "")]
     problems += policy.data_safety_problems(objects, "")
     jobs = [naming.job_name("lr-sweep", r.suffix) for r in sweep.runs(_values_spec())]
     problems += policy.run_job_problems(objects, jobs, "TFJob", "")

@@ -108,15 +108,17 @@ class Runtime(ABC):
         """What the runtime's controller refuses of the job's shape (its roles, their counts)."""
 
     @abstractmethod
-    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
-        """Where the job's pods would not get the TF_CONFIG the training operator gives them."""
+    def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
+        """Where the job's pods would not get the TF_CONFIG the training operator gives them
+        (running with tfgen.yaml's `clusterDomain` as its CUSTOM_CLUSTER_DOMAIN)."""
 
-    def job_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
-        """Every problem of a rendered job: its shape, its training container, TF_CONFIG, TTL."""
+    def job_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
+        """Every problem of a rendered job: its shape, its training container, TF_CONFIG, TTL.
+        `cluster_domain`: tfgen.yaml's `clusterDomain`."""
         out = self.shape_problems(job)
         for template in self.pod_templates(job):
             out += _container_problems(template)
-        out += self.tf_config_problems(job)
+        out += self.tf_config_problems(job, cluster_domain)
         node: Any = job
         for key in self.ttl_keys:
             node = node.get(key) if isinstance(node, Mapping) else None

@@ -170,12 +170,12 @@ class JobSetRuntime(Runtime):
             out += _replicated_problems(f"$.spec.replicatedJobs[{index}]", replicated)
         return out
 
-    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+    def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
         """Each pod's TF_CONFIG, expanded as the kubelet expands it for the pod's index, must
-        be the operator's for the TFJob this JobSet stands for."""
+        be the operator's for the TFJob this JobSet stands for, with the same domain."""
         try:
             expected = {(pod.replica_type, pod.index): pod.tf_config
-                        for pod in tfconfig.pods(self.as_tfjob(job))}
+                        for pod in tfconfig.pods(self.as_tfjob(job), cluster_domain)}
         except (InputError, AttributeError, TypeError, ValueError):
             # a shape the operator refuses (shape_problems says why), or nodes of types the
             # JobSet's schema refuses (its problems say why): no cluster to compare with

@@ -77,7 +77,7 @@ class TFJobRuntime(Runtime):
             out += _replica_problems(str(rtype), replica if isinstance(replica, Mapping) else {})
         return out
 
-    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+    def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
         # the operator sets TF_CONFIG per pod: a fixed value in the template breaks the cluster
         return [JobProblem(pointer, "TF_CONFIG is set in the template; the operator sets it per "
                            "pod and a fixed value breaks the cluster spec", "remove TF_CONFIG")
