@@ -27,7 +27,7 @@ from .config.load import RepoConfig, load_config
 from .experiment import sweep
 from .experiment.checked import across_files, lookup
 from .policy import pods, team
-from .rules import capacity, runtime, valuesfile
+from .rules import capacity, process, runtime, valuesfile
 from .rules.spec import Checked, semantic_problems
 from .schema.defaults import apply_defaults, merge_defaults
 from .schema.validator import schema_problems
@@ -173,6 +173,9 @@ def check_file(
     # The values file is measured only on a spec the schema accepts (its runs are built as
     # render builds them); a sweep too large to write is not then judged run by run.
     too_large = [] if problems else valuesfile.size_problems(checked, config.max_runs)
+    too_long = [] if problems else process.process_problems(
+        checked, config.cluster_domain,
+        each_run=not too_large and sweep.run_count(checked.data["spec"]) <= config.max_runs)
     problems += (semantic_problems(checked, config.namespaces,
                                      config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
@@ -180,7 +183,7 @@ def check_file(
                  + pods.pod_level_problems(checked, config)
                  + runtime.runtime_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs, each_run=not too_large)
-                 + too_large)
+                 + too_large + too_long)
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
 

@@ -15,6 +15,7 @@ from .. import naming
 from . import tfconfig
 from .base import (
     CONTAINER,
+    TF_CONFIG_ENV,
     JobProblem,
     PodTemplate,
     Refusal,
@@ -40,7 +41,7 @@ MUTABLE = ("suspend",)
 
 # The env the chart writes for the runtime, which the operator's TFJob does not have (it
 # injects TF_CONFIG itself, and has no completion index).
-RUNTIME_ENV = (INDEX_ENV, "TF_CONFIG")
+RUNTIME_ENV = (INDEX_ENV, TF_CONFIG_ENV)
 
 
 def _operator_template(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,21 +83,21 @@ def _replicated_problems(where: str, replicated: Any) -> list[JobProblem]:
             if failed]
 
 
-def _task_problems(template: PodTemplate,
-                   expected: Mapping[tuple[str, int], str | None]) -> list[JobProblem]:
-    """The first task of the template's role whose TF_CONFIG is not the operator's."""
-    pod = template.spec or {}
-    containers = listed(pod.get("containers"))
+def _task_problems(template: PodTemplate, pods: list[tfconfig.Pod]) -> list[JobProblem]:
+    """The first task of the template's role (`pods`, the operator's) whose TF_CONFIG is not
+    the operator's. Each pod's is made when compared: a job of two thousand pods would
+    otherwise hold two thousand copies of its cluster."""
+    containers = listed((template.spec or {}).get("containers"))
     index = next((i for i, c in enumerate(containers)
                   if isinstance(c, Mapping) and c.get("name") == CONTAINER), None)
     if index is None:
         return []  # said by the container rule
-    for (rtype, task), tf_config in sorted(expected.items()):
-        got = pod_env(containers[index], task).get("TF_CONFIG")
-        if rtype == template.replica_type and got != tf_config:
+    for task in pods:
+        got, tf_config = pod_env(containers[index], task.index).get(TF_CONFIG_ENV), task.tf_config
+        if got != tf_config:
             return [JobProblem(f"{template.pointer}.spec.containers[{index}].env",
-                               f"{rtype} {task} would see TF_CONFIG {got!r}; the training "
-                               f"operator gives it {tf_config!r}",
+                               f"{task.replica_type} {task.index} would see TF_CONFIG {got!r}; "
+                               f"the training operator gives it {tf_config!r}",
                                "leave TF_CONFIG to tfgen's chart")]
     return []
 
@@ -172,17 +173,19 @@ class JobSetRuntime(Runtime):
 
     def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
         """Each pod's TF_CONFIG, expanded as the kubelet expands it for the pod's index, must
-        be the operator's for the TFJob this JobSet stands for, with the same domain."""
+        be the operator's for the TFJob this JobSet stands for, with the same domain, and
+        within what a process can be given."""
         try:
-            expected = {(pod.replica_type, pod.index): pod.tf_config
-                        for pod in tfconfig.pods(self.as_tfjob(job), cluster_domain)}
+            pods = tfconfig.pods(self.as_tfjob(job), cluster_domain)
         except (InputError, AttributeError, TypeError, ValueError):
             # a shape the operator refuses (shape_problems says why), or nodes of types the
             # JobSet's schema refuses (its problems say why): no cluster to compare with
             return []
-        out = []
+        out = tfconfig.tf_config_size_problems(self.as_tfjob(job), cluster_domain,
+                                               "$.spec.replicatedJobs")
         for template in self.pod_templates(job):
-            out += _task_problems(template, expected)
+            out += _task_problems(template, [p for p in pods
+                                             if p.replica_type == template.replica_type])
         return out
 
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:

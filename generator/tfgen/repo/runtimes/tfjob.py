@@ -10,7 +10,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import naming
-from .base import PORT, JobProblem, PodTemplate, Refusal, Runtime, env_entries
+from . import tfconfig
+from .base import PORT, TF_CONFIG_ENV, JobProblem, PodTemplate, Refusal, Runtime, env_entries
 from .changes import ABSENT, LiveChange, change_text, changed_keys, leaf_changes
 from .imported import ImportedJob, JobSource, Replica
 
@@ -82,7 +83,8 @@ class TFJobRuntime(Runtime):
         return [JobProblem(pointer, "TF_CONFIG is set in the template; the operator sets it per "
                            "pod and a fixed value breaks the cluster spec", "remove TF_CONFIG")
                 for template in self.pod_templates(job)
-                for pointer, entry in env_entries(template) if entry.get("name") == "TF_CONFIG"]
+                for pointer, entry in env_entries(template) if entry.get("name") == TF_CONFIG_ENV
+                ] + tfconfig.tf_config_size_problems(job, cluster_domain, "$.spec.tfReplicaSpecs")
 
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
         # the operator's pods (and Services) are `<job>-<type>-<index>`
