@@ -28,10 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
 from tfgen.render.generated import dump_yaml
-from tfgen.render.values import build_values
 from tfgen.repo import naming, runtimes
 from tfgen.repo.runtimes import indexedjob, jobset, tfconfig
 from tfgen.validate import validate_repo
+from tfgen.validate.rules.values import build_values
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.documents.manifests import parse_manifest
 from tfgen.gate.helm.command import RenderJob, template
-from tfgen.render.values import build_values
 from tfgen.repo import runtimes
 from tfgen.repo.runtimes import tfconfig
 from tfgen.repo.runtimes.base import MAX_ARG_STRLEN, TF_CONFIG_ENV, env_bytes
 from tfgen.validate import load_config, validate_paths
+from tfgen.validate.rules.values import build_values
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / "tfjob-experiment"
 

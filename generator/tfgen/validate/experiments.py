@@ -172,7 +172,7 @@ def check_file(
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
     # The values file is measured only on a spec the schema accepts (its runs are built as
     # render builds them); a sweep too large to write is not then judged run by run.
-    too_large = [] if problems else valuesfile.size_problems(checked, config.max_runs)
+    too_large = [] if problems else valuesfile.size_problems(checked, config)
     too_long = [] if problems else process.process_problems(
         checked, config.cluster_domain,
         each_run=not too_large and sweep.run_count(checked.data["spec"]) <= config.max_runs)

@@ -42,9 +42,13 @@ def process_problems(checked: Checked, cluster_domain: str, *, each_run: bool) -
     except (TypeError, ValueError, KeyError, AttributeError):
         every = [sweep.Run(0, "")]  # a sweep too broken to expand: its own problems say why
     largest: dict[PointerParts, tuple[int, str]] = {}
+    swept_fields = {parts for parts, text in sweep.placeholder_fields(spec)
+                    if sweep.PLACEHOLDER.search(text)} if sweep.has_sweep(spec) else set()
     for run in every:
         own = sweep.run_spec(spec, name, run) if sweep.has_sweep(spec) and each_run else spec
         for parts, what, size in _strings(own):
+            if own is spec and parts in swept_fields:
+                continue  # as written, not as any run gets it: the runs were not built
             if size > largest.get(parts, (0, ""))[0]:
                 largest[parts] = (size, what)
     out = Collector(checked.locator)
