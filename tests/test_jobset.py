@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import copy_repo_parts, examples, node_paths, template
+from helpers import copy_repo_parts, examples, mnist_written, node_paths, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
@@ -281,6 +281,33 @@ def test_one_reading_of_the_cluster_domain(tmp_path: Path, monkeypatch: pytest.M
     [job] = jobs_of(render(values, "jobset", tmp_path), runtimes.JOBSET)
     found = runtimes.JOBSET.job_problems(job, domain)
     assert found and all("the training operator gives it" in p.message for p in found), found
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.25", True), ("1.26", False)])
+def test_exit_code_needs_the_jobs_pod_failure_policy(tmp_path: Path, version: str,
+                                                     refused: bool) -> None:
+    """restartPolicy ExitCode is the Job podFailurePolicy on runtime jobset: alpha and off
+    before Kubernetes 1.26, so refused there, at the role's line, as worker 0's success is
+    refused before 1.33."""
+    from tfgen.validate import load_config, validate_paths
+
+    (tmp_path / "tfgen.yaml").write_text(
+        f'apiVersion: tfgen.io/v1\nkind: RepoConfig\nkubernetesVersion: "{version}"\n')
+    (tmp_path / "experiments").mkdir()
+    data = json.loads(json.dumps(mnist_written(name="exit-code")))
+    data["spec"].update(runtime="jobset")
+    data["spec"]["roles"]["worker"]["restartPolicy"] = "ExitCode"
+    spec = tmp_path / "experiments" / "exit-code.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    found = [p for p in validate_paths([spec], load_config(cwd=tmp_path)).problems
+             if "podFailurePolicy" in p.message]
+    if not refused:
+        assert found == []
+        return
+    assert [p.pointer for p in found] == ["$.spec.roles.worker.restartPolicy"]
+    line = next(i for i, row in enumerate(spec.read_text().splitlines(), 1)
+                if "restartPolicy: ExitCode" in row)
+    assert found[0].line == line and "Kubernetes 1.26" in found[0].message, found
 
 
 def test_any_node_of_any_type_gives_problems_never_a_crash(

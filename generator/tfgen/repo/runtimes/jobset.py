@@ -25,7 +25,13 @@ from .base import (
 )
 from .changes import LiveChange
 from .imported import ImportedJob, JobSource
-from .indexedjob import INDEX_ENV, JOB_SUCCESS_POLICY_SINCE, POD_NAME_RANDOM, pod_env
+from .indexedjob import (
+    INDEX_ENV,
+    JOB_POD_FAILURE_POLICY_SINCE,
+    JOB_SUCCESS_POLICY_SINCE,
+    POD_NAME_RANDOM,
+    pod_env,
+)
 from .jobset_import import read_jobset
 from .tfjob import TFJOB
 
@@ -199,6 +205,9 @@ class JobSetRuntime(Runtime):
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         out = [_always(role, name) for name, role in _roles(spec)
                if _field(role, "restartPolicy") == "Always"]
+        out += [_exit_code(name, kubernetes_version) for name, role in _roles(spec)
+                if _field(role, "restartPolicy") == "ExitCode"
+                and _version(kubernetes_version) < JOB_POD_FAILURE_POLICY_SINCE]
         clean = _field(spec, "runPolicy", "cleanPodPolicy")
         if clean not in (None, "Running"):
             out.append(Refusal(("spec", "runPolicy", "cleanPodPolicy"),
@@ -249,6 +258,16 @@ def _always(role: Mapping[str, Any], name: str) -> Refusal:
     return Refusal(("spec", "roles", name, "restartPolicy"),
                    "restartPolicy Always is not possible in a Job: its pods must end",
                    "OnFailure (restart in place), Never, ExitCode, or runtime: tfjob")
+
+
+def _exit_code(name: str, kubernetes_version: str) -> Refusal:
+    since = ".".join(map(str, JOB_POD_FAILURE_POLICY_SINCE))
+    return Refusal(("spec", "roles", name, "restartPolicy"),
+                   "restartPolicy ExitCode is the Job podFailurePolicy on runtime jobset, on by "
+                   f"default from Kubernetes {since} (alpha and off before: the API server "
+                   f"drops it, and every failure fails the run); tfgen.yaml's "
+                   f"kubernetesVersion is {kubernetes_version}",
+                   "OnFailure or Never, raise kubernetesVersion, or runtime: tfjob")
 
 
 def _worker_zero(spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
