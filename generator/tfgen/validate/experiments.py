@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import TfgenError
 from ..problems import Problem, errors_of, tally, warnings_of
 from ..repo import layout
+from ..repo.files import CHANGED_WHILE_READ, Changed
 from ..words import counted
 from .across.names import repo_problems
 from .across.objectnames import name_clash_problems
@@ -260,7 +260,7 @@ def _recalled_data(
     if data is None:
         checked, problems = check_file(path, shown, read(), config)
         if checked is None or errors_of(problems):
-            raise TfgenError(f"{shown}: changed while tfgen was reading it; run tfgen again")
+            raise Changed(shown, CHANGED_WHILE_READ, "run tfgen again")
         data = checked.data
     return data
 
