@@ -129,6 +129,11 @@ class Runtime(ABC):
         """Where the job's pods would not get the TF_CONFIG the training operator gives them
         (running with tfgen.yaml's `clusterDomain` as its CUSTOM_CLUSTER_DOMAIN)."""
 
+    def given_env(self, index: int) -> dict[str, str]:
+        """The env vars the runtime's controllers give the pod of a role at `index`, besides
+        TF_CONFIG (run-local gives its processes the same)."""
+        return {}
+
     def job_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
         """Every problem of a rendered job: its shape, its training container, TF_CONFIG, TTL.
         `cluster_domain`: tfgen.yaml's `clusterDomain`."""

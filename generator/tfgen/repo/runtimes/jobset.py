@@ -194,6 +194,11 @@ class JobSetRuntime(Runtime):
                                              if p.replica_type == template.replica_type])
         return out
 
+    def given_env(self, index: int) -> dict[str, str]:
+        # the Job controller gives every pod of an Indexed Job its completion index (and the
+        # chart declares it from the pod's annotation, first)
+        return {INDEX_ENV: str(index)}
+
     def longest_pod_suffix(self, replicas: Mapping[str, int]) -> str:
         # `<jobset>-<replicated job>-<job index>-<pod index>-xxxxx`, one Job per role
         return max((f"-{role}-0-{max(count - 1, 0)}{POD_NAME_RANDOM}"
