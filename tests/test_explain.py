@@ -261,3 +261,36 @@ def test_json_grows_linearly_with_the_pods(runner: CliRunner, tmp_path: Path) ->
     last = shown["pods"][-1]
     exact = go_json({"cluster": shown["cluster"], "task": last["task"], "environment": "cloud"})
     assert json.loads(exact)["task"] == {"type": last["replicaType"].lower(), "index": 999}
+
+
+def test_text_prints_the_cluster_once_whatever_the_pods() -> None:
+    """Text explain of 2,001 pods is linear in the pods (the cluster once, then each pod's
+    task), not quadratic (688 MB when every pod's cluster was printed), and each pod's
+    TF_CONFIG is still there to read: the shared one with the pod's own task."""
+    from tfgen.repo.runtimes import tfconfig
+
+    def job(workers: int) -> dict[str, object]:
+        role = {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
+        return {"metadata": {"name": "big", "namespace": "team"}, "spec": {"tfReplicaSpecs": {
+            "Chief": {**role, "replicas": 1}, "Worker": {**role, "replicas": workers},
+            "PS": {**role, "replicas": workers}}}}
+
+    pods = tfconfig.pods(job(1000))
+    text = "\n".join(formats._tf_configs_text(pods))
+    cluster = json.loads(pods[0].tf_config or "")["cluster"]
+    assert all(text.count(f'"{address}"') == 1 for group in cluster.values()
+               for address in group)
+    assert len(text) < len(pods[0].tf_config or "") * 2 + 100 * len(pods)
+    # each pod's TF_CONFIG: the cluster shown with the task on the pod's line
+    lines = text.splitlines()
+    start = lines.index("and each pod's own task:")
+    tasks = {line.split()[0]: json.loads(line.split('"task": ', 1)[1])
+             for line in lines[start + 1:]}
+    for pod in pods:
+        assert go_json({"cluster": cluster, "task": tasks[pod.name], "environment": "cloud"}
+                       ) == pod.tf_config
+    # the dynamic-worker form, where each pod sees another cluster, is printed whole
+    dynamic = job(2)
+    dynamic["spec"]["enableDynamicWorker"] = True  # type: ignore[index]
+    shown = "\n".join(formats._tf_configs_text(tfconfig.pods(dynamic)))
+    assert "and each pod's own task:" not in shown and shown.count('"cluster"') == 5
