@@ -12,7 +12,7 @@ what would fit. Values a pod reads from a Secret or ConfigMap are not known here
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...problems import Problem
@@ -117,7 +117,7 @@ def _tf_config(data: dict[str, Any], spec: dict[str, Any], jobs: list[str],
             "name or namespace", key=False)
 
 
-def _most_that_fit(fits: Any, upper: int) -> int:
+def _most_that_fit(fits: Callable[[int], bool], upper: int) -> int:
     """The largest n in [0, upper) for which `fits(n)` holds (it holds for every smaller n);
     0 when none does."""
     low, high = 0, upper  # fits(high) is false
