@@ -1,7 +1,8 @@
 """A remembered verdict brings back only what the rules across files read of a spec
 (`checked.ACROSS_FILES`): unique names and PersistentVolumes, shared log directories, GPU
-quotas. A run that keeps its verdicts, and one that recalls them, must report what a run
-without memory reports, and hand on the same complete data."""
+quotas (which suspended, retired and queued runs do not hold). A run that keeps its verdicts,
+and one that recalls them, must report what a run without memory reports, and hand on the
+same complete data."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ SPEC = st.fixed_dictionaries({
     "log_dir": st.sampled_from(["/training/logs", "/training/run/logs", "/training/other"]),
     "workers": st.integers(1, 3),
     "gpus": st.integers(0, 2),
-    "state": st.sampled_from(["running", "suspended", "retired"]),
+    "state": st.sampled_from(["running", "suspended", "retired", "queued"]),
     "sweep": st.booleans(),
 })
 
@@ -48,6 +49,8 @@ def spec_text(choice: dict[str, Any]) -> str:
         spec["runPolicy"] = {"suspend": True}
     if choice["state"] == "retired":
         spec["lifecycle"] = "retired"
+    if choice["state"] == "queued":  # Kueue's quota, not the namespace's
+        spec.update(runtime="jobset", queue="gpu-team")
     if choice["sweep"]:
         spec["sweep"] = {"parameters": {"lr": [0.1, 0.01]}}
         spec["args"].append("--lr={{lr}}")

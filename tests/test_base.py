@@ -73,6 +73,20 @@ def test_unknown_ref_names_it(repo: Path) -> None:
         changed_paths(repo, "no-such-branch")
 
 
+@pytest.mark.parametrize(("revision", "kind"), [
+    ("HEAD^{tree}", "tree"), ("HEAD:experiments", "tree"), ("HEAD:experiments/a.yaml", "blob"),
+    ("tree-tag", "tree"), ("blob-tag", "blob")])
+def test_a_ref_naming_a_tree_or_a_blob_says_so(repo: Path, revision: str, kind: str) -> None:
+    """Not "no such commit, fetch it": the object is there, and is not a commit (exit 2, a
+    usage error), for check and diff alike."""
+    git(repo, "tag", "-a", "-m", "t", "tree-tag", "HEAD^{tree}")
+    git(repo, "tag", "blob-tag", "HEAD:experiments/a.yaml")
+    with pytest.raises(OptionsError, match=f"names a {kind}, not a commit"):
+        resolve(repo, revision)
+    with pytest.raises(EnvironmentProblem, match="no such commit"):
+        resolve(repo, "HEAD:experiments/none.yaml")
+
+
 @pytest.mark.parametrize("ref", ["", "  ", "\t"])
 def test_empty_ref_is_a_usage_error(repo: Path, ref: str) -> None:
     # An unset CI variable must not quietly turn the base comparison off.

@@ -24,8 +24,8 @@ from tfgen.gate.helm.probe import FAST
 from tfgen.gate.helm.umbrella import canonical_manifest
 from tfgen.gate.helm.values import coalesce, merge_values
 from tfgen.render.generated import GeneratedFile, dump_yaml
-from tfgen.render.values import build_values
 from tfgen.repo.cache import Cache
+from tfgen.validate.rules.values import build_values
 
 CHART = {
     "Chart.yaml": "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",

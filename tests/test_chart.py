@@ -302,7 +302,7 @@ def test_tfjob_schema_and_rules_are_strict(renders: dict[str, dict[str, str]]) -
     def refused(mutate: Any) -> list[str]:
         obj = json.loads(json.dumps(good))
         mutate(obj)
-        return [p.message for p in policy.job_problems(RenderedObject(doc=obj), "f")]
+        return [p.message for p in policy.job_problems(RenderedObject(doc=obj), "f", "")]
 
     assert refused(lambda o: None) == []
     specs = "spec", "tfReplicaSpecs"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from tfgen.cli import main
 from tfgen.errors import InputError
 from tfgen.repo.runtimes.tfconfig import go_json
 from tfgen.run import explain, formats
+from tfgen.run.explain import Explanation
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKTHROUGH = ROOT / "experiments" / "distributed-mnist.yaml"
@@ -279,7 +281,44 @@ def test_jobset_pods_are_named_as_the_cluster_names_them(
     assert lines[header].split() == ["POD", "SERVICE", "TYPE", "INDEX", "ADDRESS", "GPUS"]
     assert lines[header + 2].split()[:3] == [
         "mnist-jobset-worker-0-0-xxxxx", "mnist-jobset-worker-0", "Worker"]
-    assert "\nmnist-jobset-worker-0-1-xxxxx:\n" in result.stdout  # its TF_CONFIG
+    assert '\n  mnist-jobset-worker-0-1-xxxxx  "task": ' in result.stdout  # its TF_CONFIG
     data = json.loads(runner.invoke(main, ["explain", "mnist-jobset", "--format", "json"]).stdout)
     assert [(p["pod"], p["name"]) for p in data["pods"]][1] == (
         "mnist-jobset-worker-0-0-xxxxx", "mnist-jobset-worker-0")
+
+
+def test_text_prints_the_cluster_once_whatever_the_pods() -> None:
+    """Text explain of 2,001 pods is linear in the pods (the cluster once, then each pod's
+    task), not quadratic (688 MB when every pod's cluster was printed), and each pod's
+    TF_CONFIG is still there to read: the shared one with the pod's own task."""
+    from tfgen.repo.runtimes import tfconfig
+
+    def job(workers: int) -> dict[str, object]:
+        role = {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
+        return {"metadata": {"name": "big", "namespace": "team"}, "spec": {"tfReplicaSpecs": {
+            "Chief": {**role, "replicas": 1}, "Worker": {**role, "replicas": workers},
+            "PS": {**role, "replicas": workers}}}}
+
+    def explained(tfjob: dict[str, Any]) -> tuple[Explanation, list[tfconfig.Pod]]:
+        pods = tfconfig.pods(tfjob)
+        return Explanation(job="big", namespace="team", pods=pods, tfjob=tfjob), pods
+
+    explanation, pods = explained(job(1000))
+    text = "\n".join(formats._tf_configs_text(explanation, pods))
+    cluster = json.loads(pods[0].tf_config or "")["cluster"]
+    assert all(text.count(f'"{address}"') == 1 for group in cluster.values()
+               for address in group)
+    assert len(text) < len(pods[0].tf_config or "") * 2 + 100 * len(pods)
+    # each pod's TF_CONFIG: the cluster shown with the task on the pod's line
+    lines = text.splitlines()
+    start = lines.index("and each pod's own task:")
+    tasks = {line.split()[0]: json.loads(line.split('"task": ', 1)[1])
+             for line in lines[start + 1:]}
+    for pod in pods:
+        assert go_json({"cluster": cluster, "task": tasks[pod.name], "environment": "cloud"}
+                       ) == pod.tf_config
+    # the dynamic-worker form, where each pod sees another cluster, is printed whole
+    dynamic = job(2)
+    dynamic["spec"]["enableDynamicWorker"] = True  # type: ignore[index]
+    shown = "\n".join(formats._tf_configs_text(*explained(dynamic)))
+    assert "and each pod's own task:" not in shown and shown.count('"cluster"') == 5

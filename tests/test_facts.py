@@ -15,8 +15,8 @@ from helpers import REPO_ROOT
 from tfgen.gate.argo.applications import resolve_applications
 from tfgen.gate.documents.manifests import parse_manifest
 from tfgen.gate.helm.batch import BatchRenderer, RenderJob, jobs_for
-from tfgen.render.values import build_values
 from tfgen.repo import chart, layout, naming, resources, runtimes
+from tfgen.validate.rules.values import build_values
 from tfgen.validate.schema.defaults import apply_defaults
 
 CHART = REPO_ROOT / layout.CHART_PATH

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfgen.render.argo import argo_files
 from tfgen.render.generated import dump_yaml, header, is_generated, is_plain, read_canonical
-from tfgen.render.values import build_values
+from tfgen.validate.rules.values import build_values
 
 TRICKY = [
     "", " ", "yes", "no", "on", "off", "y", "N", "true", "False", "null", "~", "NULL",

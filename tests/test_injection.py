@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
 from tfgen.render.generated import dump_yaml
-from tfgen.render.values import build_values
 from tfgen.validate.config.load import RepoConfig, load_config
 from tfgen.validate.experiments import check_file
+from tfgen.validate.rules.values import build_values
 from tfgen.validate.schema.patterns import ONE_LINE
 from tfgen.validate.schema.validator import inlined_schema, python_pattern
 

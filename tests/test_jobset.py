@@ -22,15 +22,16 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import examples, node_paths, template
+from click.testing import CliRunner
+from helpers import copy_repo_parts, examples, mnist_written, node_paths, template
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.gate.helm.command import find_helm
 from tfgen.render.generated import dump_yaml
-from tfgen.render.values import build_values
 from tfgen.repo import naming, runtimes
 from tfgen.repo.runtimes import indexedjob, jobset, tfconfig
 from tfgen.validate import validate_repo
+from tfgen.validate.rules.values import build_values
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "tfjob-experiment"
@@ -194,7 +195,7 @@ def walkthrough_jobset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
 def _broken(job: dict[str, Any], change: Any) -> list[str]:
     copy = json.loads(json.dumps(job))
     change(copy)
-    return [f"{p.pointer}: {p.message}" for p in runtimes.JOBSET.job_problems(copy)]
+    return [f"{p.pointer}: {p.message}" for p in runtimes.JOBSET.job_problems(copy, "")]
 
 
 def _replicated(job: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -221,7 +222,7 @@ def _container(job: dict[str, Any], index: int = 0) -> dict[str, Any]:
 ])
 def test_the_gate_refuses_a_jobset_tfgen_would_not_render(
         walkthrough_jobset: dict[str, Any], change: Any, expected: str) -> None:
-    assert runtimes.JOBSET.job_problems(walkthrough_jobset) == []
+    assert runtimes.JOBSET.job_problems(walkthrough_jobset, "") == []
     found = _broken(walkthrough_jobset, change)
     assert any(expected in line for line in found), found
 
@@ -247,6 +248,68 @@ def test_explain_and_run_local_see_the_operators_tfjob() -> None:
 
 
 
+@pytest.mark.parametrize("domain", ["", "cluster.local"])
+def test_one_reading_of_the_cluster_domain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           domain: str) -> None:
+    """tfgen.yaml's clusterDomain is the operator's CUSTOM_CLUSTER_DOMAIN, read the same way by
+    every command on both runtimes: the chart writes it into a JobSet's TF_CONFIG, explain
+    shows it for either runtime, and check holds the JobSet to the operator running with it."""
+    from tfgen.cli import main
+
+    repo = copy_repo_parts(tmp_path / "repo")
+    config = repo / "tfgen.yaml"
+    config.write_text(re.sub(r"(?m)^clusterDomain: .*$", f'clusterDomain: "{domain}"',
+                             config.read_text()))
+    monkeypatch.chdir(repo)
+    runner = CliRunner()
+    for command in (["validate"], ["render"], ["check", "--no-cache"]):
+        result = runner.invoke(main, command, catch_exceptions=False)
+        assert result.exit_code == 0, (command, result.output)
+    suffix = f".svc{'.' + domain if domain else ''}:2222"
+    for name in ("mnist-jobset", "distributed-mnist"):
+        result = runner.invoke(main, ["explain", "--format", "json", name],
+                               catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        explained = json.loads(result.stdout)
+        addresses = [a for group in explained["cluster"].values() for a in group]
+        assert addresses and all(a.endswith(suffix) and a.count(".svc") == 1
+                                 for a in addresses), addresses
+    # a JobSet written for another domain is not what the operator's reading gives
+    other = "" if domain else "cluster.local"
+    values = build_values(validate_repo([repo / "experiments" / "mnist-jobset.yaml"])
+                          .experiments[0].data, cluster_domain=other)
+    [job] = jobs_of(render(values, "jobset", tmp_path), runtimes.JOBSET)
+    found = runtimes.JOBSET.job_problems(job, domain)
+    assert found and all("the training operator gives it" in p.message for p in found), found
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.25", True), ("1.26", False)])
+def test_exit_code_needs_the_jobs_pod_failure_policy(tmp_path: Path, version: str,
+                                                     refused: bool) -> None:
+    """restartPolicy ExitCode is the Job podFailurePolicy on runtime jobset: alpha and off
+    before Kubernetes 1.26, so refused there, at the role's line, as worker 0's success is
+    refused before 1.33."""
+    from tfgen.validate import load_config, validate_paths
+
+    (tmp_path / "tfgen.yaml").write_text(
+        f'apiVersion: tfgen.io/v1\nkind: RepoConfig\nkubernetesVersion: "{version}"\n')
+    (tmp_path / "experiments").mkdir()
+    data = json.loads(json.dumps(mnist_written(name="exit-code")))
+    data["spec"].update(runtime="jobset")
+    data["spec"]["roles"]["worker"]["restartPolicy"] = "ExitCode"
+    spec = tmp_path / "experiments" / "exit-code.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    found = [p for p in validate_paths([spec], load_config(cwd=tmp_path)).problems
+             if "podFailurePolicy" in p.message]
+    if not refused:
+        assert found == []
+        return
+    assert [p.pointer for p in found] == ["$.spec.roles.worker.restartPolicy"]
+    line = next(i for i, row in enumerate(spec.read_text().splitlines(), 1)
+                if "restartPolicy: ExitCode" in row)
+    assert found[0].line == line and "Kubernetes 1.26" in found[0].message, found
+
+
 def test_any_node_of_any_type_gives_problems_never_a_crash(
         walkthrough_jobset: dict[str, Any]) -> None:
     """A chart may render anything (it is the repository's own): every node of a rendered
@@ -260,8 +323,8 @@ def test_any_node_of_any_type_gives_problems_never_a_crash(
             for key in path[:-1]:
                 node = node[key]
             node[path[-1]] = other
-            runtimes.JOBSET.job_problems(copy)
-            runtimes.TFJOB.job_problems(runtimes.JOBSET.as_tfjob(copy))
+            runtimes.JOBSET.job_problems(copy, "")
+            runtimes.TFJOB.job_problems(runtimes.JOBSET.as_tfjob(copy), "")
 
 
 def test_the_network_policy_selects_the_runs_pods_by_the_runtimes_labels(

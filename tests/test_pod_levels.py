@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from tfgen.gate.documents.manifests import parse_manifest
 from tfgen.gate.helm.command import find_helm
 from tfgen.gate.objects import policy
-from tfgen.render.values import build_values
 from tfgen.validate.config.load import RepoConfig, builtin_data
 from tfgen.validate.experiment.checked import Checked
 from tfgen.validate.policy.pods import pod_level_problems
+from tfgen.validate.rules.values import build_values
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / "tfjob-experiment"
 NAMESPACE = "team"

@@ -47,14 +47,14 @@ def messages(problems: list[Any]) -> str:
 
 
 def test_good_tfjob_passes() -> None:
-    assert job_problems(tfjob(Master=pod(), Worker=pod()), "s.yaml") == []
+    assert job_problems(tfjob(Master=pod(), Worker=pod()), "s.yaml", "") == []
 
 
 def test_tfjob_rules() -> None:
     job = tfjob(Chief=pod(), Master=pod(), Worker=pod(name="trainer"),
                 PS=pod(env=[{"name": "TF_CONFIG", "value": "{}"}]))
     job.doc["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60
-    text = messages(job_problems(job, "s.yaml"))
+    text = messages(job_problems(job, "s.yaml", ""))
     assert "both Chief and Master" in text
     assert "TFJob/mnist $.spec.tfReplicaSpecs.Worker.template.spec.containers: no container " \
            "named 'tensorflow'" in text

@@ -7,6 +7,7 @@ never makes a write leave the repository. Killed and concurrent renders are real
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -106,6 +107,34 @@ def test_concurrent_renders_are_serialised(tmp_path: Path) -> None:
         assert temps(root) == [] and not (root / layout.RENDER_LOCK).exists()
         final = tfgen(root, "render", "--check")
         assert final.returncode == 0, final.stdout + final.stderr
+
+
+def test_the_loser_of_renders_over_written_files_exits_2(tmp_path: Path) -> None:
+    """Renders that start together over files already written (each rewrites every one): a
+    loser that finds a file changing under it while it plans (another is writing it) meets
+    an environment condition, exit 2, never the exit 1 of a fault in the repository."""
+    root = make_repo(tmp_path / "repo", 40)
+    assert tfgen(root, "render").returncode == 0
+    seen: dict[int, int] = {}
+    for attempt in range(4):
+        for spec in (root / "experiments").glob("*.yaml"):
+            text = spec.read_text(encoding="utf-8")
+            spec.write_text(re.sub(r'value: "\d+"', f'value: "{300 + attempt}"', text, count=1),
+                            encoding="utf-8")
+        runs = [subprocess.Popen([*TFGEN, "render"], cwd=root, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for _ in range(3)]
+        for run in runs:
+            code = run.wait(timeout=120)
+            out, err = run.communicate()
+            seen[code] = seen.get(code, 0) + 1
+            assert code in (0, 2), out + err
+            if code == 2:
+                assert ("changed while tfgen was reading it" in err
+                        or "another tfgen render" in err), err
+    assert seen.get(0)
+    final = tfgen(root, "render", "--check")
+    assert final.returncode == 0, final.stdout + final.stderr
 
 
 def test_a_held_lock_gives_exit_2_naming_the_holder(

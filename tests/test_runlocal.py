@@ -124,7 +124,7 @@ def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: P
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
     planned, _ = runlocal.plan(
         [pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"),
-        command=["python3", "x.py", "--out=/training/o"],
+        runlocal.PodRunOptions(command=("python3", "x.py", "--out=/training/o")),
     )
     assert planned[0].argv == [sys.executable, "x.py", "--out=/tmp/d/o"]
     assert "TF_CONFIG" not in planned[0].env  # one replica in total: the operator sets none
@@ -133,7 +133,8 @@ def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: P
 def test_keep_args_appends_the_specs_args_to_the_command() -> None:
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
     planned, _ = runlocal.plan([pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"),
-                               command=["python3", "x.py"], keep_args=True)
+                               runlocal.PodRunOptions(command=("python3", "x.py"),
+                                                      keep_args=True))
     assert planned[0].argv == [sys.executable, "x.py", "--log_dir=/tmp/d/logs", "/trainingX"]
     without, _ = runlocal.plan([pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"))
     assert without[0].argv == [sys.executable, str(REPLICA), "--log_dir=/tmp/d/logs",
@@ -377,3 +378,31 @@ def test_outside_a_repository_the_data_folder_must_be_given(tmp_path: Path) -> N
     assert result.returncode == 2
     assert "is not in a tfgen repository" in result.stderr
     assert "give --data-dir" in result.stderr
+
+
+def test_a_jobset_pod_runs_locally_with_the_env_its_pod_gets() -> None:
+    """run-local of a JobSet experiment gives each process the env the kubelet gives its pod
+    (the completion index included, as every JobSet pod has it), TF_CONFIG aside (local
+    addresses); a TFJob's pods get no such variable."""
+    from helpers import REPO_ROOT, rendered_here
+    from tfgen.repo import runtimes
+    from tfgen.repo.runtimes.indexedjob import INDEX_ENV, pod_env
+    from tfgen.run.explain import explain_spec
+
+    explanation = explain_spec(REPO_ROOT / "experiments" / "mnist-jobset.yaml")
+    jobset = next(o.doc for o in rendered_here()  # as its Application renders it
+                  if o.kind == "JobSet" and o.name == explanation.job
+                  and o.doc["metadata"]["namespace"] == explanation.namespace)
+    runtime = runtimes.by_name(explanation.runtime)
+    volume = runlocal.LocalVolume("/unmapped", "/unmapped")  # the pod's own paths
+    planned, _ = runlocal.plan(explanation.pods, explanation.pods, volume,
+                               runlocal.PodRunOptions(given_env=runtime.given_env), base_env={})
+    containers = {t.replica_type: (t.spec or {})["containers"][0]
+                  for t in runtime.pod_templates(jobset)}
+    for local in planned:
+        expected = pod_env(containers[local.pod.replica_type], local.pod.index)
+        expected.pop("TF_CONFIG")
+        got = {k: v for k, v in local.env.items() if k not in ("TF_CONFIG", "TFGEN_POD_NAME",
+                                                                 "PYTHONUNBUFFERED")}
+        assert got == expected and got[INDEX_ENV] == str(local.pod.index), local.pod.name
+    assert runtimes.TFJOB.given_env(3) == {}

@@ -21,13 +21,13 @@ from tfgen.gate.documents.manifests import ManifestValidator, parse_manifest
 from tfgen.gate.helm.command import find_helm
 from tfgen.gate.objects import policy
 from tfgen.render.generated import dump_yaml
-from tfgen.render.values import build_values
 from tfgen.repo import naming, resources
 from tfgen.run import explain
 from tfgen.validate import validate_paths, validate_repo
 from tfgen.validate.config.load import load_config
 from tfgen.validate.experiment import sweep
 from tfgen.validate.experiments import check_file
+from tfgen.validate.rules.values import build_values
 
 SWEEP = REPO_ROOT / "experiments" / "lr-sweep.yaml"
 CHART = REPO_ROOT / "charts" / "tfjob-experiment"
@@ -97,7 +97,7 @@ def test_every_rendered_object_is_strictly_valid(rendered: dict[str, str]) -> No
     validator = ManifestValidator("1.30", resources.schema_dir())
     objects = parse_manifest(rendered["v4"])
     problems = [p for o in objects for p in validator.problems(o, "")]
-    problems += [p for o in objects for p in policy.job_problems(o, "")]
+    problems += [p for o in objects for p in policy.job_problems(o, "", "")]
     problems += policy.data_safety_problems(objects, "")
     jobs = [naming.job_name("lr-sweep", r.suffix) for r in sweep.runs(_values_spec())]
     problems += policy.run_job_problems(objects, jobs, "TFJob", "")

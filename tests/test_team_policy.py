@@ -169,3 +169,75 @@ def test_check_refuses_what_validate_refuses(repo: Path) -> None:
     result = CliRunner().invoke(main, ["check", "--root", str(repo)], catch_exceptions=False)
     assert result.exit_code == 1
     assert "policy.ml-team.maxGpusPerExperiment" in result.output
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["render", "--check"],
+                                     ["check", "--no-cache"], ["check"], ["list"]])
+def test_a_queued_run_holds_no_quota_in_any_command(repo: Path, command: list[str]) -> None:
+    """Kueue admits a queued run's GPUs against its ClusterQueue: every command leaves it out
+    of the namespace's gpuQuota, whether it judges the spec now or recalls its verdict."""
+    set_policy(repo, gpuQuota=8, queues=["gpu-team"])
+    edit_spec(repo, SPEC, lambda d: (d["spec"]["tensorboard"].update(
+        logDir="/mnt/nas/resnet-second/logs"), d["spec"].update(
+            runtime="jobset", queue="gpu-team"), d["spec"]["runPolicy"].pop("schedulingPolicy")),
+        new_name="resnet-second")  # 5 + 5 queued
+    if command != ["validate"]:
+        rendered = CliRunner().invoke(main, ["render", "--prune"], catch_exceptions=False)
+        assert rendered.exit_code == 0, rendered.output
+        git_init(repo)
+    for _ in range(2):  # the second run recalls what the first remembered
+        result = CliRunner().invoke(main, command, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert "gpuQuota" not in result.output
+    edit_spec(repo, "experiments/resnet-second.yaml", lambda d: d["spec"].update(queue=""))
+    result = CliRunner().invoke(main, command, catch_exceptions=False)
+    if command[0] != "list":  # unqueued, the same two are over the quota
+        assert result.exit_code == 1 and "is 8; holding them" in result.output, result.output
+
+
+# Kueue's webhook takes a queue or priority class name that is a DNS subdomain (its
+# ValidateLabelAsCRDName), and as a label value it has at most 63 characters.
+KUEUE_NAMES = [("gpu.team-a", True), ("a", True), ("q" * 63, True), ("a.b.c", True),
+               ("q" * 64, False), ("a..b", False), (".a", False), ("a.", False),
+               ("Gpu", False), ("gpu_team", False), ("-a", False)]
+
+
+@pytest.mark.parametrize(("name", "taken"), KUEUE_NAMES)
+def test_kueue_names_follow_kueues_rules(repo: Path, name: str, taken: bool) -> None:
+    """A queue and a priority class named as Kueue allows (a dot included) pass validate,
+    render and check, and reach the JobSet's labels; any other is refused at its line, in
+    the spec and in tfgen.yaml's policy."""
+    lines = set_policy(repo, queues=[name], priorities=[name])
+    edit_spec(repo, SPEC, lambda d: (d["spec"].update(runtime="jobset", queue=name,
+                                                      priority=name),
+                                     d["spec"]["runPolicy"].pop("schedulingPolicy")))
+    result = validate()
+    if not taken:
+        assert result.exit_code == 1
+        for key in ("queues", "priorities"):  # the item, on the line after its key
+            where = f"tfgen.yaml:{lines[key] + 1}:7: $.policy.ml-team.{key}[0]:"
+            assert where in result.output, result.output
+        return
+    assert result.exit_code == 0, result.output
+    rendered = CliRunner().invoke(main, ["render", "--prune"], catch_exceptions=False)
+    assert rendered.exit_code == 0, rendered.output
+    values = yaml.safe_load((repo / "argo/experiments/resnet-chief-eval/values.yaml").read_text())
+    assert values["kueue"] == {"queue": name, "priority": name}
+    git_init(repo)
+    checked = CliRunner().invoke(main, ["check", "--no-cache"], catch_exceptions=False)
+    assert checked.exit_code == 0, checked.output
+
+
+@pytest.mark.parametrize(("name", "taken"), KUEUE_NAMES)
+def test_a_spec_s_kueue_names_are_refused_at_their_lines(repo: Path, name: str,
+                                                         taken: bool) -> None:
+    set_policy(repo)  # any queue and priority class
+    edit_spec(repo, SPEC, lambda d: (d["spec"].update(runtime="jobset", queue=name,
+                                                      priority=name),
+                                     d["spec"]["runPolicy"].pop("schedulingPolicy")))
+    result = validate()
+    found = [line for line in result.output.splitlines()
+             if "$.spec.queue:" in line or "$.spec.priority:" in line]
+    assert (found == []) is taken, result.output
+    if not taken:
+        assert len(found) == 2 and all(line.startswith(f"{SPEC}:") for line in found), found

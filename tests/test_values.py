@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import mnist_spec, mnist_written
-from tfgen.render.values import build_values, env_var, resources
+from tfgen.validate.rules.values import build_values, env_var, resources
 from tfgen.validate.schema.defaults import apply_defaults
 
 CONTRACT_TOP_KEYS = [

@@ -1,7 +1,8 @@
 """A spec whose values file would pass the one-file limit (repo/files.py's MAX_BYTES) is refused
 by the validate stage at its sweep's line, before render writes anything: `validate`, `render`
-and `check` say the same; the measure is in UTF-8 bytes, is what render writes for the runs,
-and a hostile sweep is refused without being built."""
+and `check` say the same; the measure is in UTF-8 bytes, is exactly the file render writes
+(header and repository settings included: a file of the limit passes, one byte more is
+refused), and a hostile sweep is refused without being built."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from click.testing import CliRunner
 from helpers import REPO_ROOT, copy_repo_parts
 from tfgen.cli import main
 from tfgen.render.generated import dump_yaml
-from tfgen.render.values import build_values
 from tfgen.repo.files import MAX_BYTES
 from tfgen.validate.config.load import load_config
 from tfgen.validate.experiment import sweep
 from tfgen.validate.experiments import check_file
 from tfgen.validate.rules import valuesfile
+from tfgen.validate.rules.values import build_values
 
 FIXTURE = REPO_ROOT / "tests/fixtures/specs/invalid/sweep-values-too-large.yaml"
 MNIST = REPO_ROOT / "experiments/distributed-mnist.yaml"
@@ -143,11 +144,66 @@ def test_a_grid_of_ten_billion_runs_is_refused_by_its_run_count_at_once() -> Non
 
 
 def test_a_spec_without_sweep_is_refused_at_spec() -> None:
-    # A C1 control character: four bytes in the spec ("\x9f"), six in the values file.
-    text = _spec("big", {"parameters": {"p": ["a"]}}, ["--p=((p))", "\x9f" * 200_000])
-    text = text.replace("  sweep:\n    parameters:\n      p:\n      - a\n", "")
-    text = text.replace("- --p=((p))\n", "")
+    # A C1 control character: four bytes in the spec ("\x9f"), six in the values file; four
+    # args, each short enough for a process.
+    data = yaml.safe_load(_spec("big", {"parameters": {"p": ["a"]}}, ["\x9f" * 50_000] * 4))
+    data["spec"].pop("sweep")
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     assert len(text.encode("utf-8")) < MAX_BYTES
     found = _check(text)
-    assert len(found) == 1 and ":9:1: $.spec: this experiment makes a values file of about 1.2" \
+    assert len(found) == 1 and ":9:1: $.spec: this experiment makes a values file of 1,2" \
         in found[0], found
+
+
+
+def _written(repo: Path, name: str) -> int:
+    """The bytes of the values file `tfgen render` wrote for `name`."""
+    return len((repo / "argo" / "experiments" / name / "values.yaml").read_bytes())
+
+
+@pytest.mark.parametrize(("swept", "char", "domain"), [
+    (False, "é", ""), (True, "\x9f", "cluster.local"), (True, "𝄞", ""), (False, "a", "x.y")])
+def test_the_limit_is_exact_to_the_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        swept: bool, char: str, domain: str) -> None:
+    """A spec whose values file is exactly the limit passes validate, render writes exactly
+    that many bytes and check takes the file; one byte more is refused by validate at its
+    line, and render writes nothing. The header and the repository's settings count too."""
+    repo = copy_repo_parts(tmp_path / "repo")
+    config = repo / "tfgen.yaml"
+    config.write_text(config.read_text().replace('clusterDomain: ""', f'clusterDomain: "{domain}"'))
+    monkeypatch.chdir(repo)
+    name = "exact"
+    runs = [f"v{i}" for i in range(8)] if swept else ["a"]
+    # each run repeats the args: together under the limit by a few kilobytes, each arg short
+    # enough for a process (\x9f is written \u009f)
+    width = 6 if char == "\x9f" else len(char.encode())
+    size = (MAX_BYTES - 12_000) // (len(runs) + 1 if swept else 1)
+    chunks = -(-size // 100_000)
+    big = [char * (size // chunks // width)] * chunks
+
+    def render(note: str) -> tuple[list[str], int | None]:
+        data = yaml.safe_load(_spec(name, {"parameters": {"p": runs}}, ["--p=((p))", *big]))
+        if not swept:
+            data["spec"].pop("sweep")
+            data["spec"]["args"] = big
+        data["metadata"]["annotations"] = {"note": note}  # written once, one byte a character
+        (repo / "experiments" / f"{name}.yaml").write_text(
+            yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        result = CliRunner().invoke(main, ["render"], catch_exceptions=False)
+        sized = [line for line in result.output.splitlines() if "values file of" in line]
+        return sized, (_written(repo, name) if result.exit_code == 0 else None)
+
+    sized, written = render("z")
+    assert sized == [] and written is not None and written < MAX_BYTES
+    fill = "z" * (1 + MAX_BYTES - written)
+    sized, written = render(fill)
+    assert sized == [] and written == MAX_BYTES
+    if not swept and domain:
+        assert CliRunner().invoke(main, ["check", "--no-cache"],
+                                  catch_exceptions=False).exit_code == 0
+    sized, written = render(fill + "z")
+    assert written is None and len(sized) == 1, sized
+    assert (f"{'$.spec.sweep' if swept else '$.spec:'}" in sized[0]
+            and "the limit of one file is 1 MiB" in sized[0]), sized
+    if not swept:
+        assert f"values file of {MAX_BYTES + 1:,} bytes" in sized[0], sized

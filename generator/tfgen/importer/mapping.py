@@ -1,7 +1,7 @@
 """A training job with its claim, PV and TensorBoard Deployment -> an experiment spec.
 
-The reverse of `render.values`: the job's runtime and Kueue labels become `runtime`, `queue`
-and `priority`, the pod templates become roles and what every role shares
+The reverse of `validate/rules/values.py`: the job's runtime and Kueue labels become
+`runtime`, `queue` and `priority`, the pod templates become roles and what every role shares
 becomes the spec's own field (`pods`), the claim the pods mount becomes `storage` (the NAS
 behind it, or an existing claim when the input has no claim manifest), and a Deployment mounting
 the same claim becomes `tensorboard`. Every field used is marked on its manifest; everything

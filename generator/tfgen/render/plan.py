@@ -25,10 +25,10 @@ from ..repo import layout, naming
 from ..repo.inputs import Subset
 from ..repo.keys import content_hash
 from ..validate import Experiment, RepoConfig, load_config, validate_paths
+from ..validate.rules.values import repo_values
 from . import argo
 from .codeowners import Owned, codeowners_file
 from .generated import GeneratedFile, dump_yaml, is_generated
-from .values import build_values
 
 if TYPE_CHECKING:
     from .insync import Memory
@@ -116,12 +116,7 @@ def experiment_files(
 
     `config` gives the repository's choices the values carry (`networkPolicy`, the namespace's
     `policy`); without it, tfgen.yaml's defaults."""
-    if config is None:
-        values = build_values(experiment.data)
-    else:
-        values = build_values(experiment.data, config.network_policy,
-                              config.namespace_policy(experiment.namespace)["runAsNonRoot"],
-                              config.cluster_domain)
+    values = repo_values(experiment.data, config)  # what validate measured, to the byte
     meta = values["experiment"]
     values_path, _ = layout.generated_paths(meta["name"])
     return [

@@ -35,6 +35,18 @@ class Refused(InputError):
         self.hint = hint
 
 
+CHANGED_WHILE_READ = ("changed while tfgen was reading it (another tfgen writing it, or an "
+                      "editor saving it)")
+
+
+class Changed(Refused):
+    """A file that changed between tfgen looking at it and reading it: a race (another tfgen
+    render writing argo/, an editor saving), not a fault of the file: exit code 2, as for any
+    condition of the machine, and the next run reads it whole."""
+
+    exit_code = 2
+
+
 def too_large(size: int, limit: int = MAX_BYTES) -> str:
     """The refusal of a file of `size` bytes (one wording for every reader)."""
     mib = f" ({limit // 2**20} MiB)" if limit % 2**20 == 0 else ""
@@ -139,7 +151,7 @@ def _read_opened(fd: int, shown: str, looked: os.stat_result, limit: int) -> byt
     if (opened.st_dev, opened.st_ino, opened.st_ctime_ns) != (
             looked.st_dev, looked.st_ino, looked.st_ctime_ns) or _kind(
             opened.st_mode) is not None:
-        raise Refused(shown, "changed while tfgen was reading it", "run tfgen again")
+        raise Changed(shown, CHANGED_WHILE_READ, "run tfgen again")
     chunks: list[bytes] = []
     size = 0
     while size <= limit:

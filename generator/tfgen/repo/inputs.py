@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from . import layout
 from .cache import Cache
-from .files import Refused, read_input, resolve_input
+from .files import CHANGED_WHILE_READ, Changed, Refused, read_input, resolve_input
 from .keys import CacheKeys, content_hash, digest
 
 # Folders whose files a check reads (tfgen.yaml too); schemas/ is read by tfgen as package
@@ -61,8 +61,7 @@ class Files(Mapping[str, bytes]):
         path = self.root / rel
         data = read_input(path, layout.shown(path), self.root)
         if content_hash(data) != expected:
-            raise Refused(layout.shown(path), "changed while tfgen was reading it",
-                          "run tfgen again")
+            raise Changed(layout.shown(path), CHANGED_WHILE_READ, "run tfgen again")
         return data
 
     def __iter__(self) -> Iterator[str]:
@@ -192,7 +191,7 @@ class _Looking:
             data = read_input(path, rel, self.root, looked=looked)  # refuses what it must
         except Refused as exc:  # named as messages show paths only when it is refused
             if layout.experiment_of(rel) is None or rel.startswith(layout.ARGO_DIR):
-                raise Refused(layout.shown(path), exc.reason, exc.hint) from None
+                raise type(exc)(layout.shown(path), exc.reason, exc.hint) from None
             self.refused[rel] = exc.reason
             return
         self.hashed += 1

@@ -100,3 +100,20 @@ def kubernetes_schemas_package() -> Path:
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError("kubernetes_validate")
     return Path(spec.origin).resolve().parent
+
+
+def kubernetes_schema_root() -> Path:
+    """The folder of Kubernetes JSON schemas shipped inside the kubernetes-validate package."""
+    return kubernetes_schemas_package() / "kubernetes-json-schema"
+
+
+@cache
+def kubernetes_versions(root: Path | None = None) -> tuple[str, ...]:
+    """The Kubernetes minor versions (`1.30`) whose schemas are available, oldest first: the
+    versions tfgen knows (tfgen.yaml's kubernetesVersion is one of them)."""
+    found = set()
+    for entry in (root or kubernetes_schema_root()).iterdir():
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
+        if match:
+            found.add((int(match.group(1)), int(match.group(2))))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))

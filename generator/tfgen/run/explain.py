@@ -20,11 +20,11 @@ from ..gate.documents.manifests import ManifestValidator, parse_manifest
 from ..gate.helm import command as helm
 from ..problems import Problem, errors_of, tally
 from ..render.generated import dump_yaml
-from ..render.values import build_values
 from ..repo import chart, layout, naming, resources, runtimes
 from ..repo.runtimes import tfconfig
 from ..validate import validate_repo
 from ..validate.experiment import sweep
+from ..validate.rules.values import build_values
 from ..words import counted
 
 

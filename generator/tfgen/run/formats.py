@@ -156,14 +156,39 @@ def as_text(explanation: Explanation) -> str:
         return "\n".join(lines)
     lines.append(f"TF_CONFIG {runtime.tf_config_by} in each pod (use --format json for the "
                  "exact strings):")
-    for p in pods:
-        lines += ["", f"{pod_name(explanation, p)}:"]
-        lines += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
+    lines += _tf_configs_text(explanation, pods)
     advice = tensorflow_notes(explanation)
     if advice:
         lines += ["", "Notes for the training program:"]
         lines += [f"- {note}" for note in advice]
     return "\n".join(lines)
+
+
+def _tf_configs_text(explanation: Explanation, pods: Sequence[Pod]) -> list[str]:
+    """Each pod's TF_CONFIG, of a size linear in the pods: the cluster every pod shares is
+    printed once, in the first pod's TF_CONFIG, then each pod's task (two thousand pods would
+    otherwise print the cluster two thousand times: hundreds of MB). A TFJob with
+    enableDynamicWorker gives each pod another cluster: each is printed whole. Pods are named
+    as the cluster names them."""
+    names = [pod_name(explanation, p) for p in pods]
+    first = pods[0]
+    shared = first.cluster is not None and all(
+        not p.dynamic_worker and (p.cluster is first.cluster or p.cluster == first.cluster)
+        for p in pods)
+    if not shared:
+        out: list[str] = []
+        for name, p in zip(names, pods, strict=True):
+            out += ["", f"{name}:"]
+            out += ["  " + line for line in pretty_tf_config(p.tf_config or "null")]
+        return out
+    out = ["", f"{names[0]}'s, whose cluster every pod shares:"]
+    out += ["  " + line for line in pretty_tf_config(first.tf_config or "null")]
+    out += ["", "and each pod's own task:"]
+    width = max(map(len, names))
+    out += [f"  {name.ljust(width)}  \"task\": "
+            f"{json.dumps({'type': p.task_type, 'index': p.index})}"
+            for name, p in zip(names, pods, strict=True)]
+    return out
 
 
 def tensorflow_notes(explanation: Explanation) -> list[str]:

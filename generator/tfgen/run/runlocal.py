@@ -22,13 +22,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem, InputError, OptionsError
-from ..repo import layout, naming
+from ..repo import layout, naming, runtimes
 from ..repo.runtimes import tfconfig
 from ..words import counted
 from . import processes
@@ -82,6 +82,8 @@ class PodRunOptions:
     keep_args: bool = False
     timeout: float | None = None
     tensorboard_logdir: str | None = None
+    # the env the runtime's controllers give the pod at an index (`Runtime.given_env`)
+    given_env: Callable[[int], Mapping[str, str]] | None = None
     poll_seconds: float = 0.1
 
 
@@ -139,15 +141,17 @@ def plan(
     pods: Sequence[tfconfig.Pod],
     local_pods: Sequence[tfconfig.Pod],
     volume: LocalVolume,
+    options: PodRunOptions | None = None,
     *,
-    command: Sequence[str] | None = None,
-    keep_args: bool = False,
     base_env: Mapping[str, str] | None = None,
 ) -> tuple[list[LocalPod], list[str]]:
     """What each local process runs: argv, environment and working directory, plus notes.
 
-    `command` replaces the pod's command and args (the spec's args are usually written for
-    the image's program, not the local one), or only its command with `keep_args`."""
+    `options.command` replaces the pod's command and args (the spec's args are usually written
+    for the image's program, not the local one), or only its command with `keep_args`;
+    `options.given_env(index)` is what the runtime's controllers give the pod besides
+    TF_CONFIG."""
+    options = options or PodRunOptions()
     notes: list[str] = []
     env_base = dict(os.environ if base_env is None else base_env)
     env_base.pop("TF_CONFIG", None)
@@ -155,8 +159,9 @@ def plan(
     out: list[LocalPod] = []
     skipped: set[str] = set()
     for pod, local in zip(pods, local_pods, strict=True):
-        argv = _argv(pod, volume, command, keep_args)
+        argv = _argv(pod, volume, options.command, options.keep_args)
         env = dict(env_base)
+        env.update(options.given_env(pod.index) if options.given_env is not None else {})
         for var in pod.env:
             name = str(var.get("name", ""))
             if "value" in var:
@@ -221,8 +226,7 @@ def run_pods(
     if not pods:
         raise InputError("the TFJob has no pods to run")
     Path(volume.data_dir).mkdir(parents=True, exist_ok=True)
-    planned, notes = plan(pods, _on_local_ports(pods, tfjob), volume,
-                          command=options.command, keep_args=options.keep_args)
+    planned, notes = plan(pods, _on_local_ports(pods, tfjob), volume, options)
     leader = leader_of(pods)
     width = max(len(p.name) for p in pods)
     lock, stop = threading.Lock(), processes.StopRequest()
@@ -392,5 +396,6 @@ def run_local(
             keep_args=options.keep_args,
             timeout=timeout,
             tensorboard_logdir=logdir,
+            given_env=runtimes.by_name(explanation.runtime).given_env,
         ),
     )

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import TfgenError
 from ..problems import Problem, errors_of, tally, warnings_of
 from ..repo import layout
+from ..repo.files import CHANGED_WHILE_READ, Changed
 from ..words import counted
 from .across.names import repo_problems
 from .across.objectnames import name_clash_problems
@@ -27,7 +27,7 @@ from .config.load import RepoConfig, load_config
 from .experiment import sweep
 from .experiment.checked import across_files, lookup
 from .policy import pods, team
-from .rules import capacity, runtime, valuesfile
+from .rules import capacity, process, runtime, valuesfile
 from .rules.spec import Checked, semantic_problems
 from .schema.defaults import apply_defaults, merge_defaults
 from .schema.validator import schema_check
@@ -179,7 +179,10 @@ def check_file(
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
     # The values file is measured only on a spec the schema accepts (its runs are built as
     # render builds them); a sweep too large to write is not then judged run by run.
-    too_large = [] if problems else valuesfile.size_problems(checked, config.max_runs)
+    too_large = [] if problems else valuesfile.size_problems(checked, config)
+    too_long = [] if problems else process.process_problems(
+        checked, config.cluster_domain,
+        each_run=not too_large and sweep.run_count(checked.data["spec"]) <= config.max_runs)
     problems += (semantic_problems(checked, config.namespaces,
                                      config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
@@ -187,7 +190,7 @@ def check_file(
                  + pods.pod_level_problems(checked, config)
                  + runtime.runtime_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs, each_run=not too_large)
-                 + too_large)
+                 + too_large + too_long)
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
 
@@ -295,7 +298,7 @@ def _recalled_data(
     if data is None:
         checked, problems = check_file(path, shown, read(), config)
         if checked is None or errors_of(problems):
-            raise TfgenError(f"{shown}: changed while tfgen was reading it; run tfgen again")
+            raise Changed(shown, CHANGED_WHILE_READ, "run tfgen again")
         data = checked.data
     return data
 

@@ -181,27 +181,11 @@ def json_pointer(path: Iterable[Any]) -> str:
     return out
 
 
-def kubernetes_schema_root() -> Path:
-    """The folder of Kubernetes JSON schemas shipped inside the kubernetes-validate package."""
-    return resources.kubernetes_schemas_package() / "kubernetes-json-schema"
-
-
-def supported_versions(root: Path | None = None) -> list[str]:
-    """Kubernetes minor versions (`1.30`) whose schemas are available."""
-    root = root or kubernetes_schema_root()
-    found = set()
-    for entry in root.iterdir():
-        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
-        if match:
-            found.add((int(match.group(1)), int(match.group(2))))
-    return [f"{major}.{minor}" for major, minor in sorted(found)]
-
-
 def schema_dir_for(kube_version: str, root: Path | None = None) -> Path:
     """The strict schema folder for a Kubernetes version (`1.30` or `v1.30.2`)."""
-    root = root or kubernetes_schema_root()
+    root = root or resources.kubernetes_schema_root()
     match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", kube_version.strip())
-    versions = supported_versions(root)
+    versions = resources.kubernetes_versions(root)
     if not match:
         raise InputError(
             f"kubernetesVersion {kube_version!r} is not a version (write it like \"1.30\")"

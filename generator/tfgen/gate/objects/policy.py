@@ -83,8 +83,9 @@ def _workload_pod_spec(kind: str, spec: dict[str, Any]) -> tuple[str, Any]:
 
 # --- the training job ------------------------------------------------------------------------
 
-def job_problems(obj: RenderedObject, path: str) -> list[Problem]:
-    """Its runtime's rules for a training job (a TFJob, a JobSet); none for other objects."""
+def job_problems(obj: RenderedObject, path: str, cluster_domain: str) -> list[Problem]:
+    """Its runtime's rules for a training job (a TFJob, a JobSet); none for other objects.
+    `cluster_domain`: tfgen.yaml's `clusterDomain`."""
     runtime = runtimes.of_object(obj.api_version, obj.kind)
     if runtime is None:
         return []
@@ -94,7 +95,7 @@ def job_problems(obj: RenderedObject, path: str) -> list[Problem]:
                                f"{obj.kind} name {obj.name!r} is not a DNS-1035 label",
                                "lower-case letters, digits and '-', starting with a letter"))
     return out + [obj.problem(path, found.pointer, found.message, found.hint)
-                  for found in runtime.job_problems(obj.doc)]
+                  for found in runtime.job_problems(obj.doc, cluster_domain)]
 
 
 # --- Pod Security Standards ------------------------------------------------------------------

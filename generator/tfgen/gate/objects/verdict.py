@@ -139,7 +139,13 @@ class Judge:
         if self.config is not None:
             policies = {ns: self.pod_security(ns) for ns in sorted(self.config.data["policy"])}
         return json.dumps({"projects": {n: asdict(p) for n, p in sorted(self.projects.items())},
-                           "podSecurity": policies}, sort_keys=True)
+                           "podSecurity": policies, "clusterDomain": self.cluster_domain},
+                          sort_keys=True)
+
+    @property
+    def cluster_domain(self) -> str:
+        """tfgen.yaml's `clusterDomain`: the domain every TF_CONFIG address ends with."""
+        return self.config.cluster_domain if self.config is not None else ""
 
     def verdict(self, app: ResolvedApplication, objects: Sequence[RenderedObject],
                 values: dict[str, Any] | None = None) -> ObjectsVerdict:
@@ -148,7 +154,7 @@ class Judge:
         for obj in objects:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
-            found += policy.job_problems(obj, "")
+            found += policy.job_problems(obj, "", self.cluster_domain)
         values = app_values(app) if values is None else values
         found += policy.run_job_problems(objects, expected_jobs(app, values),
                                          runtimes.of_values(values).kind, "")

@@ -51,12 +51,29 @@ def resolve(repo: Path, ref: str) -> str:
                                  "compares with a revision of one; clone it, or leave --base out)")
     result = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if result.returncode != 0:
+        kind = _object_type(repo, ref)
+        if kind is not None:  # an object, but no commit: a tree or a blob (or a tag of one)
+            raise OptionsError(f"--base {ref}: names a {kind}, not a commit; --base compares "
+                               "with the commit the change is based on (e.g. --base "
+                               "origin/main)")
         # exit 2: the machine lacks the revision (not fetched), nothing in the repo is wrong
         raise EnvironmentProblem(
             f"--base {ref}: no such commit in {repo} (fetch it first, e.g. "
             f"`git fetch origin {ref.removeprefix('origin/')}`)"
         )
     return result.stdout.strip()
+
+
+def _object_type(repo: Path, ref: str) -> str | None:
+    """The type of the object `ref` names after peeling tags (tree, blob), None when it names
+    none in this clone."""
+    found = _git(repo, "rev-parse", "--verify", "--quiet", ref)
+    if found.returncode != 0:
+        return None
+    # peeled from the object id: `<rev>:<path>^{}` would read `^{}` as part of the path
+    peeled = _git(repo, "rev-parse", "--verify", "--quiet", f"{found.stdout.strip()}^{{}}")
+    kind = _git(repo, "cat-file", "-t", peeled.stdout.strip()) if peeled.returncode == 0 else None
+    return kind.stdout.strip() or None if kind is not None and kind.returncode == 0 else None
 
 
 def export_tree(repo: Path, ref: str, dest: Path) -> Path:

@@ -23,6 +23,23 @@ CONTAINER = "tensorflow"
 # The port of every TensorFlow task (the training operator's default, `tfjob-port`).
 PORT_NAME = "tfjob-port"
 PORT = 2222
+# The env var that holds a task's TensorFlow cluster and its place in it.
+TF_CONFIG_ENV = "TF_CONFIG"
+# Linux refuses to start a process given any one argument or environment string ("NAME=value")
+# longer than this, its closing NUL byte included (MAX_ARG_STRLEN, 32 pages: execve fails with
+# E2BIG, "Argument list too long"): the container never starts, whatever the API server took.
+MAX_ARG_STRLEN = 131_072
+
+
+def exec_bytes(text: str) -> int:
+    """The bytes one argument or environment string takes in execve, its NUL included (a lone
+    surrogate, which a YAML escape can make, counts as the UTF-8 the writer escapes it to)."""
+    return len(text.encode("utf-8", "surrogatepass")) + 1
+
+
+def env_bytes(name: str, value: str) -> int:
+    """The bytes the environment string `name=value` takes in execve."""
+    return exec_bytes(f"{name}={value}")
 
 
 @dataclass(frozen=True)
@@ -112,15 +129,22 @@ class Runtime(ABC):
         """What the runtime's controller refuses of the job's shape (its roles, their counts)."""
 
     @abstractmethod
-    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
-        """Where the job's pods would not get the TF_CONFIG the training operator gives them."""
+    def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
+        """Where the job's pods would not get the TF_CONFIG the training operator gives them
+        (running with tfgen.yaml's `clusterDomain` as its CUSTOM_CLUSTER_DOMAIN)."""
 
-    def job_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
-        """Every problem of a rendered job: its shape, its training container, TF_CONFIG, TTL."""
+    def given_env(self, index: int) -> dict[str, str]:
+        """The env vars the runtime's controllers give the pod of a role at `index`, besides
+        TF_CONFIG (run-local gives its processes the same)."""
+        return {}
+
+    def job_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
+        """Every problem of a rendered job: its shape, its training container, TF_CONFIG, TTL.
+        `cluster_domain`: tfgen.yaml's `clusterDomain`."""
         out = self.shape_problems(job)
         for template in self.pod_templates(job):
             out += _container_problems(template)
-        out += self.tf_config_problems(job)
+        out += self.tf_config_problems(job, cluster_domain)
         node: Any = job
         for key in self.ttl_keys:
             node = node.get(key) if isinstance(node, Mapping) else None
@@ -181,7 +205,8 @@ class Runtime(ABC):
 
 
 def _container_problems(template: PodTemplate) -> list[JobProblem]:
-    """The training container is there by its name, and every container has an image."""
+    """The training container is there by its name, every container has an image, and no
+    container is given a string longer than a process takes."""
     pod = template.spec or {}
     where = f"{template.pointer}.spec.containers"
     containers = [c for c in listed(pod.get("containers")) if isinstance(c, Mapping)]
@@ -192,7 +217,50 @@ def _container_problems(template: PodTemplate) -> list[JobProblem]:
     return [JobProblem(f"{where}[{index}].image",
                        f"container {container.get('name', '')!r} has no image",
                        "give every container an image")
-            for index, container in enumerate(containers) if not container.get("image")]
+            for index, container in enumerate(containers) if not container.get("image")
+            ] + _exec_string_problems(template)
+
+
+def _exec_string_problems(template: PodTemplate) -> list[JobProblem]:
+    """Each command, args and env string of every container within MAX_ARG_STRLEN. TF_CONFIG
+    is the runtime's to measure (tf_config_problems): a JobSet's is written with a variable
+    the kubelet expands."""
+    pod = template.spec or {}
+    out = []
+    for kind in ("initContainers", "containers"):
+        for index, container in enumerate(listed(pod.get(kind))):
+            if not isinstance(container, Mapping):
+                continue
+            where = f"{template.pointer}.spec.{kind}[{index}]"
+            for field in ("command", "args"):
+                for at, text in enumerate(listed(container.get(field))):
+                    if isinstance(text, str) and exec_bytes(text) > MAX_ARG_STRLEN:
+                        out.append(too_long(f"{where}.{field}[{at}]", f"this {field} string",
+                                            exec_bytes(text)))
+            for at, entry in enumerate(listed(container.get("env"))):
+                if not isinstance(entry, Mapping) or entry.get("name") == TF_CONFIG_ENV:
+                    continue
+                name, value = entry.get("name"), entry.get("value")
+                if isinstance(name, str) and isinstance(value, str) and (
+                        env_bytes(name, value) > MAX_ARG_STRLEN):
+                    out.append(too_long(f"{where}.env[{at}].value", f"env {name}={{value}}",
+                                        env_bytes(name, value)))
+    return out
+
+
+def too_long(pointer: str, what: str, size: int) -> JobProblem:
+    """A string a process cannot be given, at `pointer`."""
+    return JobProblem(pointer, too_long_message(what, size), TOO_LONG_HINT)
+
+
+def too_long_message(what: str, size: int) -> str:
+    """What is wrong with a string of `size` execve bytes (its NUL included) over the limit."""
+    return (f"{what} is {size - 1:,} bytes; Linux gives a process at most "
+            f"{MAX_ARG_STRLEN - 1:,} bytes per argument or environment string (MAX_ARG_STRLEN, "
+            f"{MAX_ARG_STRLEN:,} with the closing NUL), so the container would never start")
+
+
+TOO_LONG_HINT = "pass large data in a file on the volume or in a ConfigMap"
 
 
 def env_entries(template: PodTemplate) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -21,6 +21,9 @@ INDEX_ENV = "JOB_COMPLETION_INDEX"
 POD_NAME_RANDOM = "-xxxxx"
 # A Job's successPolicy (succeededIndexes) is GA from this Kubernetes minor version.
 JOB_SUCCESS_POLICY_SINCE = (1, 33)
+# A Job's podFailurePolicy (what the chart makes of restartPolicy ExitCode) is on by default
+# from this minor version (beta; alpha and off in 1.25, where the API server drops the field).
+JOB_POD_FAILURE_POLICY_SINCE = (1, 26)
 
 
 def expand(value: str, declared: Mapping[str, str]) -> str:

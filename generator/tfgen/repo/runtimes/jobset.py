@@ -15,6 +15,7 @@ from .. import naming
 from . import tfconfig
 from .base import (
     CONTAINER,
+    TF_CONFIG_ENV,
     JobProblem,
     PodTemplate,
     Refusal,
@@ -24,7 +25,13 @@ from .base import (
 )
 from .changes import LiveChange
 from .imported import ImportedJob, JobSource
-from .indexedjob import INDEX_ENV, JOB_SUCCESS_POLICY_SINCE, POD_NAME_RANDOM, pod_env
+from .indexedjob import (
+    INDEX_ENV,
+    JOB_POD_FAILURE_POLICY_SINCE,
+    JOB_SUCCESS_POLICY_SINCE,
+    POD_NAME_RANDOM,
+    pod_env,
+)
 from .jobset_import import read_jobset
 from .tfjob import TFJOB
 
@@ -40,7 +47,7 @@ MUTABLE = ("suspend",)
 
 # The env the chart writes for the runtime, which the operator's TFJob does not have (it
 # injects TF_CONFIG itself, and has no completion index).
-RUNTIME_ENV = (INDEX_ENV, "TF_CONFIG")
+RUNTIME_ENV = (INDEX_ENV, TF_CONFIG_ENV)
 
 
 def _operator_template(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,21 +89,21 @@ def _replicated_problems(where: str, replicated: Any) -> list[JobProblem]:
             if failed]
 
 
-def _task_problems(template: PodTemplate,
-                   expected: Mapping[tuple[str, int], str | None]) -> list[JobProblem]:
-    """The first task of the template's role whose TF_CONFIG is not the operator's."""
-    pod = template.spec or {}
-    containers = listed(pod.get("containers"))
+def _task_problems(template: PodTemplate, pods: list[tfconfig.Pod]) -> list[JobProblem]:
+    """The first task of the template's role (`pods`, the operator's) whose TF_CONFIG is not
+    the operator's. Each pod's is made when compared: a job of two thousand pods would
+    otherwise hold two thousand copies of its cluster."""
+    containers = listed((template.spec or {}).get("containers"))
     index = next((i for i, c in enumerate(containers)
                   if isinstance(c, Mapping) and c.get("name") == CONTAINER), None)
     if index is None:
         return []  # said by the container rule
-    for (rtype, task), tf_config in sorted(expected.items()):
-        got = pod_env(containers[index], task).get("TF_CONFIG")
-        if rtype == template.replica_type and got != tf_config:
+    for task in pods:
+        got, tf_config = pod_env(containers[index], task.index).get(TF_CONFIG_ENV), task.tf_config
+        if got != tf_config:
             return [JobProblem(f"{template.pointer}.spec.containers[{index}].env",
-                               f"{rtype} {task} would see TF_CONFIG {got!r}; the training "
-                               f"operator gives it {tf_config!r}",
+                               f"{task.replica_type} {task.index} would see TF_CONFIG {got!r}; "
+                               f"the training operator gives it {tf_config!r}",
                                "leave TF_CONFIG to tfgen's chart")]
     return []
 
@@ -171,20 +178,27 @@ class JobSetRuntime(Runtime):
             out += _replicated_problems(f"$.spec.replicatedJobs[{index}]", replicated)
         return out
 
-    def tf_config_problems(self, job: Mapping[str, Any]) -> list[JobProblem]:
+    def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
         """Each pod's TF_CONFIG, expanded as the kubelet expands it for the pod's index, must
-        be the operator's for the TFJob this JobSet stands for."""
+        be the operator's for the TFJob this JobSet stands for, with the same domain, and
+        within what a process can be given."""
         try:
-            expected = {(pod.replica_type, pod.index): pod.tf_config
-                        for pod in tfconfig.pods(self.as_tfjob(job))}
+            pods = tfconfig.pods(self.as_tfjob(job), cluster_domain)
         except (InputError, AttributeError, TypeError, ValueError):
             # a shape the operator refuses (shape_problems says why), or nodes of types the
             # JobSet's schema refuses (its problems say why): no cluster to compare with
             return []
-        out = []
+        out = tfconfig.tf_config_size_problems(self.as_tfjob(job), cluster_domain,
+                                               "$.spec.replicatedJobs")
         for template in self.pod_templates(job):
-            out += _task_problems(template, expected)
+            out += _task_problems(template, [p for p in pods
+                                             if p.replica_type == template.replica_type])
         return out
+
+    def given_env(self, index: int) -> dict[str, str]:
+        # the Job controller gives every pod of an Indexed Job its completion index (and the
+        # chart declares it from the pod's annotation, first)
+        return {INDEX_ENV: str(index)}
 
     def pod_name(self, run: str, role: str, index: int) -> str:
         # `<jobset>-<replicated job>-<job index>-<pod index>-xxxxx`, one Job per role
@@ -196,6 +210,9 @@ class JobSetRuntime(Runtime):
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         out = [_always(role, name) for name, role in _roles(spec)
                if _field(role, "restartPolicy") == "Always"]
+        out += [_exit_code(name, kubernetes_version) for name, role in _roles(spec)
+                if _field(role, "restartPolicy") == "ExitCode"
+                and _version(kubernetes_version) < JOB_POD_FAILURE_POLICY_SINCE]
         clean = _field(spec, "runPolicy", "cleanPodPolicy")
         if clean not in (None, "Running"):
             out.append(Refusal(("spec", "runPolicy", "cleanPodPolicy"),
@@ -246,6 +263,16 @@ def _always(role: Mapping[str, Any], name: str) -> Refusal:
     return Refusal(("spec", "roles", name, "restartPolicy"),
                    "restartPolicy Always is not possible in a Job: its pods must end",
                    "OnFailure (restart in place), Never, ExitCode, or runtime: tfjob")
+
+
+def _exit_code(name: str, kubernetes_version: str) -> Refusal:
+    since = ".".join(map(str, JOB_POD_FAILURE_POLICY_SINCE))
+    return Refusal(("spec", "roles", name, "restartPolicy"),
+                   "restartPolicy ExitCode is the Job podFailurePolicy on runtime jobset, on by "
+                   f"default from Kubernetes {since} (alpha and off before: the API server "
+                   f"drops it, and every failure fails the run); tfgen.yaml's "
+                   f"kubernetesVersion is {kubernetes_version}",
+                   "OnFailure or Never, raise kubernetesVersion, or runtime: tfjob")
 
 
 def _worker_zero(spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:

@@ -1,7 +1,7 @@
 """What tfgen.yaml's schema cannot say: no experiment namespace of the platform's own, every
-registry policy entry a registry or repository prefix, the revision Argo CD follows a name git
-takes. Each problem at its line in tfgen.yaml; `tfgen init` runs the same rules on the file it
-is about to write."""
+registry policy entry a registry or repository prefix, a Kubernetes version tfgen has the
+schemas of, the revision Argo CD follows a name git takes. Each problem at its line in
+tfgen.yaml; `tfgen init` runs the same rules on the file it is about to write."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...problems import Problem
-from ...repo import images, naming
+from ...repo import images, naming, resources
 from ..schema.messages import shown
 from ..yaml.document import Document, PointerParts, pointer_text
 
@@ -62,6 +62,13 @@ def config_rules(data: dict[str, Any]) -> Iterator[tuple[PointerParts, str, str]
         except images.ImageError as exc:
             yield (parts, f"{shown(str(entry))} is not a registry or repository prefix: "
                    f"{exc.message}", "a registry host, then optionally repository path parts")
+    version = data.get("kubernetesVersion")
+    known = resources.kubernetes_versions()
+    if isinstance(version, str) and known and version not in known:
+        yield (("kubernetesVersion",), f"Kubernetes {shown(version)} is not a version tfgen "
+               f"knows: its schemas (kubernetes-validate) cover {known[0]} to {known[-1]}",
+               "pick one of those, or upgrade kubernetes-validate: "
+               "`python -m pip install --upgrade kubernetes-validate`")
     revision = argocd.get("targetRevision")
     why = naming.ref_name_problem(revision) if isinstance(revision, str) else None
     if why:

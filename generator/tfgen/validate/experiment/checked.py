@@ -14,12 +14,13 @@ from ..yaml.document import Document, Locator, PointerParts
 from ..yaml.loader import load_bytes
 
 # What the rules across files read of an experiment (unique names and volumes, log
-# directories, object names, GPU quotas: across/, policy/team.quota_problems), as paths into
-# its data ("*": every key of a mapping). A remembered verdict brings back these parts only:
-# ten thousand whole specs cost more to recall than to judge.
+# directories, object names, GPU quotas: across/, policy/team.quota_problems and what its
+# holds_quota reads), as paths into its data ("*": every key of a mapping). A remembered
+# verdict brings back these parts only: ten thousand whole specs cost more to recall than to
+# judge.
 ACROSS_FILES: tuple[tuple[str, ...], ...] = (
     ("metadata", "name"), ("metadata", "namespace"),
-    ("spec", "lifecycle"), ("spec", "runPolicy", "suspend"), ("spec", "sweep"),
+    ("spec", "lifecycle"), ("spec", "runPolicy", "suspend"), ("spec", "queue"), ("spec", "sweep"),
     ("spec", "storage"), ("spec", "tensorboard", "logDir"), ("spec", "tensorboard", "enabled"),
     ("spec", "roles", "*", "replicas"), ("spec", "roles", "*", "gpus"),
 )

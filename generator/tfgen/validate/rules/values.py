@@ -8,21 +8,74 @@ exactly what will run, and a reviewer never has to know the chart's defaults. An
 field that is absent becomes the chart's "not set" (an empty string, list or map, or null).
 The result is built in a fixed key order and user maps are sorted, so the same spec always
 gives the same bytes once dumped.
+
+It lives in the validate stage, below render, so that `valuesfile` measures the very file
+render will write (`repo_values`, what render calls) before anything is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..repo import naming
-from ..validate.config.load import builtin_data
-from ..validate.experiment import sweep
-from ..validate.rules import valuesfile
-from ..validate.rules.valuesfile import env_list, env_var
-from ..validate.schema.defaults import object_defaults
+from ...repo import naming
+from ..config.load import RepoConfig, builtin_data
+from ..experiment import sweep
+from ..schema.defaults import object_defaults
 
-__all__ = ["build_values", "env_list", "env_var", "resources"]
+__all__ = ["build_values", "env_list", "env_var", "repo_values", "resources", "run_values"]
+
+
+def env_var(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One spec env entry -> a Kubernetes EnvVar (`value` or `valueFrom.<kind>KeyRef`)."""
+    out: dict[str, Any] = {"name": entry["name"]}
+    if "value" in entry:
+        out["value"] = str(entry["value"])
+        return out
+    for ref in ("secretKeyRef", "configMapKeyRef"):
+        if ref in entry:
+            source = entry[ref]
+            selector: dict[str, Any] = {"name": source["name"], "key": source["key"]}
+            if "optional" in source:
+                selector["optional"] = bool(source["optional"])
+            out["valueFrom"] = {ref: selector}
+            return out
+    # The schema requires exactly one source; an entry without any is an empty value, which
+    # is what Kubernetes does with a bare `name` too.
+    out["value"] = ""
+    return out
+
+
+def env_list(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Spec env list -> Kubernetes EnvVar list, order kept (later entries may use earlier ones)."""
+    return [env_var(entry) for entry in entries]
+
+
+def run_values(spec: dict[str, Any], name: str, logs: str, run: sweep.Run) -> dict[str, Any]:
+    """One run of a sweep as the chart ranges over it: every placeholder replaced here, so Helm
+    only ever sees literal text. `logs` is the TensorBoard log directory the values give."""
+    own = sweep.run_spec(spec, name, run)
+    return {
+        "name": naming.job_name(name, run.suffix),
+        "suffix": run.suffix,
+        "logDir": sweep.run_log_dir(logs, run),
+        "args": list(own["args"]),
+        "env": env_list(own["env"]),
+        # only the roles with args or env of their own; the others take the run's
+        "roles": {
+            role: {"args": list(own["roles"][role].get("args", [])),
+                   "env": env_list(own["roles"][role]["env"])}
+            for role in naming.ROLES
+            if own["roles"].get(role, {}).get("args") or own["roles"].get(role, {}).get("env")
+        },
+    }
+
+
+def tensorboard_log_dir(tensorboard: Mapping[str, Any], mount_path: str) -> str:
+    """The log directory the values give TensorBoard, under which each run has its own. A
+    disabled TensorBoard may have no logDir; the chart still wants an absolute path, so it gets
+    the conventional one (unused while disabled) rather than an invalid ""."""
+    return tensorboard.get("logDir") or f"{mount_path.rstrip('/')}/logs"
 
 
 def _sorted_map(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,7 +165,7 @@ def _tensorboard(tb: Mapping[str, Any], mount_path: str) -> dict[str, Any]:
         "enabled": tb["enabled"],
         "keep": tb["keep"],
         "image": tb["image"],
-        "logDir": valuesfile.tensorboard_log_dir(tb, mount_path),
+        "logDir": tensorboard_log_dir(tb, mount_path),
         "reloadInterval": tb["reloadInterval"],
         "resources": _tensorboard_resources(tb["cpu"], tb["memory"]),
         "service": {"type": service["type"], "port": service["port"]},
@@ -143,9 +196,27 @@ def _network_policy(block: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _runs(name: str, spec: Mapping[str, Any], logs: str) -> list[dict[str, Any]]:
-    """A sweep's runs as the chart ranges over them (built where the validate stage measures
-    them against the one-file limit)."""
-    return [valuesfile.run_values(dict(spec), name, logs, run) for run in sweep.runs(dict(spec))]
+    """A sweep's runs as the chart ranges over them."""
+    return [run_values(dict(spec), name, logs, run) for run in sweep.runs(dict(spec))]
+
+
+# The key of a sweep's runs in the values: `valuesfile` measures them one by one instead of
+# building them all (a hostile grid would not fit in memory).
+RUNS_KEY = "runs"
+
+
+def repo_values(experiment: Mapping[str, Any], config: RepoConfig | None, *,
+                runs: bool = True) -> dict[str, Any]:
+    """The values render writes for a validated experiment in this repository: tfgen.yaml's
+    choices the values carry (`networkPolicy`, the namespace's `runAsNonRoot`,
+    `clusterDomain`); without `config`, tfgen.yaml's defaults. `runs=False`: without a sweep's
+    runs."""
+    if config is None:
+        return build_values(experiment, runs=runs)
+    namespace = str(experiment["metadata"]["namespace"])
+    return build_values(experiment, config.network_policy,
+                        config.namespace_policy(namespace)["runAsNonRoot"],
+                        config.cluster_domain, runs=runs)
 
 
 def build_values(
@@ -153,6 +224,8 @@ def build_values(
     network_policy: Mapping[str, Any] | None = None,
     run_as_non_root: bool = False,
     cluster_domain: str = "",
+    *,
+    runs: bool = True,
 ) -> dict[str, Any]:
     """A validated experiment document (apiVersion/kind/metadata/spec) -> chart values.
 
@@ -160,7 +233,7 @@ def build_values(
     spec's: whoever writes a spec must not be able to open the job's ports); None means the
     schema's defaults. `run_as_non_root` is the namespace's policy in tfgen.yaml asking for
     non-root training pods. `cluster_domain` is tfgen.yaml's `clusterDomain`, the DNS domain
-    the runtime jobset's TF_CONFIG addresses end in.
+    the runtime jobset's TF_CONFIG addresses end in. `runs=False` leaves a sweep's runs out.
     """
     metadata, spec = experiment["metadata"], experiment["spec"]
     roles = spec["roles"]
@@ -188,8 +261,8 @@ def build_values(
         "env": env_list(spec["env"]),
         "roles": {name: _role(roles[name]) for name in naming.ROLES if name in roles},
         # Only a sweep has runs: a spec without one keeps the values (and objects) it had.
-        **({"runs": _runs(metadata["name"], spec, tensorboard["logDir"])}
-           if sweep.has_sweep(spec) else {}),
+        **({RUNS_KEY: _runs(metadata["name"], spec, tensorboard["logDir"])}
+           if runs and sweep.has_sweep(spec) else {}),
         "storage": _storage(spec["storage"]),
         "tensorboard": tensorboard,
         "runPolicy": _run_policy(spec["runPolicy"]),
