@@ -21,12 +21,12 @@ from typing import Any
 from ..errors import OptionsError, ProblemsFound, TfgenError
 from ..gate.helm.command import find_helm
 from ..problems import Problem, errors_of, warnings_of
-from ..render.values import build_values
 from ..repo import chart, layout, runtimes
 from ..run.explain import chart_path, render_values
 from ..validate.config.load import RepoConfig, load_config
 from ..validate.experiment.logdir import move_log_dir
 from ..validate.experiments import check_file
+from ..validate.rules.values import build_values
 from .jobs import Job, read_job, task_services
 from .leftout import LeftOut, leftovers
 from .manifests import Manifest, ManifestError, read_manifests
