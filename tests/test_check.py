@@ -445,3 +445,20 @@ def test_an_argument_that_looks_like_a_merge_key_passes(runner: CliRunner, repo:
     render_repo(repo)
     result = check(runner, repo, "--no-cache")
     assert result.exit_code == 0, result.output
+
+
+def test_an_object_argo_cd_cannot_apply_is_refused(runner: CliRunner, repo: Path) -> None:
+    # 90 args of 1,200 bytes: each far within what a process takes, but every role repeats
+    # them, and Argo CD's apply keeps the whole TFJob in one annotation
+    args = [f"--flag{i}={'x' * 1200}" for i in range(90)]
+    edit_yaml(repo / MNIST, lambda d: d["spec"].update(args=args))
+    render_repo(repo)
+    out = check(runner, repo)
+    assert out.exit_code == 1, out.output
+    [line] = [line for line in out.output.splitlines() if "last-applied-configuration" in line]
+    assert line.startswith(f"{MNIST}: TFJob/distributed-mnist $: TFJob is "), line
+    assert "Kubernetes refuses annotations over 262,144 bytes per object" in line, line
+    # a third of the args fit
+    edit_yaml(repo / MNIST, lambda d: d["spec"].update(args=args[:30]))
+    render_repo(repo)
+    assert "last-applied-configuration" not in check(runner, repo).output

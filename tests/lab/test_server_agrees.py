@@ -1,7 +1,8 @@
 """The gate and the API server agree, both ways.
 
 - Every spec tfgen accepts (the valid fixtures, both runtimes) renders to objects the server
-  accepts: server-side apply, dry run, the CRDs' schemas and CEL rules and every webhook.
+  accepts, applied as Argo CD applies them (client-side, dry run): the CRDs' schemas and CEL
+  rules, every webhook, the size of what the apply writes.
 - Every spec of the corpus below, which tfgen refuses for a reason the server owns (a name or
   label format or length, a quantity, a runtime's own validation), renders (its values built
   as render would build them, without the gate) to an object the server refuses too.
@@ -31,7 +32,7 @@ from helpers import REPO_ROOT, copy_repo_parts, mnist_written, template
 from tfgen.cli import main
 from tfgen.gate.documents.manifests import parse_manifest
 from tfgen.gate.helm.command import RenderJob, find_helm, run, template_command
-from tfgen.render.values import build_values
+from tfgen.validate.rules.values import build_values
 from tfgen.validate.schema.defaults import apply_defaults
 
 pytestmark = pytest.mark.lab
@@ -42,11 +43,11 @@ Doc = dict[str, Any]
 
 
 def _server_refusals(lab: Any, objects: list[Doc], namespace: str) -> str:
-    """What the server says of `objects` sent by server-side apply in a dry run: "" when it
+    """What the server says of `objects` applied as Argo CD applies them (`kubectl apply`,
+    client-side: the last-applied-configuration annotation written) in a dry run: "" when it
     accepts them all."""
     lab.kubectl("create", "namespace", namespace, check=False)  # there already: fine
-    done = lab.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=tfgen",
-                       "-n", namespace, "-f", "-", check=False,
+    done = lab.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", check=False,
                        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     if done.returncode != 0 or len(done.stdout.splitlines()) != len(objects):
         return done.stderr or done.stdout
@@ -104,6 +105,11 @@ REFUSED = [
     ("jobset-name-longer-than-its-pods-take",
      _jobset(_set("metadata", "name", value="j" * 50)),
      "name", "JobSet name is too long, pod names generated for this JobSet will exceed 63"),
+    # each arg far within what a process takes; every role repeats them, and the apply keeps
+    # the whole TFJob in one annotation
+    ("too-big-for-the-apply", _set("spec", "args",
+                                   value=[f"--flag{i}={'x' * 1200}" for i in range(90)]),
+     "last-applied-configuration", "metadata.annotations: Too long: may not be more than 262144"),
 ]
 
 
@@ -115,14 +121,14 @@ def test_what_tfgen_refuses_for_the_servers_reason_the_server_refuses(
     written = mnist_written()
     edit(written)
     name, namespace = written["metadata"]["name"], written["metadata"]["namespace"]
-    # the gate: `tfgen validate` of the spec in a repository
+    # the gate: `tfgen check` of the repository holding the spec
     root = copy_repo_parts(tmp_path / "repo", ("charts", "schemas", "tfgen.yaml"))
     spec = root / "experiments" / f"{name.lower()}.yaml"
     spec.parent.mkdir()
     spec.write_text(yaml.safe_dump(written, sort_keys=False))
     monkeypatch.chdir(root)
-    refused = runner.invoke(main, ["validate", str(spec.relative_to(root))],
-                            catch_exceptions=False)
+    runner.invoke(main, ["render"], catch_exceptions=False)  # refused or not: the gate says
+    refused = runner.invoke(main, ["check"], catch_exceptions=False)  # the pull-request gate
     assert refused.exit_code == 1 and gate_says in refused.output, refused.output
     # the server: the objects render would write for it, with neither the gate nor the
     # chart's values schema (tfgen's too) nor helm's release-name rule in the way

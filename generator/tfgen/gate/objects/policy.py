@@ -12,10 +12,13 @@ pointing at `Kind/name $.path`:
 - Data safety: the NAS volume survives every GitOps action: PV Retain, PV and PVC both marked
   Prune=false/Delete=false (kept or deleted together), created in earlier sync waves than
   their users, no hooks and no other writer of the volume.
+
+And one for every object: it fits what Argo CD's apply writes (`applied_size_problems`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -31,6 +34,31 @@ HOOK_ANNOTATIONS = ("helm.sh/hook", "argocd.argoproj.io/hook")
 # Kinds that run containers and could therefore write to (or wipe) a mounted NAS volume.
 WORKLOAD_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job",
                   "CronJob", "ReplicationController"}
+# Argo CD applies client-side, as `kubectl apply` does: the whole object, as compact JSON, goes
+# into its kubectl.kubernetes.io/last-applied-configuration annotation, and the API server
+# refuses an object whose annotations total more than naming.MAX_ANNOTATIONS_BYTES. What Argo
+# CD adds (that annotation's key, its tracking id) and Go's escaping of `<`, `>` and `&` stay
+# within this margin for tfgen's objects.
+APPLIED_MARGIN = 4096
+
+
+def applied_size_problems(obj: RenderedObject, path: str) -> list[Problem]:
+    """An object too big for the copy of itself that Argo CD's apply keeps in an annotation:
+    the sync would fail on the API server."""
+    size = len(json.dumps(obj.doc, separators=(",", ":"), ensure_ascii=False).encode())
+    own = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in _annotations(obj).items())
+    room = naming.MAX_ANNOTATIONS_BYTES - APPLIED_MARGIN - own
+    if size <= room:
+        return []
+    return [obj.problem(
+        path, "$",
+        f"{obj.kind} is {size:,} bytes as JSON; Argo CD applies it as `kubectl apply` does, "
+        "keeping the whole object in its kubectl.kubernetes.io/last-applied-configuration "
+        f"annotation, and Kubernetes refuses annotations over {naming.MAX_ANNOTATIONS_BYTES:,} "
+        "bytes per object: the sync would fail",
+        f"bring it under {room:,} bytes: every role repeats the args and env (and on runtime "
+        "jobset the TF_CONFIG, which lists every task): fewer or shorter args and env values, "
+        "fewer replicas, or data in a file on the volume")]
 
 
 def _annotations(obj: RenderedObject) -> dict[str, Any]:

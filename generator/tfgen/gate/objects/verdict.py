@@ -155,6 +155,7 @@ class Judge:
             if self.schema_check:
                 found += self.validator.problems(obj, "")
             found += policy.job_problems(obj, "", self.cluster_domain)
+            found += policy.applied_size_problems(obj, "")
         values = app_values(app) if values is None else values
         found += policy.run_job_problems(objects, expected_jobs(app, values),
                                          runtimes.of_values(values).kind, "")
