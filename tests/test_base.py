@@ -167,13 +167,16 @@ def test_extract_writes_only_inside_the_tree(tmp_path: Path) -> None:
     assert os.access(dest / "ok/run.sh", os.X_OK) and not os.access(dest / "ok/f.txt", os.X_OK)
 
 
-def _admitted_pythons() -> list[str]:
-    """Interpreters on this machine that `requires-python` admits, other than this one: the
-    export must not depend on a feature a patch release added (`extractall(filter=)`)."""
+def _admitted_pythons() -> list[Any]:
+    """Interpreters on this machine that `requires-python` admits, other than this one, one
+    per version (named by it, found in a fixed order): the export must not depend on a feature
+    a patch release added (`extractall(filter=)`)."""
     from packaging.specifiers import SpecifierSet
     admitted = SpecifierSet(importlib.metadata.metadata("tfgen-gitops")["Requires-Python"])
     found: dict[str, str] = {}
-    for folder in {"/usr/bin", "/usr/local/bin", *os.environ.get("PATH", "").split(os.pathsep)}:
+    folders = dict.fromkeys(["/usr/bin", "/usr/local/bin",
+                             *os.environ.get("PATH", "").split(os.pathsep)])
+    for folder in folders:
         for python in sorted(Path(folder).glob("python3.[0-9]*")):
             if not python.name.replace("python", "").replace(".", "").isdigit():
                 continue
@@ -182,7 +185,7 @@ def _admitted_pythons() -> list[str]:
                                      capture_output=True, text=True, check=False).stdout.strip()
             if version in admitted and Path(python).resolve() != Path(sys.executable).resolve():
                 found.setdefault(version, str(python))
-    return sorted(found.values())
+    return [pytest.param(path, id=f"python{version}") for version, path in sorted(found.items())]
 
 
 @pytest.mark.parametrize("python", _admitted_pythons() or [pytest.param(
