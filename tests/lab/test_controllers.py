@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +30,27 @@ TFJOB_SPECS = sorted(p for p in (REPO_ROOT / "experiments").glob("*.yaml")
                      and "sweep" not in yaml.safe_load(p.read_text())["spec"])
 
 
-@pytest.fixture
-def applied(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explanation]:
-    """The experiment's objects created in the lab (its namespace made when missing); deleted
-    again afterwards, the TFJob's pods with it."""
-    explanation = explain_spec(request.param)
-    lab.kubectl("create", "namespace", explanation.namespace, check=False)
-    items = json.dumps({"apiVersion": "v1", "kind": "List", "items": explanation.objects})
-    lab.kubectl("apply", "--server-side", "--field-manager=tfgen", "-n", explanation.namespace,
+@contextmanager
+def _created(lab: Any, namespace: str, objects: list[dict[str, Any]]) -> Iterator[None]:
+    """`objects` created in the lab (the namespace made when missing), as Argo CD would apply
+    them; deleted again afterwards, their pods with them, before the next test reuses names."""
+    lab.kubectl("create", "namespace", namespace, check=False)
+    items = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    lab.kubectl("apply", "--server-side", "--field-manager=tfgen", "-n", namespace,
                 "-f", "-", input=items)
     try:
-        yield explanation
+        yield
     finally:
-        lab.kubectl("delete", "-n", explanation.namespace, "--wait=false",
-                    "--ignore-not-found", "-f", "-", input=items, check=False)
+        lab.kubectl("delete", "-n", namespace, "--timeout=120s", "--ignore-not-found",
+                    "-f", "-", input=items, check=False)
+
+
+@pytest.fixture
+def applied(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explanation]:
+    """The experiment's objects created in the lab."""
+    explanation = explain_spec(request.param)
+    with _created(lab, explanation.namespace, explanation.objects):
+        yield explanation
 
 
 def _env(pod: dict[str, Any], name: str) -> str | None:
@@ -87,9 +95,9 @@ RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}  # KWOK keeps the pod
 @pytest.fixture
 def started_jobset(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explanation]:
     """The experiment's objects created in the lab, its pods held running by KWOK (so their
-    Services have endpoints), its queue's Kueue objects in place; deleted again afterwards."""
+    Services have endpoints), its queue's Kueue objects in place."""
     explanation = explain_spec(request.param)
-    lab.kubectl("create", "namespace", explanation.namespace, check=False)
+    lab.kubectl("create", "namespace", explanation.namespace, check=False)  # for the queue
     lab.kubectl("apply", "--server-side", "--field-manager=platform", "-f", "-",
                 input=json.dumps({"apiVersion": "v1", "kind": "List",
                                   "items": kueue_objects([explanation.namespace])}))
@@ -99,14 +107,8 @@ def started_jobset(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explana
                 if obj["kind"] == "JobSet" else []:
             pod = replicated["template"]["spec"]["template"]
             pod["metadata"].setdefault("annotations", {}).update(RUNNING)
-    items = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    lab.kubectl("apply", "--server-side", "--field-manager=tfgen", "-n", explanation.namespace,
-                "-f", "-", input=items)
-    try:
+    with _created(lab, explanation.namespace, objects):
         yield explanation
-    finally:
-        lab.kubectl("delete", "-n", explanation.namespace, "--timeout=120s",
-                    "--ignore-not-found", "-f", "-", input=items, check=False)
 
 
 def _expanded(pod: dict[str, Any]) -> str | None:
