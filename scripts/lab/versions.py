@@ -47,7 +47,7 @@ PARTS: tuple[GoPart, ...] = (
     GoPart("jobset", "sigs.k8s.io/jobset", "v0.12.0", ("sigs.k8s.io/jobset",), ("jobset",)),
     GoPart("kueue", "sigs.k8s.io/kueue", "v0.19.2", ("sigs.k8s.io/kueue/cmd/kueue",),
            ("kueue",)),
-    GoPart("training-operator", "github.com/kubeflow/training-operator", "v1.9.2",
+    GoPart("training-operator", "github.com/kubeflow/training-operator", "v1.9.4",
            ("github.com/kubeflow/training-operator/cmd/training-operator.v1",),
            ("training-operator",)),
     GoPart("argocd", "github.com/argoproj/argo-cd/v3", "v3.2.11",

@@ -78,10 +78,12 @@ def test_the_operators_pods_get_the_tf_config_explain_says(lab: Any,
                                 f"training.kubeflow.org/job-name={applied.job}"],
                                lambda pods: len(this_jobs(pods)) == len(expected)))
     assert {p["metadata"]["name"]: _env(p, "TF_CONFIG") for p in found} == expected
-    services = json.loads(lab.kubectl("-n", applied.namespace, "get", "services", "-l",
-                                      f"training.kubeflow.org/job-name={applied.job}",
-                                      "-o", "json").stdout)
-    assert {s["metadata"]["name"] for s in services["items"]} == set(expected)
+    # the operator creates each pod's Service beside it, not before it
+    wait_for(lab, f"the Services of {applied.job}",
+             ["-n", applied.namespace, "services", "-l",
+              f"training.kubeflow.org/job-name={applied.job}"],
+             lambda services: {s["metadata"]["name"] for s in services["items"]}
+             == set(expected))
 
 
 JOBSET_SPECS = sorted(p for p in (REPO_ROOT / "experiments").glob("*.yaml")
