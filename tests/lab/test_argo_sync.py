@@ -38,7 +38,7 @@ QUEUED_TFJOB = "queued-mnist"
 LONG_JOBSET = "long-jobset"
 FAILING = "failing-mnist"
 JOB_KINDS = ("TFJob", "JobSet")
-RESYNCS = 3  # how many of Argo CD's comparisons the drift test watches
+RESYNCS = 2  # how many of Argo CD's comparisons the drift test watches
 
 
 def _add_runs(repo: GitOpsRepo) -> None:
@@ -53,8 +53,8 @@ def _add_runs(repo: GitOpsRepo) -> None:
             doc["metadata"].setdefault("annotations", {}).update(annotations)
         return change
     # mnist-jobset (2 GPUs) and the queued TFJob (3) do not fit the queue's 3 GPUs together
-    repo.edit("mnist-jobset", annotate(**{DELAY: "20s"}))
-    repo.edit(QUEUED_TFJOB, annotate(**{DELAY: "20s"}))
+    repo.edit("mnist-jobset", annotate(**{DELAY: "15s"}))
+    repo.edit(QUEUED_TFJOB, annotate(**{DELAY: "15s"}))
     repo.edit(LONG_JOBSET, annotate(**{DELAY: "1h"}))
 
     def failing(doc: dict[str, Any]) -> None:
