@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tfgen.gate.diff.changes import DiffResult, ExperimentChange, NamespaceGpus, diff_manifests
+from tfgen.gate.diff.changes import DiffResult, ExperimentChange, diff_manifests
+from tfgen.gate.diff.gpus import NamespaceGpus
 from tfgen.gate.diff.report import COMMENT_MARKER, format_diff, gpus_cell, objects_cell, summary
 
 BEFORE = """---

@@ -3,10 +3,10 @@
 The experiments touched since REF (or those named) are rendered twice with the real helm, as
 Argo CD would render them before and after the merge (the base tree exported by `base`, both
 sides through the cached batch renderer), and their objects are paired by kind, namespace and
-name. Each experiment is added, removed or changed, with the GPUs it requests on each side;
-each added, removed or changed object becomes one unified diff of helm's own YAML. How this is
-shown (a summary table, the full diffs on request, text or one pull-request comment) is
-`report`'s job.
+name. Each experiment is added, removed or changed, with the GPUs it requests on each side
+(`gpus`); each added, removed or changed object becomes one unified diff of helm's own YAML.
+How this is shown (a summary table, the full diffs on request, text or one pull-request
+comment) is `report`'s job.
 """
 
 from __future__ import annotations
@@ -23,15 +23,21 @@ from ...problems import Problem, errors_of
 from ...repo import layout, naming
 from ...repo.cache import CACHE_DIRNAME, Cache
 from ...validate import RepoConfig, load_config, validate_repo
-from ...validate.experiments import check_file
-from ...validate.policy import team
-from ...validate.yaml.loader import LoadError, load_file, read_file
+from ...validate.yaml.loader import load_file
 from ..argo.applications import ResolvedApplication, resolve_applications
 from ..documents.manifests import documents, parse_manifest
 from ..helm.batch import BatchRenderer, RenderResult, jobs_for
 from ..helm.command import find_helm
 from ..objects.policy import kept_by_argo
 from ..revisions import base, immutability
+from .gpus import (
+    GpuRequest,
+    NamespaceGpus,
+    gpu_table,
+    gpus_at,
+    gpus_by_experiment,
+    gpus_by_namespace,
+)
 
 
 @dataclass
@@ -66,36 +72,6 @@ class ExperimentChange:
 
 
 @dataclass(frozen=True)
-class NamespaceGpus:
-    """GPUs a namespace's active experiments request before and after the change (None: the
-    base could not be read): those its `gpuQuota` holds, its quota now (None: no quota), and
-    apart from them those that Kueue queues admit."""
-
-    namespace: str
-    before: int | None
-    after: int
-    quota: int | None
-    queued_before: int | None = 0
-    queued_after: int = 0
-
-
-@dataclass(frozen=True)
-class GpuRequest:
-    """What one experiment's spec asks for: its namespace, the GPUs its pods request (0 when
-    it is suspended or retired), and whether a Kueue queue admits them (then they are its
-    ClusterQueue's to admit, and do not count against the namespace's `gpuQuota`)."""
-
-    namespace: str
-    gpus: int
-    queued: bool
-
-    @property
-    def held(self) -> int:
-        """GPUs that count against the namespace's `gpuQuota`."""
-        return 0 if self.queued else self.gpus
-
-
-@dataclass(frozen=True)
 class CopyDiff:
     """An added experiment that records its source (`tfgen new --from`, `tfgen rerun`): the
     unified diff of the source's spec (at the base, else now) against the copy's."""
@@ -114,64 +90,6 @@ class DiffResult:
     problems: list[Problem] = field(default_factory=list)
     gpus: list[NamespaceGpus] = field(default_factory=list)
     copies: list[CopyDiff] = field(default_factory=list)
-
-
-def gpus_by_experiment(config: RepoConfig) -> dict[str, GpuRequest]:
-    """Experiment -> what its spec requests, from every spec that loads (an invalid one counts
-    too: an experiment over quota is exactly what the tables must show)."""
-    found: dict[str, GpuRequest] = {}
-    for path in layout.spec_files(config.experiments_dir):
-        shown = layout.shown(path)
-        try:
-            checked, _ = check_file(path, shown, read_file(path, shown, config.root), config)
-        except LoadError:
-            continue
-        request = _gpu_request(checked.data if checked is not None else None)
-        if request is not None:
-            name, requested = request
-            found[name] = requested
-    return found
-
-
-def _gpu_request(data: Any) -> tuple[str, GpuRequest] | None:
-    """One loaded spec's experiment name, with what it requests; None when it names no
-    namespace or has no spec."""
-    spec = data.get("spec") if isinstance(data, dict) else None
-    metadata = (data.get("metadata") or {}) if data else {}
-    namespace, name = metadata.get("namespace"), metadata.get("name")
-    if not isinstance(spec, dict) or not isinstance(namespace, str) or not name:
-        return None
-    gpus = team.gpus(spec) if team.active(spec) else 0
-    return str(name), GpuRequest(namespace, gpus, team.queued(spec))
-
-
-NamespaceTotals = dict[str, tuple[int, int]]  # namespace -> (GPUs its quota holds, queued GPUs)
-
-
-def gpus_by_namespace(experiments: dict[str, GpuRequest]) -> NamespaceTotals:
-    """GPUs requested by each namespace's active experiments: those its quota holds, and
-    those Kueue queues admit."""
-    totals: NamespaceTotals = {}
-    for request in experiments.values():
-        held, queued = totals.get(request.namespace, (0, 0))
-        totals[request.namespace] = (held + request.held,
-                                     queued + request.gpus - request.held)
-    return totals
-
-
-def gpu_table(config: RepoConfig, before: NamespaceTotals | None,
-              after: NamespaceTotals) -> list[NamespaceGpus]:
-    """One row per namespace that requests GPUs on either side or has a quota."""
-    quotas = {ns: config.namespace_policy(ns).get("gpuQuota") for ns in config.data["policy"]}
-    names = set(after) | set(before or {}) | {ns for ns, q in quotas.items() if q is not None}
-    rows = []
-    for ns in sorted(names):
-        old = None if before is None else before.get(ns, (0, 0))
-        new, quota = after.get(ns, (0, 0)), quotas.get(ns)
-        if any(old or ()) or any(new) or quota is not None:
-            rows.append(NamespaceGpus(ns, None if old is None else old[0], new[0], quota,
-                                      None if old is None else old[1], new[1]))
-    return rows
 
 
 ObjectId = tuple[str, str, str]  # kind, namespace, name
@@ -250,15 +168,6 @@ class _Gpus:
                                 None if new is None else new.gpus,
                                 queued=shown is not None and shown.queued,
                                 refused=tuple(refused))
-
-
-def _gpus_at(root: Path, ref: str) -> dict[str, GpuRequest] | None:
-    """`gpus_by_experiment` at `ref`; None when the base's tfgen.yaml is not valid."""
-    with base.tree_at(root, ref) as tree:
-        try:
-            return gpus_by_experiment(load_config(cwd=tree))
-        except InputError:  # the base's tfgen.yaml is not valid: its GPUs are unknown
-            return None
 
 
 def _in_scope(apps: Sequence[ResolvedApplication], scope: set[str] | None
@@ -365,7 +274,7 @@ def run_diff(
     config = load_config(cwd=root)
     root = config.root
     base.resolve(root, ref)  # a bad --base is a usage error before any work
-    gpus = _Gpus(_gpus_at(root, ref), gpus_by_experiment(config))
+    gpus = _Gpus(gpus_at(root, ref), gpus_by_experiment(config))
     table = gpus.table(config)
     specs = validate_repo(cwd=root)
     if errors_of(specs.problems):  # (warnings leave the diff whole: `tfgen check` says them)

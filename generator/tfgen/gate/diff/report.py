@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from ...errors import InputError
 from ...words import counted
 from . import DIFF_FORMATS
-from .changes import CopyDiff, DiffResult, ExperimentChange, NamespaceGpus, ObjectDiff
+from .changes import CopyDiff, DiffResult, ExperimentChange, ObjectDiff
+from .gpus import NamespaceGpus
 
 COMMENT_MARKER = "<!-- tfgen-diff -->"
 # GitHub refuses comments over 65,536 characters; leave room for the header and notes.
