@@ -24,7 +24,8 @@ Doc = dict[str, Any]
 NAMESPACES = ("jobset-system", "kueue-system", "kubeflow", argocd.NAMESPACE)
 # part -> the port its webhooks answer on (Argo CD's CRDs have no webhook)
 WEBHOOK_PORTS = {"jobset": "jobset-webhook", "kueue": "kueue-webhook",
-                 "training-operator": "training-operator-webhook", "argocd": None}
+                 "training-operator": "training-operator-webhook", "argocd": None,
+                 "kwok": None}
 # Kueue and the training operator ship a webhook per kind they know; only the kinds enabled
 # are served (Kueue: its own and the enabled integrations; the operator: TFJob). A webhook
 # registered but not served answers 404 and, failing closed, blocks every write of its kind.
@@ -38,7 +39,9 @@ SERVED = {
 
 # The training operator ships a CRD for each job kind it knows; the lab runs TFJob only, and
 # every CRD costs the apiserver seconds at start (schemas, CEL rules).
-CRDS_ONLY = {"training-operator": ("tfjobs.kubeflow.org",)}
+CRDS_ONLY = {"training-operator": ("tfjobs.kubeflow.org",),
+             # KWOK: those of core.KWOK_CRDS, what a pod's kubelet API serves (core.py)
+             "kwok": ("logs.kwok.x-k8s.io", "portforwards.kwok.x-k8s.io")}
 
 
 def _served_by(served: dict[str, Any]) -> Callable[[Doc], bool]:

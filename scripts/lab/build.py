@@ -19,6 +19,8 @@ SOURCES = (
     manifests.Source("kueue", "config/default"),
     manifests.Source("training-operator", "manifests/overlays/standalone"),
     manifests.Source("argocd", "manifests/crds"),
+    # the CRDs through which tests give a KWOK pod its logs and a port-forward target
+    manifests.Source("kwok", "kustomize/crd/bases", kustomize=False),
 )
 
 

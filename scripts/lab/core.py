@@ -52,13 +52,22 @@ def scheduler(lay: Layout) -> list[str]:
             "--secure-port=0", "--leader-elect=true", "--v=1"]
 
 
+# The kinds whose objects tell KWOK's kubelet API what a pod serves: a pod's log (a file) and
+# where a port-forward to it lands (a local address); tests create them per pod.
+KWOK_CRDS = ("Logs", "PortForward")
+
+
 def kwok(lay: Layout) -> list[str]:
     """KWOK manages only the nodes the lab creates (by annotation) and serves the kubelet's
-    logs/exec/port-forward API on loopback; its stages come from its own module."""
+    logs/exec/port-forward API on loopback, over TLS as the apiserver speaks to a kubelet,
+    at the port each node advertises (`--node-port`); its stages come from its own module."""
     stages = lay.manifests / "kwok-stages.yaml"
+    port = lay.ports["kwok"]
     return [str(lay.bin / "kwok"), f"--kubeconfig={lay.kubeconfig}",
             f"--config={stages}", "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--node-ip=127.0.0.1", "--node-name=127.0.0.1",
-            f"--server-address=127.0.0.1:{lay.ports['kwok']}", "--node-lease-duration-seconds=40",
-            "--v=INFO"]
+            "--node-ip=127.0.0.1", "--node-name=127.0.0.1", f"--node-port={port}",
+            f"--server-address=127.0.0.1:{port}", f"--enable-crds={','.join(KWOK_CRDS)}",
+            f"--tls-cert-file={lay.certs / 'serving.crt'}",
+            f"--tls-private-key-file={lay.certs / 'serving.key'}",
+            "--node-lease-duration-seconds=40", "--v=INFO"]
