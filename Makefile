@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	@echo "setup: creating $(VENV) and installing tfgen (a few MB) ..." >&2
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -e .
+	$(BIN)/python -m pip install -e '.[cluster]'
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed pyproject.toml

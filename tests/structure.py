@@ -13,8 +13,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "tfgen"
 # Each stage may import the ones after it in this list, never one before it (`__main__`, for
 # `python -m tfgen`, only starts the cli).
-LAYERS = ("__main__", "cli", "scaffold", "lifecycle", "importer", "run", "gate", "render",
-          "validate", "repo", "problems", "errors", "words")
+LAYERS = ("__main__", "cli", "live", "scaffold", "lifecycle", "importer", "run", "gate",
+          "render", "validate", "repo", "problems", "errors", "words")
 # Inside the two large stages, each folder (or module on top) may import the ones after it in
 # its stage's list, never one before it: the stage's rooms, in the same order.
 SUBLAYERS = {

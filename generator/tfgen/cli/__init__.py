@@ -5,7 +5,7 @@ package imports click, prints or exits. `app` holds the group and what every com
 each other module registers the commands of one job on it when imported.
 """
 
-from . import gate, init, lifecycle, run, specs  # noqa: F401  (importing registers their commands)
+from . import gate, init, lifecycle, live, run, specs  # noqa: F401  (importing registers their commands)
 from .app import main
 
 __all__ = ["main"]

@@ -56,6 +56,9 @@ CLAIM = "PersistentVolumeClaim"
 # The chart's values key that retires an experiment, and its two states (the spec's
 # spec.lifecycle, whose enum and default live in the experiment schema). Retired, the chart
 # renders only the volume and claim (and TensorBoard with tensorboard.keep): no TFJob.
+# The port the chart's TensorBoard serves on (its Deployment's containerPort `http`), which
+# `tfgen tensorboard` forwards to.
+TENSORBOARD_PORT = 6006
 LIFECYCLE_KEY = "lifecycle"
 ACTIVE = "active"
 RETIRED = "retired"

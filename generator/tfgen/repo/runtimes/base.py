@@ -93,8 +93,17 @@ class Runtime(ABC):
     # may not use them (a pod carrying another job's labels would be let into that job).
     label_prefixes: tuple[str, ...]
     # The status conditions whose status "True" says a run ended, successfully or not (what
-    # `tfgen retire --finished` reads in a cluster listing).
-    finished_conditions: tuple[str, ...]
+    # `tfgen retire --finished` reads in a cluster listing, and `tfgen status` words).
+    succeeded_condition: str
+    failed_condition: str
+    # The resource the API serves the job's kind as (`/apis/<group>/<version>/<plural>`), and
+    # where a job's own suspend is.
+    plural: str
+    suspend_keys: tuple[str, ...]
+
+    @property
+    def finished_conditions(self) -> tuple[str, ...]:
+        return self.succeeded_condition, self.failed_condition
 
     @property
     def group(self) -> str:
@@ -175,6 +184,11 @@ class Runtime(ABC):
     @abstractmethod
     def run_selector(self, run: str) -> dict[str, str]:
         """The labels the runtime's controller sets on every pod of run `run`."""
+
+    @abstractmethod
+    def pod_place(self, labels: Mapping[str, str]) -> tuple[str, str, int] | None:
+        """(run, role, index) of a pod of one of this runtime's jobs, read from the labels its
+        controllers set on it; None for any other pod."""
 
     @abstractmethod
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:

@@ -26,6 +26,7 @@ from .base import (
 from .changes import LiveChange
 from .imported import ImportedJob, JobSource
 from .indexedjob import (
+    COMPLETION_INDEX_LABEL,
     INDEX_ENV,
     JOB_POD_FAILURE_POLICY_SINCE,
     JOB_SUCCESS_POLICY_SINCE,
@@ -139,7 +140,9 @@ class JobSetRuntime(Runtime):
     health_lua = "jobset-health.lua"
     pod_templates_jq = ".spec.replicatedJobs[]?.template.spec.template"
     # the JobSet controller's terminal conditions (also its status.terminalState)
-    finished_conditions = ("Completed", "Failed")
+    succeeded_condition, failed_condition = "Completed", "Failed"
+    plural = "jobsets"
+    suspend_keys = ("spec", "suspend")
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         jobs = _field(job, "spec", "replicatedJobs")
@@ -206,6 +209,15 @@ class JobSetRuntime(Runtime):
 
     def run_selector(self, run: str) -> dict[str, str]:
         return {JOBSET_NAME_LABEL: run}
+
+    def pod_place(self, labels: Mapping[str, str]) -> tuple[str, str, int] | None:
+        # one replicated job per role, named by the role; the pod's index is its Job's
+        # completion index
+        run, role = labels.get(JOBSET_NAME_LABEL), labels.get(REPLICATED_JOB_LABEL)
+        index = labels.get(COMPLETION_INDEX_LABEL, "")
+        if not run or not role or not index.isdigit():
+            return None
+        return run, role, int(index)
 
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         out = [_always(role, name) for name, role in _roles(spec)

@@ -52,7 +52,9 @@ class TFJobRuntime(Runtime):
     health_lua = "tfjob-health.lua"
     pod_templates_jq = ".spec.tfReplicaSpecs[]?.template"
     # the operator's terminal conditions (its Suspended and Restarting are not)
-    finished_conditions = ("Succeeded", "Failed")
+    succeeded_condition, failed_condition = "Succeeded", "Failed"
+    plural = "tfjobs"
+    suspend_keys = ("spec", "runPolicy", "suspend")
 
     def pod_templates(self, job: Mapping[str, Any]) -> Iterator[PodTemplate]:
         spec = job.get("spec")
@@ -93,6 +95,14 @@ class TFJobRuntime(Runtime):
 
     def run_selector(self, run: str) -> dict[str, str]:
         return {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: run}
+
+    def pod_place(self, labels: Mapping[str, str]) -> tuple[str, str, int] | None:
+        run, rtype = labels.get(JOB_NAME_LABEL), labels.get(REPLICA_TYPE_LABEL)
+        index = labels.get(REPLICA_INDEX_LABEL, "")
+        if labels.get(OPERATOR_NAME_LABEL) != OPERATOR_NAME or not run or not rtype \
+                or not index.isdigit():
+            return None
+        return run, _ROLE_OF_TYPE.get(rtype, rtype), int(index)
 
     def refusals(self, spec: Mapping[str, Any], kubernetes_version: str) -> list[Refusal]:
         return []  # the operator runs everything the spec schema allows

@@ -1,0 +1,161 @@
+"""`tfgen status`, `logs` and `tensorboard`: the read side, after the merge."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+
+from ..live import STATUS_FORMATS
+from .app import handle_errors, main
+
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen: a live table redrawn in place
+
+
+def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--kubeconfig and --context, as kubectl takes them."""
+    @click.option("--kubeconfig", metavar="FILE", envvar="KUBECONFIG",
+                  help="The kubeconfig to read (default: $KUBECONFIG, then ~/.kube/config).")
+    @click.option("--context", metavar="NAME",
+                  help="The kubeconfig context (default: its current context).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+    return wrapper
+
+
+def _connect(kubeconfig: str | None, context: str | None) -> Any:
+    from ..live import connect
+
+    # $KUBECONFIG may list several files (kubectl merges them); the client reads the first
+    first = kubeconfig.split(":")[0] if kubeconfig else None
+    return connect(first, context)
+
+
+@main.command()
+@click.argument("experiments", nargs=-1, metavar="[EXPERIMENT]...")
+@click.option("--watch", "-w", is_flag=True,
+              help="Keep showing changes until Ctrl-C: the table redrawn in place on a "
+              "terminal, a time-stamped line per change into a pipe.")
+@click.option("--format", "fmt", type=click.Choice(STATUS_FORMATS), default="text",
+              show_default=True, help="text: a table with the reasons under each line; json: "
+              "for tools (with the number of API calls made).")
+@cluster_options
+@handle_errors
+def status(experiments: tuple[str, ...], watch: bool, fmt: str, kubeconfig: str | None,
+           context: str | None) -> None:
+    """Show what runs of each experiment on the cluster.
+
+    One line per experiment (every one of the repository by default; a sweep's runs under it):
+    its Argo CD Application's sync and health, the phase of its run (not yet synced, queued,
+    admitted, starting, running, succeeded, failed, suspended, retired), pods ready per role,
+    restarts, GPUs held and age. Under it, why it waits or failed, in plain words: Kueue's
+    reason, the scheduler's, an image that cannot be pulled, a claim not bound, a sync that
+    failed, or where the cluster differs from the spec.
+
+    Reads the cluster with one list call per kind and namespace; --watch follows watches.
+    Exit codes: 0 every experiment shown is healthy or done, 1 some failed or cannot be
+    admitted, 2 a usage error or no cluster reached.
+    """
+    from ..live import select, statuses, updates
+    from ..live.views import as_json, change_lines, summary, table
+
+    selection = select(experiments)
+    if selection.invalid:
+        click.echo(f"{selection.invalid} spec(s) left out: they do not validate "
+                   "(`tfgen validate`)", err=True)
+    cluster = _connect(kubeconfig, context)
+    if not watch:
+        shown = statuses(cluster, selection)
+        click.echo(as_json(shown, cluster.calls) if fmt == "json" else table(shown))
+        if fmt == "text":
+            click.echo(summary(shown), err=True)
+        sys.exit(1 if any(s.failing for s in shown) else 0)
+    stop = threading.Event()
+    live = sys.stdout.isatty() and fmt == "text"
+    before: dict[str, str] = {}
+    failing = False
+    try:
+        for shown in updates(cluster, selection, stop):
+            failing = any(s.failing for s in shown)
+            if fmt == "json":
+                click.echo(as_json(shown, cluster.calls).replace("\n", ""))
+            elif live:
+                click.echo(f"{CLEAR}{table(shown)}\n\n{summary(shown)}  (Ctrl-C to stop)")
+            else:
+                lines, before = change_lines(before, shown, datetime.now(timezone.utc))
+                for line in lines:
+                    click.echo(line)
+    except KeyboardInterrupt:
+        stop.set()
+    sys.exit(1 if failing else 0)
+
+
+@main.command()
+@click.argument("experiment", metavar="EXPERIMENT")
+@click.option("--run", "run", metavar="SUFFIX", help="A sweep's run (default: every run).")
+@click.option("--role", metavar="ROLE", help="Only this role's pods (worker, ps, chief, "
+              "master, evaluator).")
+@click.option("--index", type=click.IntRange(min=0), help="Only the pod of this index.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@cluster_options
+@handle_errors
+def logs(experiment: str, run: str | None, role: str | None, index: int | None,
+         follow: bool, kubeconfig: str | None, context: str | None) -> None:
+    """Print the training logs of an experiment's pods.
+
+    Each line is prefixed with its pod as `tfgen run-local` and `tfgen explain` name it
+    (<run>-<role>-<index>), whatever the runtime calls the pod.
+    """
+    from ..errors import TfgenError
+    from ..live import select
+    from ..live.logs import choose, lines
+
+    wanted = select([experiment]).wanted[0]
+    cluster = _connect(kubeconfig, context)
+    chosen = choose(cluster, wanted, run, role, index)
+    if not chosen:
+        raise TfgenError(f"no pod of {wanted.name} matches in {wanted.namespace} (yet): see "
+                         f"`tfgen status {wanted.name}`")
+    try:
+        for prefix, line in lines(cluster, chosen, follow):
+            click.echo(f"{prefix} {line}")
+    except KeyboardInterrupt:
+        pass
+
+
+@main.command()
+@click.argument("experiment", metavar="EXPERIMENT")
+@click.option("--port", type=click.IntRange(0, 65535), default=6006, show_default=True,
+              help="The local port (0: any free one).")
+@click.option("--address", default="127.0.0.1", show_default=True,
+              help="The local address to listen on.")
+@cluster_options
+@handle_errors
+def tensorboard(experiment: str, port: int, address: str, kubeconfig: str | None,
+                context: str | None) -> None:
+    """Open the experiment's TensorBoard on a local port, until Ctrl-C.
+
+    Forwards the port through the API server to the TensorBoard pod, as `kubectl
+    port-forward` does, and prints the URL. A sweep has one TensorBoard comparing its runs.
+    """
+    from ..live import select
+    from ..live.forward import listen
+
+    wanted = select([experiment]).wanted[0]
+    forward = listen(_connect(kubeconfig, context), wanted.name, wanted.namespace, address,
+                     port)
+    click.echo(f"TensorBoard of {wanted.name}: {forward.url}  (Ctrl-C to stop)")
+    stop = threading.Event()
+    try:
+        forward.serve(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        forward.close()
+    click.echo("stopped", err=True)
