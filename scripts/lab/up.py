@@ -210,7 +210,9 @@ def stop(root: Path, instance: str = "", quiet: bool = False) -> list[str]:
     """Stop every process the lab of `root` (and `instance`) started, by PID; remove etcd's
     tmpfs data. Idempotent: with nothing running it does nothing."""
     lay = Layout(Path(root).resolve(), instance)
-    stopped = procs.stop_all(lay.state)
+    # etcd last: the apiserver, stopping, deletes its lease there (and waits 10 s for an
+    # etcd already gone)
+    stopped = procs.stop_all(lay.state, last=("etcd",))
     if lay.etcd_data.is_dir() and not procs.recorded(lay.state):
         shutil.rmtree(lay.etcd_data, ignore_errors=True)
     if not quiet:
