@@ -3,7 +3,8 @@
 Built tools live in `.tools/lab/` (bin/ and the manifests rendered from the pinned modules),
 all running state in `.lab/` (ignored by git): kubeconfig, certs, logs, PIDs, ports.json, and
 etcd's data on tmpfs when the machine has /dev/shm (etcd fsyncs every write; on a disk that
-slows every API call).
+slows every API call). A second cluster keeps its own (kubeconfig, logs, PIDs, ports.json)
+in a folder of the lab's, `.lab/b/`; `.lab/clusters.kubeconfig` has a context per cluster.
 """
 
 from __future__ import annotations
