@@ -47,12 +47,14 @@ go-tools:
 # `lab-build` installs its Debian packages (redis-server) and builds the pinned parts once into
 # .tools/lab/ (a part already built at its pinned version is kept: seconds warm, about half an
 # hour cold on 2 cores, progress on stderr); `make lab` starts it and returns when it is ready
-# (kubeconfig: .lab/kubeconfig); `make lab-down` stops every process it started, by PID.
+# (kubeconfig: .lab/kubeconfig); `make lab LAB_CLUSTERS=2` adds a second cluster beside it
+# (scripts/lab/clusters.py); `make lab-down` stops every process it started, by PID.
 lab-build: $(VENV)/.installed
 	$(BIN)/python scripts/lab build
 
+LAB_CLUSTERS ?= 1
 lab: lab-build
-	$(BIN)/python scripts/lab up
+	$(BIN)/python scripts/lab up --clusters $(LAB_CLUSTERS)
 
 lab-down:
 	$(PYTHON) scripts/lab down

@@ -15,6 +15,9 @@ from pathlib import Path
 from .layout import Layout
 
 NAMESPACE = "argocd"
+# How Argo CD names the cluster it runs in (here: the lab's first, through $KUBECONFIG)
+IN_CLUSTER_NAME = "in-cluster"
+IN_CLUSTER_SERVER = "https://kubernetes.default.svc"
 # Settings objects Argo CD reads at start; upstream ships them empty but for this label (the
 # settings manager watches only objects carrying it). The tests add health checks to argocd-cm.
 SETTINGS = ("argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm", "argocd-gpg-keys-cm",

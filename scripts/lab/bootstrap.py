@@ -5,8 +5,9 @@ integration off when its kind is missing).
 The CRDs first; while the apiserver establishes them, the webhook configurations pointed at
 loopback, the pre-created webhook Secrets (see certs.py), Argo CD's settings objects and the
 GPU nodes KWOK keeps Ready; then, once the CRDs are Established, Argo CD's `default` project.
-Of the upstream manifests only what the lab runs is applied: the CRDs and webhooks of the
-kinds served (SERVED, CRDS_ONLY below).
+Of the upstream manifests only what the cluster runs is applied (its Plan, clusters.py): the
+CRDs and webhooks of the kinds served (SERVED, CRDS_ONLY below); a cluster without JobSet
+serves no JobSet CRD and registers no webhook for JobSets.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from . import argocd, manifests, ready
+from .clusters import CLUSTER_LABEL, Plan
 from .layout import Layout
-from .versions import GPU_NODES
 
 Doc = dict[str, Any]
-NAMESPACES = ("jobset-system", "kueue-system", "kubeflow", argocd.NAMESPACE)
+# part -> the namespace its objects live in
+NAMESPACES = {"jobset": "jobset-system", "kueue": "kueue-system",
+              "training-operator": "kubeflow", "argocd": argocd.NAMESPACE}
 # part -> the port its webhooks answer on (Argo CD's CRDs have no webhook)
 WEBHOOK_PORTS = {"jobset": "jobset-webhook", "kueue": "kueue-webhook",
                  "training-operator": "training-operator-webhook", "argocd": None,
@@ -30,7 +33,7 @@ WEBHOOK_PORTS = {"jobset": "jobset-webhook", "kueue": "kueue-webhook",
 # are served (Kueue: its own and the enabled integrations; the operator: TFJob). A webhook
 # registered but not served answers 404 and, failing closed, blocks every write of its kind.
 # part -> {API group: resources served, "*" for all}
-SERVED = {
+SERVED: dict[str, dict[str, Any]] = {
     "kueue": {"kueue.x-k8s.io": "*", "batch": ("jobs",), "jobset.x-k8s.io": ("jobsets",),
               "kubeflow.org": ("tfjobs",)},
     "training-operator": {"kubeflow.org": ("tfjobs",)},
@@ -58,17 +61,26 @@ def _served_by(served: dict[str, Any]) -> Callable[[Doc], bool]:
     return wanted
 
 
-def upstream(lay: Layout) -> list[Doc]:
-    """Every part's CRDs and webhook configurations, webhooks reached on loopback."""
+def served(part: str, plan: Plan) -> dict[str, Any]:
+    """What the part's webhooks serve in a cluster of this plan: JobSets only where JobSet
+    runs."""
+    return {group: kinds for group, kinds in SERVED[part].items()
+            if plan.jobset or group != "jobset.x-k8s.io"}
+
+
+def upstream(lay: Layout, plan: Plan) -> list[Doc]:
+    """The CRDs and webhook configurations of every part the cluster runs, webhooks reached
+    on loopback."""
     ca = (lay.certs / "ca.crt").read_bytes()
     docs: list[Doc] = []
-    for part, port_name in WEBHOOK_PORTS.items():
+    for part in plan.parts():
+        port_name = WEBHOOK_PORTS[part]
         objs = manifests.load(lay.manifests / f"{part}.json")
         if part in CRDS_ONLY:
             objs = [d for d in objs if d["kind"] != "CustomResourceDefinition"
                     or d["metadata"]["name"] in CRDS_ONLY[part]]
         if part in SERVED:
-            objs = manifests.drop_webhooks(objs, _served_by(SERVED[part]))
+            objs = manifests.drop_webhooks(objs, _served_by(served(part, plan)))
         if port_name:
             objs = manifests.point_at_loopback(objs, lay.ports[port_name], ca)
         docs += objs
@@ -84,23 +96,26 @@ def _secret(lay: Layout, name: str, namespace: str) -> Doc:
             "metadata": {"name": name, "namespace": namespace}}
 
 
-def gpu_node(name: str, gpus: int) -> Doc:
-    """A node KWOK manages (its annotation), with GPUs; KWOK's stages make it Ready."""
+def gpu_node(name: str, gpus: int, plan: Plan) -> Doc:
+    """A node KWOK manages (its annotation), with GPUs; KWOK's stages make it Ready. Its
+    labels say which cluster it is in and which GPU it has."""
     resources = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
                          "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                     "kubernetes.io/arch": "amd64", "type": "kwok",
-                                    "nvidia.com/gpu.present": "true"}},
+                                    "nvidia.com/gpu.present": "true",
+                                    "nvidia.com/gpu.product": plan.gpu_product,
+                                    CLUSTER_LABEL: plan.name}},
             "status": {"allocatable": resources, "capacity": resources}}
 
 
-def lab_objects(lay: Layout) -> list[Doc]:
+def lab_objects(lay: Layout, plan: Plan) -> list[Doc]:
     """Secrets, Argo CD's settings and the nodes (applied once the CRDs are established)."""
     return [_secret(lay, "training-operator-webhook-cert", "kubeflow"),
             _secret(lay, "kueue-webhook-server-cert", "kueue-system"),
-            *argocd.settings_objects(),
-            *(gpu_node(n, g) for n, g in GPU_NODES.items())]
+            *(argocd.settings_objects() if plan.argocd else []),
+            *(gpu_node(n, g, plan) for n, g in plan.nodes.items())]
 
 
 def apply(kubectl: Callable[..., Any], docs: list[Doc]) -> None:
@@ -121,13 +136,14 @@ def _wait_established(kubectl: Callable[..., Any]) -> None:
     ready.wait_all({"CRDs Established": check}, 60, lambda: None)
 
 
-def run(lay: Layout, kubectl: Callable[..., Any]) -> None:
-    apply(kubectl, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                    for n in NAMESPACES])
-    docs = upstream(lay)
+def run(lay: Layout, plan: Plan, kubectl: Callable[..., Any]) -> None:
+    apply(kubectl, [{"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": NAMESPACES[part]}} for part in plan.parts()])
+    docs = upstream(lay, plan)
     apply(kubectl, [d for d in docs if d["kind"] == "CustomResourceDefinition"])
     # the rest needs no CRD: applied while the apiserver establishes them
     apply(kubectl, [d for d in docs if d["kind"] != "CustomResourceDefinition"])
-    apply(kubectl, lab_objects(lay))
+    apply(kubectl, lab_objects(lay, plan))
     _wait_established(kubectl)
-    apply(kubectl, [argocd.default_project()])
+    if plan.argocd:
+        apply(kubectl, [argocd.default_project()])

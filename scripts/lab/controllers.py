@@ -52,10 +52,12 @@ def jobset(lay: Layout) -> list[str]:
             "--zap-log-level=info"]
 
 
-def kueue(lay: Layout) -> list[str]:
+def kueue(lay: Layout, jobset: bool = True) -> list[str]:
     """Kueue with its internal certificate management on, fed the lab's pre-created Secret:
     with it off, Kueue loads its metrics certificate from a fixed path under /etc whatever its
-    configuration says; on, it only waits for the webhook files in the configured folder."""
+    configuration says; on, it only waits for the webhook files in the configured folder.
+    Its JobSet integration only where JobSet runs."""
+    frameworks = [f for f in KUEUE_FRAMEWORKS if jobset or not f.startswith("jobset.")]
     config = _write(lay, "kueue.yaml", {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
         "namespace": "kueue-system",
@@ -65,7 +67,7 @@ def kueue(lay: Layout) -> list[str]:
         "webhook": {"port": lay.ports["kueue-webhook"], "host": "127.0.0.1",
                     "certDir": str(webhook_certs(lay))},
         "internalCertManagement": {"enable": True},
-        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        "integrations": {"frameworks": frameworks},
     })
     # VisibilityOnDemand starts an API server on 0.0.0.0 that the lab does not use
     return [str(lay.bin / "kueue"), f"--config={config}", f"--kubeconfig={lay.kubeconfig}",

@@ -3,7 +3,8 @@
 Built tools live in `.tools/lab/` (bin/ and the manifests rendered from the pinned modules),
 all running state in `.lab/` (ignored by git): kubeconfig, certs, logs, PIDs, ports.json, and
 etcd's data on tmpfs when the machine has /dev/shm (etcd fsyncs every write; on a disk that
-slows every API call).
+slows every API call). A second cluster keeps its own (kubeconfig, logs, PIDs, ports.json)
+in a folder of the lab's, `.lab/b/`; `.lab/clusters.kubeconfig` has a context per cluster.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from pathlib import Path
 
 from .procs import free_ports
 
-# Every port the lab listens on, all on 127.0.0.1 (chosen free at each start).
-PORT_NAMES = (
+# Every port the lab listens on, all on 127.0.0.1 (chosen free at each start): each control
+# plane's, and those of Argo CD and the git daemon, which only the first cluster runs.
+CLUSTER_PORTS = (
     "etcd", "etcd-peer", "apiserver", "kwok", "jobset-webhook", "jobset-probe",
     "kueue-webhook", "kueue-probe", "kueue-metrics", "training-operator-webhook",
-    "training-operator-probe", "redis", "argocd-repo-server", "argocd-repo-server-metrics",
-    "argocd-controller-metrics", "argocd-appset-probe", "argocd-appset-metrics",
-    "argocd-appset-webhook", "git",
+    "training-operator-probe",
 )
+ARGOCD_PORTS = (
+    "redis", "argocd-repo-server", "argocd-repo-server-metrics", "argocd-controller-metrics",
+    "argocd-appset-probe", "argocd-appset-metrics", "argocd-appset-webhook", "git",
+)
+PORT_NAMES = CLUSTER_PORTS + ARGOCD_PORTS
 TOKEN = "tfgen-lab-admin"  # the static token of the lab's only user (system:masters)
 
 
@@ -33,6 +38,9 @@ class Layout:
     root: Path
     # "" for the lab of `make lab`; a name (a pytest-xdist worker's) for another one beside it
     instance: str = ""
+    # "" for the lab's first cluster; a folder name for a cluster started beside it, whose
+    # state is a folder of the first's (.lab/<instance>/<cluster>/)
+    cluster: str = ""
     ports: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -49,7 +57,8 @@ class Layout:
 
     @property
     def state(self) -> Path:
-        return self.root / ".lab" / self.instance if self.instance else self.root / ".lab"
+        lab = self.root / ".lab" / self.instance if self.instance else self.root / ".lab"
+        return lab / self.cluster if self.cluster else lab
 
     @property
     def certs(self) -> Path:
@@ -77,9 +86,9 @@ class Layout:
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
-    def choose_ports(self) -> None:
-        """Pick free ports and record them in .lab/ports.json."""
-        self.ports = dict(zip(PORT_NAMES, free_ports(len(PORT_NAMES)), strict=True))
+    def choose_ports(self, names: tuple[str, ...] = PORT_NAMES) -> None:
+        """Pick free ports for `names` and record them in <state>/ports.json."""
+        self.ports = dict(zip(names, free_ports(len(names)), strict=True))
         self.state.mkdir(parents=True, exist_ok=True)
         (self.state / "ports.json").write_text(json.dumps(self.ports, indent=1) + "\n")
 
@@ -87,14 +96,18 @@ class Layout:
         self.ports = json.loads((self.state / "ports.json").read_text())
 
 
-def write_kubeconfig(lay: Layout) -> None:
-    """The lab's kubeconfig (the admin token, the lab's CA) and the apiserver's token file."""
-    ca = lay.certs / "ca.crt"
-    lay.kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "tfgen-lab",
-        "clusters": [{"name": "tfgen-lab", "cluster": {
-            "server": lay.server(), "certificate-authority": str(ca)}}],
+def write_kubeconfig(path: Path, servers: dict[str, str], certs: Path) -> None:
+    """A kubeconfig with a context per cluster (context name -> API server URL), each as the
+    lab's admin (its static token) trusting the lab's CA; the first context is the current."""
+    ca = certs / "ca.crt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": next(iter(servers)),
+        "clusters": [{"name": name, "cluster": {"server": server,
+                                                "certificate-authority": str(ca)}}
+                     for name, server in servers.items()],
         "users": [{"name": "admin", "user": {"token": TOKEN}}],
-        "contexts": [{"name": "tfgen-lab", "context": {
-            "cluster": "tfgen-lab", "user": "admin", "namespace": "default"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "admin",
+                                                "namespace": "default"}}
+                     for name in servers],
     }, indent=1) + "\n")

@@ -108,25 +108,32 @@ def _signal(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def stop_all(state: Path, grace: float = 10.0) -> list[str]:
+def stop_all(state: Path, grace: float = 10.0, last: tuple[str, ...] = ()) -> list[str]:
     """SIGTERM every recorded process, SIGKILL what is left after `grace` seconds, wait until
-    all are gone, remove their PID files; returns the names stopped. Safe to run again."""
+    all are gone, remove their PID files; returns the names stopped. Those named in `last`
+    are stopped only once the others are gone. Safe to run again."""
     if not (state / "pids").is_dir():
         return []
     alive = recorded(state)
-    for pid in alive.values():
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not all(_gone(p) for p in alive.values()):
-        time.sleep(0.1)
-    for pid in alive.values():
-        if not _gone(pid):
-            _signal(pid, signal.SIGKILL)
-    while not all(_gone(p) for p in alive.values()):
-        time.sleep(0.05)
+    first = {n: p for n, p in alive.items() if n not in last}
+    _stop(first, grace)
+    _stop({n: p for n, p in alive.items() if n not in first}, grace)
     for name in alive:
         (state / "pids" / f"{name}.pid").unlink(missing_ok=True)
     return sorted(alive)
+
+
+def _stop(pids: dict[str, int], grace: float) -> None:
+    for pid in pids.values():
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and not all(_gone(p) for p in pids.values()):
+        time.sleep(0.1)
+    for pid in pids.values():
+        if not _gone(pid):
+            _signal(pid, signal.SIGKILL)
+    while not all(_gone(p) for p in pids.values()):
+        time.sleep(0.05)
 
 
 def memory_kib(pid: int) -> dict[str, int]:

@@ -58,8 +58,10 @@ PARTS: tuple[GoPart, ...] = (
 # command -> the package that ships it
 DEBIAN = {"redis-server": "redis-server", "git": "git", "openssl": "openssl"}
 
-# The GPU nodes KWOK pretends to run (name -> nvidia.com/gpu each).
+# The GPU nodes KWOK pretends to run (name -> nvidia.com/gpu each): the lab's first cluster's,
+# and the one of a second cluster started beside it (clusters.py).
 GPU_NODES = {"lab-gpu-0": 8, "lab-gpu-1": 8}
+SECOND_GPU_NODES = {"lab-b-gpu-0": 4}
 
 
 def part(name: str) -> GoPart:

@@ -1,7 +1,9 @@
 """The lab fixture: one real control plane per pytest session (see scripts/lab/).
 
 Tests that use it are marked `lab`; the fixture starts the lab once, gives each test its own
-namespace, and stops the lab at the end of the session, even after a failure.
+namespace, and stops the lab at the end of the session, even after a failure. Tests that need
+two clusters take `two_clusters`: the session's lab (cluster `lab-a`, with Argo CD) and a
+second cluster (`lab-b`, without JobSet) that lab-a's Argo CD manages, started beside it once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from lab import Lab, start  # noqa: E402  (scripts/ is not a package on the path)
+from lab import Cluster, Lab, start  # noqa: E402  (scripts/ is not a package on the path)
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +31,18 @@ def lab() -> Iterator[Lab]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="session")
+def two_clusters(lab: Lab) -> Iterator[tuple[Lab, Cluster]]:
+    """(lab-a, lab-b): the session's lab and a second cluster beside it, without JobSet,
+    registered in lab-a's Argo CD as `lab-b.argocd_name`; stopped at the end of the session,
+    even after a failure (one lab and one Argo CD for both)."""
+    second = lab.start_cluster(jobset=False)
+    try:
+        yield lab, second
+    finally:
+        lab.stop_cluster(second)
 
 
 @pytest.fixture
