@@ -22,7 +22,7 @@ from .clusters import CLUSTER_LABEL, Plan
 from .layout import Layout
 
 Doc = dict[str, Any]
-# part -> the namespace its objects live in
+# part -> the namespace its objects live in (KWOK's, none: they live beside their pods)
 NAMESPACES = {"jobset": "jobset-system", "kueue": "kueue-system",
               "training-operator": "kubeflow", "argocd": argocd.NAMESPACE}
 # part -> the port its webhooks answer on (Argo CD's CRDs have no webhook)
@@ -138,7 +138,8 @@ def _wait_established(kubectl: Callable[..., Any]) -> None:
 
 def run(lay: Layout, plan: Plan, kubectl: Callable[..., Any]) -> None:
     apply(kubectl, [{"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": NAMESPACES[part]}} for part in plan.parts()])
+                     "metadata": {"name": NAMESPACES[part]}} for part in plan.parts()
+                    if part in NAMESPACES])  # KWOK's objects live beside their pods
     docs = upstream(lay, plan)
     apply(kubectl, [d for d in docs if d["kind"] == "CustomResourceDefinition"])
     # the rest needs no CRD: applied while the apiserver establishes them

@@ -40,7 +40,7 @@ class Plan:
 
     def parts(self) -> tuple[str, ...]:
         """The upstream parts whose CRDs and webhooks it is given (bootstrap.py)."""
-        return (*(("jobset",) if self.jobset else ()), "kueue", "training-operator",
+        return (*(("jobset",) if self.jobset else ()), "kueue", "training-operator", "kwok",
                 *(("argocd",) if self.argocd else ()))
 
 

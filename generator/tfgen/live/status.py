@@ -140,6 +140,11 @@ def _application(app: Obj | None, wanted: Wanted, argocd_namespace: str, not_ser
     if operation.get("phase") in ("Failed", "Error"):
         out.app_failing = True
         out.why.append(f"sync failed: {_one_line(operation.get('message'))}")
+    elif operation.get("phase") == "Running" and operation.get("retryCount"):
+        # the sync policy's retries: each attempt failed so far, for the same reason
+        out.app_failing = True
+        out.why.append(f"sync failed, retrying (attempt {operation['retryCount']}): "
+                       f"{_one_line(operation.get('message'))}")
     for condition in lookup(app, "status", "conditions") or []:
         if str(condition.get("type", "")).endswith("Error"):
             out.app_failing = True
