@@ -36,6 +36,7 @@ pytestmark = pytest.mark.lab
 DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"  # KWOK completes the pod this long after start
 FAIL = "pod-container-running-failed.stage.kwok.x-k8s.io"  # KWOK fails a pod so labelled
 DONE, FAILS, LONG, TOO_BIG = "done-run", "fails-run", "long-run", "too-big"
+SWEEP = "steps-sweep"  # two runs, each done at once
 QUEUED = ("queued-small", "queued-large")  # 2 and 3 GPUs: the queue holds 3
 NODE_GPUS = 8  # each lab GPU node's (scripts/lab/versions.py)
 
@@ -51,6 +52,7 @@ def _add_runs(repo: GitOpsRepo) -> None:
     repo.tfgen("new", QUEUED[0], "--from", "mnist-jobset")
     repo.tfgen("new", QUEUED[1], "--from", "distributed-mnist", "--queue", "gpu-team")
     repo.tfgen("new", TOO_BIG, "--from", "distributed-mnist")
+    repo.tfgen("new", SWEEP, "--from", "cpu-linear")
     for name in bundled:
         repo.spec(name).unlink()
         shutil.rmtree(repo.root / "argo" / "experiments" / name)
@@ -64,6 +66,11 @@ def _add_runs(repo: GitOpsRepo) -> None:
         doc["metadata"].setdefault("labels", {})[FAIL] = "true"
         annotate(doc, **{f"{FAIL}/exit-code": "3"})
     repo.edit(FAILS, failing)
+
+    def sweep(doc: dict[str, Any]) -> None:
+        doc["spec"]["args"] = ["--train_steps=((steps))"]
+        doc["spec"]["sweep"] = {"parameters": {"steps": [10, 20]}, "combine": "grid"}
+    repo.edit(SWEEP, sweep)
 
     def too_big(doc: dict[str, Any]) -> None:
         doc["spec"]["roles"]["worker"]["gpus"] = NODE_GPUS + 1
@@ -227,6 +234,36 @@ def test_status_text_puts_the_reasons_under_their_run(lab: Any, repo: GitOpsRepo
     at = next(i for i, line in enumerate(lines) if line.startswith(FAILS))
     assert lines[at + 1].startswith("  - ") and "failed" in lines[at + 1], lines
     assert "1 failing (fails-run)" in done.stderr
+
+
+def test_a_sweep_shows_its_runs_under_it(lab: Any, repo: GitOpsRepo) -> None:
+    def done(shown: dict[str, Any]) -> bool:
+        return [r["phase"] for r in shown[SWEEP]["runs"]] == ["succeeded"] * 2
+    _until(lab, repo, f"{SWEEP}'s runs succeeded", done)
+    output = _tfgen(lab, repo, "status", SWEEP).stdout.splitlines()
+    assert [line.split()[:4] for line in output[1:]] == [
+        [SWEEP, "Synced", "Healthy", "2"],  # "2 succeeded": its runs counted by phase
+        [f"{SWEEP}-10", "succeeded", "worker", "3/3,"],
+        [f"{SWEEP}-20", "succeeded", "worker", "3/3,"]], output
+    assert all(line.startswith(f"  {SWEEP}-") for line in output[2:]), output
+
+
+def test_a_job_the_spec_does_not_render_is_named(lab: Any, repo: GitOpsRepo) -> None:
+    """A TFJob labelled as an experiment's, made by hand beside it: status names it."""
+    stray = f"{DONE}-by-hand"
+    lab.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": stray, "namespace": "default", "labels": {
+            "app.kubernetes.io/part-of": "tfgen", "app.kubernetes.io/instance": DONE}},
+        "spec": {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {"Worker": {
+            "replicas": 1, "template": {"spec": {"containers": [
+                {"name": "tensorflow", "image": "example.com/train:1"}]}}}}}}))
+    try:
+        _, shown = _status(lab, repo, DONE)
+        assert f"the cluster holds TFJob {stray}, which this spec does not render" \
+            in shown[DONE]["why"], shown[DONE]
+    finally:
+        lab.kubectl("-n", "default", "delete", "tfjob", stray, check=False)
 
 
 def _cri_log(path: Path, lines: list[str]) -> None:
