@@ -6,6 +6,7 @@ import functools
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,24 +18,31 @@ from .app import handle_errors, main
 CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen: a live table redrawn in place
 
 
-def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class Where:
     """--kubeconfig and --context, as kubectl takes them."""
+
+    kubeconfig: str | None
+    context: str | None
+
+    def connect(self) -> Any:
+        from ..live import connect
+
+        # $KUBECONFIG may list several files (kubectl merges them); the client reads the first
+        first = self.kubeconfig.split(":")[0] if self.kubeconfig else None
+        return connect(first, self.context)
+
+
+def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--kubeconfig and --context, given to the command as one `where` (a `Where`)."""
     @click.option("--kubeconfig", metavar="FILE", envvar="KUBECONFIG",
                   help="The kubeconfig to read (default: $KUBECONFIG, then ~/.kube/config).")
     @click.option("--context", metavar="NAME",
                   help="The kubeconfig context (default: its current context).")
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+    def wrapper(*args: Any, kubeconfig: str | None, context: str | None, **kwargs: Any) -> Any:
+        return func(*args, where=Where(kubeconfig, context), **kwargs)
     return wrapper
-
-
-def _connect(kubeconfig: str | None, context: str | None) -> Any:
-    from ..live import connect
-
-    # $KUBECONFIG may list several files (kubectl merges them); the client reads the first
-    first = kubeconfig.split(":")[0] if kubeconfig else None
-    return connect(first, context)
 
 
 @main.command()
@@ -47,8 +55,7 @@ def _connect(kubeconfig: str | None, context: str | None) -> Any:
               "for tools (with the number of API calls made).")
 @cluster_options
 @handle_errors
-def status(experiments: tuple[str, ...], watch: bool, fmt: str, kubeconfig: str | None,
-           context: str | None) -> None:
+def status(experiments: tuple[str, ...], watch: bool, fmt: str, where: Where) -> None:
     """Show what runs of each experiment on the cluster.
 
     One line per experiment (every one of the repository by default; a sweep's runs under it):
@@ -69,7 +76,7 @@ def status(experiments: tuple[str, ...], watch: bool, fmt: str, kubeconfig: str 
     if selection.invalid:
         click.echo(f"{selection.invalid} spec(s) left out: they do not validate "
                    "(`tfgen validate`)", err=True)
-    cluster = _connect(kubeconfig, context)
+    cluster = where.connect()
     if not watch:
         shown = statuses(cluster, selection)
         click.echo(as_json(shown, cluster.calls) if fmt == "json" else table(shown))
@@ -106,7 +113,7 @@ def status(experiments: tuple[str, ...], watch: bool, fmt: str, kubeconfig: str 
 @cluster_options
 @handle_errors
 def logs(experiment: str, run: str | None, role: str | None, index: int | None,
-         follow: bool, kubeconfig: str | None, context: str | None) -> None:
+         follow: bool, where: Where) -> None:
     """Print the training logs of an experiment's pods.
 
     Each line is prefixed with its pod as `tfgen run-local` and `tfgen explain` name it
@@ -117,7 +124,7 @@ def logs(experiment: str, run: str | None, role: str | None, index: int | None,
     from ..live.logs import choose, lines
 
     wanted = select([experiment]).wanted[0]
-    cluster = _connect(kubeconfig, context)
+    cluster = where.connect()
     chosen = choose(cluster, wanted, run, role, index)
     if not chosen:
         raise TfgenError(f"no pod of {wanted.name} matches in {wanted.namespace} (yet): see "
@@ -137,8 +144,7 @@ def logs(experiment: str, run: str | None, role: str | None, index: int | None,
               help="The local address to listen on.")
 @cluster_options
 @handle_errors
-def tensorboard(experiment: str, port: int, address: str, kubeconfig: str | None,
-                context: str | None) -> None:
+def tensorboard(experiment: str, port: int, address: str, where: Where) -> None:
     """Open the experiment's TensorBoard on a local port, until Ctrl-C.
 
     Forwards the port through the API server to the TensorBoard pod, as `kubectl
@@ -148,8 +154,7 @@ def tensorboard(experiment: str, port: int, address: str, kubeconfig: str | None
     from ..live.forward import listen
 
     wanted = select([experiment]).wanted[0]
-    forward = listen(_connect(kubeconfig, context), wanted.name, wanted.namespace, address,
-                     port)
+    forward = listen(where.connect(), wanted.name, wanted.namespace, address, port)
     click.echo(f"TensorBoard of {wanted.name}: {forward.url}  (Ctrl-C to stop)")
     stop = threading.Event()
     try:

@@ -10,7 +10,7 @@ empty and remembered, so status can say so.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..repo import chart, runtimes
@@ -101,33 +101,37 @@ def watch(cluster: Cluster, snapshot: Snapshot, namespaces: Iterable[str],
     """Keep `snapshot` current: a thread per kind and namespace follows its watch and sets
     `changed` on every change; a watch the server ends (or expires: 410) is listed again and
     resumed. Threads are daemons: they end with the command."""
+    following = _Following(cluster, snapshot, changed, stop)
     for api, namespace, selector in _reads(namespaces, argocd_namespace):
         if api in snapshot.not_served:
             continue
-        threading.Thread(target=_follow, daemon=True, name=f"watch {api.plural}/{namespace}",
-                         args=(cluster, snapshot, api, namespace, selector, changed, stop)
-                         ).start()
+        threading.Thread(target=following.follow, args=(api, namespace, selector),
+                         daemon=True, name=f"watch {api.plural}/{namespace}").start()
 
 
-def _follow(cluster: Cluster, snapshot: Snapshot, api: Api, namespace: str,
-            selector: str | None, changed: threading.Event, stop: threading.Event) -> None:
-    while not stop.is_set():
-        version = snapshot.versions.get((api, namespace), "")
-        try:
-            for event in _events(cluster, api, namespace, version, selector):
-                if stop.is_set():
-                    return
-                if event.get("type") == "ERROR":  # 410 Gone: start again from a new list
-                    items, fresh = cluster.list_with_version(api, namespace, selector)
-                    snapshot.replace(api, namespace, items, fresh)
-                    changed.set()
-                    break
-                if snapshot.apply(api, namespace, event):
-                    changed.set()
-        except ClusterUnreachable:
-            stop.wait(2.0)  # the server went away for a moment: try again
+@dataclass
+class _Following:
+    """What every watch thread shares: the cluster, the snapshot it keeps, the two signals."""
 
+    cluster: Cluster
+    snapshot: Snapshot
+    changed: threading.Event
+    stop: threading.Event
 
-def _events(cluster: Cluster, api: Api, namespace: str, version: str,
-            selector: str | None) -> Iterator[Obj]:
-    yield from cluster.watch(api, namespace, version, selector)
+    def follow(self, api: Api, namespace: str, selector: str | None) -> None:
+        snapshot = self.snapshot
+        while not self.stop.is_set():
+            version = snapshot.versions.get((api, namespace), "")
+            try:
+                for event in self.cluster.watch(api, namespace, version, selector):
+                    if self.stop.is_set():
+                        return
+                    if event.get("type") == "ERROR":  # 410 Gone: again from a new list
+                        items, fresh = self.cluster.list_with_version(api, namespace, selector)
+                        snapshot.replace(api, namespace, items, fresh)
+                        self.changed.set()
+                        break
+                    if snapshot.apply(api, namespace, event):
+                        self.changed.set()
+            except ClusterUnreachable:
+                self.stop.wait(2.0)  # the server went away for a moment: try again
