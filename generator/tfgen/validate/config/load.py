@@ -20,6 +20,7 @@ from ...repo.resources import CONFIG_SCHEMA
 from ..schema.defaults import apply_defaults
 from ..schema.validator import schema_problems
 from ..yaml.loader import Document, LoadError, load_file
+from .clusters import Cluster, cluster_for, clusters_of
 from .rules import config_problems
 
 # The spec fields a namespace's policy gives a default to (`policy.<namespace>.<field>`): how
@@ -44,7 +45,31 @@ class RepoConfig:
 
     @property
     def kubernetes_version(self) -> str:
-        return str(self.data["kubernetesVersion"])
+        """The Kubernetes version the gate validates rendered objects against: the one
+        cluster's, or the newest of the declared clusters' (each spec's own rules judge it by
+        its cluster's version: `clusters`)."""
+        if not self.data.get("clusters"):
+            return str(self.data["kubernetesVersion"])
+        return max((c.kubernetes_version for c in self.clusters),
+                   key=lambda v: tuple(int(p) for p in v.split(".")))
+
+    @functools.cached_property
+    def clusters(self) -> list[Cluster]:
+        """The clusters experiments run on: tfgen.yaml's `clusters`, else the one implicit
+        cluster (`clusters.py`)."""
+        return clusters_of(self.data, self.where)
+
+    def cluster_of(self, namespace: object, spec: object) -> Cluster | None:
+        """The cluster a spec of `namespace` runs on (`spec`: its `spec`); None when its
+        `spec.cluster` names none of tfgen.yaml's (validate refuses it)."""
+        return cluster_for(self.clusters, namespace, spec)
+
+    def where(self, parts: tuple[str | int, ...]) -> str:
+        """Where tfgen.yaml writes a setting: `tfgen.yaml:<line>`, or `tfgen.yaml default`."""
+        if self.document is None or not _has(self.document.data, parts):
+            return f"{layout.CONFIG_NAME} default"
+        line, _ = self.document.locate(parts, key=True)
+        return f"{layout.CONFIG_NAME}:{line}"
 
     @property
     def cluster_domain(self) -> str:
@@ -73,31 +98,13 @@ class RepoConfig:
     def policy_source(self, namespace: str, key: str) -> str:
         """Where a namespace's policy setting is written: `tfgen.yaml:<line>`, or the schema's
         default when tfgen.yaml does not set it."""
-        parts = ("policy", namespace, key)
-        if self.document is None or not _has(self.document.data, parts):
-            return f"{layout.CONFIG_NAME} default"
-        line, _ = self.document.locate(parts, key=True)
-        return f"{layout.CONFIG_NAME}:{line}"
+        return self.where(("policy", namespace, key))
 
     @property
     def owners(self) -> dict[str, Any]:
         """`owners`: `platform` (a list) and `namespaces` (namespace -> list), each optional;
         empty when tfgen.yaml declares none (then no CODEOWNERS is generated)."""
         return dict(self.data.get("owners") or {})
-
-    @property
-    def node_types(self) -> list[dict[str, Any]]:
-        """`cluster.nodeTypes`: what one node of each type can hold (capacity.py)."""
-        return list((self.data.get("cluster") or {}).get("nodeTypes") or [])
-
-    @property
-    def node_types_source(self) -> str:
-        """Where the node types are written: `cluster.nodeTypes (tfgen.yaml:<line>)`."""
-        parts = ("cluster", "nodeTypes")
-        if self.document is None or not _has(self.document.data, parts):
-            return "cluster.nodeTypes"
-        line, _ = self.document.locate(parts, key=True)
-        return f"cluster.nodeTypes ({layout.CONFIG_NAME}:{line})"
 
     @property
     def max_runs(self) -> int:
@@ -149,9 +156,10 @@ def _builtin_policy() -> dict[str, Any]:
     return dict(apply_defaults(data, CONFIG_SCHEMA)["policy"]["x"])
 
 
-def _has(data: Any, parts: tuple[str, ...]) -> bool:
+def _has(data: Any, parts: tuple[str | int, ...]) -> bool:
     for part in parts:
-        if not isinstance(data, dict) or part not in data:
+        listed = isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        if not listed and not (isinstance(data, dict) and part in data):
             return False
         data = data[part]
     return True
