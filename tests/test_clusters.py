@@ -10,11 +10,18 @@ its `# expect-line:`. Adding a case is adding a file.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
+from helpers import copy_repo_parts
+from tfgen.cli import main
 from tfgen.errors import InputError
+from tfgen.gate.argo.wiring import Project, destination_allowed
+from tfgen.gate.documents.manifests import RenderedObject
 from tfgen.problems import WARNING
 from tfgen.validate.config.clusters import IMPLICIT
 from tfgen.validate.config.load import load_config
@@ -109,3 +116,55 @@ def test_a_repository_without_clusters_has_the_one_implicit_cluster() -> None:
     assert cluster.kubernetes_version == config.kubernetes_version == "1.30"
     assert config.cluster_of("ml-team", {}) is cluster
     assert config.cluster_of("ml-team", {"cluster": "in-cluster"}) is None
+
+
+def test_argo_sends_each_run_to_its_clusters_destination(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendered from fixtures/clusters: each app.yaml carries its cluster's destination, the
+    AppProject allows exactly the clusters' destinations, and `tfgen check` passes."""
+    root = copy_repo_parts(tmp_path / "repo", ("charts", "schemas"))
+    shutil.copy(CASES / "tfgen.yaml", root / "tfgen.yaml")
+    (root / "tfgen.yaml").write_text((root / "tfgen.yaml").read_text().replace(
+        "../../../schemas/", "schemas/"))
+    (root / "experiments").mkdir()
+    for case in ("home-cluster-jobset", "named-cluster"):
+        shutil.copy(CASES / "specs" / "valid" / f"{case}.yaml", root / "experiments")
+    monkeypatch.chdir(root)
+    runner = CliRunner()
+    rendered = runner.invoke(main, ["render"], catch_exceptions=False)
+    assert rendered.exit_code == 0, rendered.output
+    apps = {name: yaml.safe_load((root / "argo/experiments" / name / "app.yaml").read_text())
+            for name in ("home-cluster-jobset", "named-cluster")}
+    assert {name: (app["cluster"], app["destination"]) for name, app in apps.items()} == {
+        "home-cluster-jobset": ("gpu-a", {"server": "https://kubernetes.default.svc",
+                                          "name": ""}),
+        "named-cluster": ("gpu-b", {"server": "", "name": "gpu-b"}),
+    }
+    project = yaml.safe_load((root / "argo/project.yaml").read_text())
+    assert project["spec"]["destinations"] == [
+        {**where, "namespace": ns}
+        for where in ({"server": "https://kubernetes.default.svc"}, {"name": "gpu-b"})
+        for ns in ("default", "ml-team", "vision")]
+    appset = (root / "argo/applicationset.yaml").read_text()
+    assert 'server: "{{.destination.server}}"' in appset
+    assert 'name: "{{.destination.name}}"' in appset
+    checked = runner.invoke(main, ["check", "--no-cache"], catch_exceptions=False)
+    assert checked.exit_code == 0, checked.output
+    listed = runner.invoke(main, ["list", "--format", "json"], catch_exceptions=False)
+    assert {row["name"]: row["cluster"] for row in json.loads(listed.stdout)} == {
+        "home-cluster-jobset": "gpu-a", "named-cluster": "gpu-b"}
+
+
+def test_a_project_destination_allows_only_the_cluster_it_names() -> None:
+    project = Project.from_object(RenderedObject({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+        "metadata": {"name": "p"}, "spec": {"destinations": [
+            {"server": "https://a.example.com", "namespace": "ml"},
+            {"name": "gpu-b", "namespace": "ml"}]}}), "argo/project.yaml")
+    assert destination_allowed(project, "https://a.example.com", "", "ml")
+    assert destination_allowed(project, "", "gpu-b", "ml")
+    assert not destination_allowed(project, "https://b.example.com", "", "ml")
+    assert not destination_allowed(project, "", "gpu-c", "ml")
+    assert not destination_allowed(project, "", "gpu-b", "other")
+    assert not destination_allowed(project, "", "", "ml")

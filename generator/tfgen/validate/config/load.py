@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from ...repo.resources import CONFIG_SCHEMA
 from ..schema.defaults import apply_defaults
 from ..schema.validator import schema_problems
 from ..yaml.loader import Document, LoadError, load_file
-from .clusters import Cluster, cluster_for, clusters_of
+from .clusters import Cluster, cluster_for, clusters_of, unknown_cluster
 from .rules import config_problems
 
 # The spec fields a namespace's policy gives a default to (`policy.<namespace>.<field>`): how
@@ -77,7 +77,11 @@ class RepoConfig:
 
     @property
     def argocd(self) -> dict[str, Any]:
-        return dict(self.data["argocd"])
+        """The `argocd` block, with `destinations`: each cluster's Argo CD destination (its
+        `server` or its `name`), the ones the AppProject allows (render/argo.py)."""
+        return {**self.data["argocd"], "destinations": [
+            {key: value for key, value in c.destination.items() if value}
+            for c in self.clusters]}
 
     @property
     def namespaces(self) -> list[str]:
@@ -135,6 +139,25 @@ class RepoConfig:
     @property
     def experiments_dir(self) -> Path:
         return self.root / layout.EXPERIMENTS_DIR
+
+
+def experiment_cluster(config: RepoConfig, data: Mapping[str, Any]) -> Cluster:
+    """The cluster an experiment (its data, as validated) runs on: what render sends its
+    Application to, what `list` and `diff` show, and where the read side looks (the cluster's
+    `context` in the kubeconfig; None: the current context). InputError for a `spec.cluster`
+    that names no cluster of tfgen.yaml (validate refuses it first)."""
+    meta, spec = data.get("metadata"), data.get("spec")
+    cluster = config.cluster_of(meta.get("namespace") if isinstance(meta, Mapping) else None,
+                                spec)
+    if cluster is None:
+        message, hint = unknown_cluster(config.clusters, dict(spec or {}).get("cluster"))
+        raise InputError(f"{message} ({hint})")
+    return cluster
+
+
+def builtin_config(root: Path) -> RepoConfig:
+    """The config of a repository whose tfgen.yaml sets nothing (tfgen's built-in defaults)."""
+    return RepoConfig(root=root, path=None, data=builtin_data())
 
 
 def builtin_data() -> dict[str, Any]:
@@ -195,7 +218,7 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
         start = (cwd or Path.cwd()).resolve()
         for listener in _builtin_listeners:
             listener(start)
-        return RepoConfig(root=start, path=None, data=builtin_data())
+        return builtin_config(start)
     path = root / layout.CONFIG_NAME
     try:
         document = load_file(path, display=layout.shown(path), root=root)
