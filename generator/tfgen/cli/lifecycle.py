@@ -174,7 +174,10 @@ def rerun(experiment: str, new_name: str, owner: str | None, log_dir: str | None
 @handle_errors
 def list_command(fmt: str, namespace: str | None, owner: str | None,
                  state: str | None) -> None:
-    """List the experiments: name, namespace, owner, topology, GPUs, storage, state.
+    """List the experiments: name, namespace, cluster, owner, topology, GPUs, storage, state.
+
+    CLUSTER is where its runs go (tfgen.yaml's clusters; the column is left out of the table
+    when every run goes to the one implicit cluster, in-cluster).
 
     HOLDS is what an experiment holds of its namespace's GPU quota (nothing when suspended or
     retired); for each namespace with a quota, a line on stderr says how much is held.
