@@ -174,7 +174,7 @@ def rerun(experiment: str, new_name: str, owner: str | None, log_dir: str | None
 @handle_errors
 def list_command(fmt: str, namespace: str | None, owner: str | None,
                  state: str | None) -> None:
-    """List the experiments: name, namespace, cluster, owner, topology, GPUs, storage, state.
+    """List the experiments: where each runs, its topology, GPUs, storage and state.
 
     CLUSTER is where its runs go (tfgen.yaml's clusters; the column is left out of the table
     when every run goes to the one implicit cluster, in-cluster).

@@ -164,7 +164,8 @@ def _judge(spec: dict[str, Any], cluster: Cluster, queue: dict[str, Any], named:
             best = max((offer.most for offer in offers), default=Decimal(0))
             if total > best:
                 refused = True
-                _refuse_role(name, role, resource, total, offers, other, named, cohort, out)
+                _refuse_role(_Asked(name, role, resource, total), offers, other,
+                             (named, cohort), out)
         total = sum((t for _, _, t in asks), Decimal(0))
         offers = sorted(usable.values(), key=lambda o: o.flavor)
         most = sum((o.most for o in offers), Decimal(0))
@@ -195,10 +196,22 @@ def _field(resource: str, role: dict[str, Any]) -> str:
     return resource if resource in ("cpu", "memory") else "gpus"
 
 
-def _refuse_role(name: str, role: dict[str, Any], resource: str, total: Decimal,
-                 offers: list[Offer], refused: list[str], named: str, cohort: object,
-                 out: Collector) -> None:
-    """A role that no flavor it may use could ever hold, at the field that asks for it."""
+@dataclass(frozen=True)
+class _Asked:
+    """What all the pods of one role ask for of one resource."""
+
+    name: str
+    role: dict[str, Any]
+    resource: str
+    total: Decimal
+
+
+def _refuse_role(asked: _Asked, offers: list[Offer], refused: list[str],
+                 queue: tuple[str, object], out: Collector) -> None:
+    """A role that no flavor it may use could ever hold, at the field that asks for it
+    (`queue`: the ClusterQueue as messages name it, and its cohort)."""
+    name, role, resource, total = asked.name, asked.role, asked.resource, asked.total
+    named, cohort = queue
     replicas = _replicas(role)
     asks = f"the {name} pods ask for {_words(resource, total)} in all ({replicas} x " \
            f"{_words(resource, total / replicas)})"
