@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...repo import resources
+from ...repo import resources, runtimes
 from ..schema.messages import shown
 from ..yaml.document import PointerParts
 
@@ -82,7 +82,8 @@ def clusters_of(data: Mapping[str, Any], locate: Locate) -> list[Cluster]:
     if not declared:
         argocd = data["argocd"]
         return [Cluster(IMPLICIT, str(argocd["destinationServer"]), "",
-                        str(data["kubernetesVersion"]), ("tfjob", "jobset"), None,
+                        str(data["kubernetesVersion"]),
+                        tuple(runtime.name for runtime in runtimes.RUNTIMES), None,
                         tuple(argocd["namespaces"]),
                         list((data.get("cluster") or {}).get("nodeTypes") or []), None, None,
                         locate(("argocd", "destinationServer")),
