@@ -138,7 +138,9 @@ def test_a_rendered_repository_resolves_as_argo_cd_resolves_it(tmp_path: Path) -
     for index, owner in enumerate(["a@b.c", "{{ not a template }}", "x: y", "100%"]):
         name = f"run-{index}"
         data = {"name": name, "namespace": "ml-team", "owner": owner,
-                "source": f"experiments/{name}.yaml"}
+                "source": f"experiments/{name}.yaml", "cluster": "gpu-b",
+                "destination": ({"server": "https://kubernetes.default.svc", "name": ""}
+                                if index % 2 else {"server": "", "name": "gpu-b"})}
         rel = f"argo/experiments/{name}/app.yaml"
         (root / rel).parent.mkdir(parents=True)
         (root / rel).write_text(dump_yaml(data))
