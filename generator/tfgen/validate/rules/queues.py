@@ -21,7 +21,7 @@ from typing import Any
 from ...problems import WARNING, Problem
 from ..config.clusters import Cluster
 from ..config.load import RepoConfig
-from ..experiment.checked import Checked, Collector, lookup, roles
+from ..experiment.checked import Checked, Collector, lookup, roles, spec_is_retired
 from ..schema.messages import shown
 from .api import quantity
 from .cluster import spec_cluster
@@ -119,8 +119,9 @@ def queue_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     spec = checked.data.get("spec")
     cluster = spec_cluster(checked, config)
     queue_name = spec.get("queue") if isinstance(spec, dict) else None
-    if cluster is None or cluster.queues is None or not queue_name or not isinstance(spec, dict):
-        return []
+    if (cluster is None or cluster.queues is None or not queue_name or not isinstance(spec, dict)
+            or spec_is_retired(checked.data)):
+        return []  # (a retired run renders no job: nothing is queued)
     namespace = lookup(checked.data, "metadata", "namespace")
     out = Collector(checked.locator)
     queues = cluster.queues
