@@ -472,7 +472,17 @@ def test_moving_a_started_run_to_another_cluster_is_refused_at_its_line(
     assert ("$.spec.cluster: distributed-mnist moves from cluster gpu-a (server "
             "https://kubernetes.default.svc) to cluster gpu-b (Argo CD cluster gpu-b), which a "
             "started run cannot take") in line, line
-    assert "set spec.cluster: gpu-a to keep it there" in line
+    assert ("set spec.cluster: gpu-a to keep it there, and start a new run on gpu-b, `tfgen "
+            "rerun distributed-mnist --as NEW` (with --cluster gpu-b)") in line
+    # the way out it names: the live run stays, a new run goes to the other cluster
+    _edit(root, (TFJOB, "spec:\n  cluster: gpu-b\n", "spec:\n"))
+    made = runner.invoke(main, ["rerun", "distributed-mnist", "--as", "mnist-on-b", "--cluster",
+                                "gpu-b", "--owner", "t@example.com"], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    _edit(root)
+    new = yaml.safe_load((root / "argo/experiments/mnist-on-b/app.yaml").read_text())
+    assert new["destination"] == {"server": "", "name": "gpu-b"}
+    assert _check(runner, root).exit_code == 0
 
 
 def test_a_move_is_said_while_argo_is_still_stale(

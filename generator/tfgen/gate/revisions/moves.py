@@ -23,8 +23,7 @@ from ..argo.applications import ResolvedApplication
 from ..objects.verdict import AppObjects
 
 HINT = ("a started run stays on its cluster: set spec.cluster: {was} to keep it there, and "
-        "start a new run on the other, `tfgen rerun {name} --as NEW`, then name the cluster "
-        "there")
+        "start a new run on {goes}, `tfgen rerun {name} --as NEW` (with --cluster {goes})")
 
 
 def params(app: ResolvedApplication, text: str | None = None) -> dict[str, Any]:
@@ -76,11 +75,12 @@ def move_problem(spec_path: str, before: ResolvedApplication, before_params: Map
     with contextlib.suppress(InputError):
         line, col = load_file(spec_path).locate(("spec", "cluster"))
     was_name = before_params.get("cluster") or "<its cluster>"
+    goes_name = now_params.get("cluster") or "<the other cluster>"
     return Problem(spec_path, line, col, pointer="$.spec.cluster",
                    message=f"{now.name} moves from {_where(before, before_params)} to "
                    f"{_where(now, now_params)}, which a started run cannot take: Argo CD would "
                    "start it anew there and leave the live run untracked where it runs",
-                   hint=HINT.format(was=was_name, name=now.name))
+                   hint=HINT.format(was=was_name, goes=goes_name, name=now.name))
 
 
 def move_problems(pairs: Sequence[tuple[ResolvedApplication, AppObjects]],
