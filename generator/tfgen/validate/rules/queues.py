@@ -139,8 +139,9 @@ def queue_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
                 "add the LocalQueue to the cluster's queues.localQueues, or leave the queue "
                 "with queue: \"\"", key=False)
         return out.problems
-    queue = next(q for q in queues.get("clusterQueues", [])
-                 if q.get("name") == local["clusterQueue"])
+    index, queue = next((i, q) for i, q in enumerate(queues.get("clusterQueues", []))
+                        if q.get("name") == local["clusterQueue"])  # (config rules: it is)
+    where = config.where(cluster.pointer("queues", "clusterQueues", index))
     _judge(spec, cluster, queue, f"ClusterQueue {queue['name']} (LocalQueue {queue_name}, "
            f"cluster {cluster.name}, {where})", out)
     return out.problems
