@@ -23,6 +23,7 @@ from tfgen.errors import InputError
 from tfgen.gate.argo.wiring import Project, destination_allowed
 from tfgen.gate.documents.manifests import RenderedObject
 from tfgen.problems import WARNING
+from tfgen.validate import experiment_cluster
 from tfgen.validate.config.clusters import IMPLICIT
 from tfgen.validate.config.load import load_config
 from tfgen.validate.experiments import validate_paths
@@ -168,3 +169,17 @@ def test_a_project_destination_allows_only_the_cluster_it_names() -> None:
     assert not destination_allowed(project, "", "gpu-c", "ml")
     assert not destination_allowed(project, "", "gpu-b", "other")
     assert not destination_allowed(project, "", "", "ml")
+
+
+def test_the_read_side_asks_an_experiments_cluster_and_its_context(config) -> None:
+    """`experiment_cluster` is what `tfgen status` will ask: the cluster a valid experiment
+    runs on, and the kubeconfig context that reads it."""
+    [valid] = validate_paths([CASES / "specs" / "valid" / "named-cluster.yaml"], config).experiments
+    cluster = experiment_cluster(config, valid.data)
+    assert (cluster.name, cluster.context, cluster.shown_destination) == (
+        "gpu-b", None, "Argo CD cluster gpu-b")
+    home = experiment_cluster(config, {"metadata": {"namespace": "ml-team"}, "spec": {}})
+    assert (home.name, home.context) == ("gpu-a", "gpu-a-admin")
+    with pytest.raises(InputError, match="cluster \"gpu-z\" is not one of tfgen.yaml's"):
+        experiment_cluster(config, {"metadata": {"namespace": "ml-team"},
+                                    "spec": {"cluster": "gpu-z"}})
