@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, examples, git, git_init
 from hypothesis import given, settings
@@ -445,3 +446,65 @@ def test_aligning_changes_nothing_the_server_stores(old: Any, new: Any) -> None:
     if as_stored(old) == as_stored(new):
         assert result == old  # ... and where the server sees no change, there is none
     assert aligned(new, new) == new
+
+
+# Two clusters instead of the one implicit one (tfgen.yaml's own version and destination moved
+# into them): the bundled specs stay on gpu-a, their namespaces' home.
+TWO_CLUSTERS = (
+    ("tfgen.yaml", 'kubernetesVersion: "1.30"',
+     'clusters:\n'
+     '  - {name: gpu-a, destination: {server: https://kubernetes.default.svc}, '
+     'kubernetesVersion: "1.30"}\n'
+     '  - {name: gpu-b, destination: {name: gpu-b}, kubernetesVersion: "1.33"}\n#'),
+    ("tfgen.yaml", "  destinationServer: https://kubernetes.default.svc\n", ""),
+)
+
+
+def test_moving_a_started_run_to_another_cluster_is_refused_at_its_line(
+    runner: CliRunner, started: Callable[..., Path]
+) -> None:
+    root = started(*TWO_CLUSTERS)
+    assert _check(runner, root).exit_code == 0
+    _edit(root, (TFJOB, "spec:\n", "spec:\n  cluster: gpu-b\n"))
+    app = yaml.safe_load((root / "argo/experiments/distributed-mnist/app.yaml").read_text())
+    assert (app["cluster"], app["destination"]) == ("gpu-b", {"server": "", "name": "gpu-b"})
+    line = _refused_at(_check(runner, root), root, TFJOB, "spec", "cluster")
+    assert ("$.spec.cluster: distributed-mnist moves from cluster gpu-a (server "
+            "https://kubernetes.default.svc) to cluster gpu-b (Argo CD cluster gpu-b), which a "
+            "started run cannot take") in line, line
+    assert ("set spec.cluster: gpu-a to keep it there, and start a new run on gpu-b, `tfgen "
+            "rerun distributed-mnist --as NEW` (with --cluster gpu-b)") in line
+    # the way out it names: the live run stays, a new run goes to the other cluster
+    _edit(root, (TFJOB, "spec:\n  cluster: gpu-b\n", "spec:\n"))
+    made = runner.invoke(main, ["rerun", "distributed-mnist", "--as", "mnist-on-b", "--cluster",
+                                "gpu-b", "--owner", "t@example.com"], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    _edit(root)
+    new = yaml.safe_load((root / "argo/experiments/mnist-on-b/app.yaml").read_text())
+    assert new["destination"] == {"server": "", "name": "gpu-b"}
+    assert _check(runner, root).exit_code == 0
+
+
+def test_a_move_is_said_while_argo_is_still_stale(
+    runner: CliRunner, started: Callable[..., Path]
+) -> None:
+    root = started(*TWO_CLUSTERS)
+    spec = root / TFJOB
+    spec.write_text(spec.read_text().replace("spec:\n", "spec:\n  cluster: gpu-b\n", 1))
+    out = _check(runner, root)  # argo/ not rendered: the move is judged on what render writes
+    assert out.exit_code == 1
+    assert "distributed-mnist moves from cluster gpu-a" in out.stdout, out.stdout
+
+
+def test_diff_shows_the_cluster_and_refuses_the_move(
+    runner: CliRunner, started: Callable[..., Path]
+) -> None:
+    root = started(*TWO_CLUSTERS)
+    _edit(root, (TFJOB, "spec:\n", "spec:\n  cluster: gpu-b\n"))
+    out = runner.invoke(main, ["diff", "--root", str(root), "--base", "HEAD"],
+                        catch_exceptions=False)
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["EXPERIMENT", "CLUSTER", "CHANGE", "OBJECTS", "GPUS"], out.stdout
+    # the objects are the same (the chart knows no cluster): the move alone is the change
+    assert lines[1].split()[:5] == ["distributed-mnist", "gpu-a", "->", "gpu-b", "changed,"]
+    assert "distributed-mnist moves from cluster gpu-a" in out.stdout

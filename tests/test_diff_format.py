@@ -145,3 +145,23 @@ def test_a_jobset_is_named_as_a_jobset_and_a_new_runtime_as_a_new_job() -> None:
     assert changed[0].diff.startswith("--- a/JobSet/default/mnist\n")
     moved = diff_manifests("mnist", BEFORE, JOBSET)
     assert objects_cell(moved) == "1 added: JobSet; 1 removed: TFJob"
+
+
+def test_the_cluster_column_appears_where_a_repository_names_clusters() -> None:
+    moved = DiffResult(base="main", experiments=["a"], changes=[
+        ExperimentChange("a", "changed", 2, 2, cluster_before="gpu-a", cluster_after="gpu-b"),
+        ExperimentChange("b", "added", None, 1, cluster_after="gpu-a")])
+    assert format_diff(moved, "text").splitlines() == [
+        "EXPERIMENT  CLUSTER         CHANGE   OBJECTS  GPUS",
+        "b           gpu-a           added             none -> 1",
+        "a           gpu-a -> gpu-b  changed           2",
+    ]
+    markdown = format_diff(moved, "markdown")
+    assert "| Experiment | Cluster | Change | Objects | GPUs |" in markdown
+    assert "| `a` | gpu-a → gpu-b | changed |  | 2 |" in markdown
+    # one implicit cluster: no column
+    single = DiffResult(base="main", experiments=["a"], changes=[
+        ExperimentChange("a", "changed", 2, 2, cluster_before="in-cluster",
+                         cluster_after="in-cluster")])
+    assert format_diff(single, "text").splitlines()[0].split() == [
+        "EXPERIMENT", "CHANGE", "OBJECTS", "GPUS"]

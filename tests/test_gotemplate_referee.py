@@ -98,7 +98,7 @@ def test_this_repositorys_applications_are_argo_cds() -> None:
 
 NAME = st.from_regex(r"[a-z]([-a-z0-9]{0,40}[a-z0-9])?", fullmatch=True)
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
-KEYS = ("name", "namespace", "owner", "source")
+KEYS = ("name", "namespace", "owner", "source", "destination")
 
 
 @st.composite
@@ -107,7 +107,11 @@ def generator_files(draw: st.DrawFn) -> dict[str, Any]:
     name = draw(NAME)
     data: dict[str, Any] = {"name": name, "namespace": draw(NAME),
                             "owner": draw(TEXT | st.just("someone@example.com")),
-                            "source": draw(TEXT | st.just(f"experiments/{name}.yaml"))}
+                            "source": draw(TEXT | st.just(f"experiments/{name}.yaml")),
+                            "cluster": draw(NAME),
+                            "destination": draw(st.sampled_from([
+                                {"server": "https://kubernetes.default.svc", "name": ""},
+                                {"server": "", "name": name}]))}
     for key in draw(st.sets(st.sampled_from(KEYS), max_size=1)):
         del data[key]  # a key the template uses, missing
     data.update(draw(st.dictionaries(st.sampled_from(["extra", "path2", "Name"]), TEXT,
@@ -134,7 +138,9 @@ def test_a_rendered_repository_resolves_as_argo_cd_resolves_it(tmp_path: Path) -
     for index, owner in enumerate(["a@b.c", "{{ not a template }}", "x: y", "100%"]):
         name = f"run-{index}"
         data = {"name": name, "namespace": "ml-team", "owner": owner,
-                "source": f"experiments/{name}.yaml"}
+                "source": f"experiments/{name}.yaml", "cluster": "gpu-b",
+                "destination": ({"server": "https://kubernetes.default.svc", "name": ""}
+                                if index % 2 else {"server": "", "name": "gpu-b"})}
         rel = f"argo/experiments/{name}/app.yaml"
         (root / rel).parent.mkdir(parents=True)
         (root / rel).write_text(dump_yaml(data))

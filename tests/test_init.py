@@ -257,9 +257,9 @@ def test_asks_for_what_the_flags_leave_open(
     monkeypatch.setattr("tfgen.cli.init._interactive", lambda: True)
     target = tmp_path / "asked"
     # repo URL, namespaces, no NAS server, queue, no priority, the runtime offered (jobset:
-    # queued), node types, the source
+    # queued), the cluster's name, destination and Kubernetes version, node types, the source
     answers = (f"git@github.com:acme/ml.git\nml, vision\n\ngpu\n\n\n"
-               f"gpu-a100:gpus=8 cpu:cpu=32\n{SOURCE}\n")
+               f"gpu-a\ngpu-a\n1.33\ngpu-a100:gpus=8 cpu:cpu=32\n{SOURCE}\n")
     result = runner.invoke(main, ["init", str(target)], input=answers, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((target / "tfgen.yaml").read_text())
@@ -268,8 +268,10 @@ def test_asks_for_what_the_flags_leave_open(
     assert "spec" not in config["defaults"]  # no NAS server given: each spec names one
     assert config["policy"] == {namespace: {"runtime": "jobset", "queue": "gpu", "queues": ["gpu"]}
                                 for namespace in ("ml", "vision")}
-    assert config["cluster"]["nodeTypes"] == [{"name": "gpu-a100", "gpus": 8},
-                                              {"name": "cpu", "cpu": "32"}]
+    [cluster] = config["clusters"]
+    assert (cluster["name"], cluster["destination"], cluster["kubernetesVersion"]) == (
+        "gpu-a", {"name": "gpu-a"}, "1.33")
+    assert cluster["nodeTypes"] == [{"name": "gpu-a100", "gpus": 8}, {"name": "cpu", "cpu": "32"}]
     assert "Git URL of the new repository" in result.stderr
     assert "(tfjob, jobset) [jobset]:" in result.stderr  # the runtimes, from runtimes.RUNTIMES
 
@@ -384,17 +386,18 @@ def test_a_queue_without_a_runtime_runs_on_the_one_kueue_admits_by_default(
 def test_node_types_make_node_fit_part_of_a_new_repository(
     tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--node-type fills cluster.nodeTypes, so a pod no node can hold is refused from the
+    """--node-type fills clusters[0].nodeTypes, so a pod no node can hold is refused from the
     first spec; without it, tfgen.yaml shows where they go."""
     repo = tmp_path / "nodes"
     flags = [*FLAGS, "--node-type", "gpu-a100:gpus=8,cpu=96,memory=1Ti,accelerator=a100",
              "--node-type", "cpu:cpu=32,memory=128Gi"]
     result = runner.invoke(main, ["init", str(repo), *flags], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert yaml.safe_load((repo / "tfgen.yaml").read_text())["cluster"] == {"nodeTypes": [
+    [cluster] = yaml.safe_load((repo / "tfgen.yaml").read_text())["clusters"]
+    assert cluster["nodeTypes"] == [
         {"name": "gpu-a100", "gpus": 8, "cpu": "96", "memory": "1Ti",
          "labels": {"accelerator": "a100"}},
-        {"name": "cpu", "cpu": "32", "memory": "128Gi"}]}
+        {"name": "cpu", "cpu": "32", "memory": "128Gi"}]
     monkeypatch.chdir(repo)
     new = ["new", "--image", "registry.example.com/a:1", "--owner", "t@example.com"]
     too_big = runner.invoke(main, [*new, "big", "--gpus", "9"], catch_exceptions=False)
@@ -406,8 +409,8 @@ def test_node_types_make_node_fit_part_of_a_new_repository(
     plain = tmp_path / "plain"
     assert runner.invoke(main, ["init", str(plain), *FLAGS]).exit_code == 0
     text = (plain / "tfgen.yaml").read_text()
-    assert "cluster" not in yaml.safe_load(text)
-    assert "#   nodeTypes:                    # (tfgen init --node-type NAME:gpus=N," in text
+    assert "nodeTypes" not in yaml.safe_load(text)["clusters"][0]
+    assert "#                             # (tfgen init --node-type NAME:gpus=N," in text
 
 
 @pytest.mark.parametrize(("node_type", "message"), [
@@ -483,3 +486,27 @@ def test_upgrade_brings_the_copies_level_and_keeps_the_teams_files(
     assert {rel: (started / rel).read_text() for rel in edited} == edited
     again = _tfgen(runner, started, "upgrade", "--check")
     assert again.exit_code == 0 and "nothing to upgrade" in again.stderr
+
+
+def test_the_first_clusters_flags_fill_its_entry(tmp_path: Path, runner: CliRunner) -> None:
+    """--cluster, --destination (a URL is a server, else Argo CD's name), --kubernetes-version,
+    --cluster-runtime and --context describe tfgen.yaml's first cluster; its namespaces are
+    every --namespace."""
+    flags = [*FLAGS, "--cluster", "gpu-b", "--destination", "gpu-b-prod", "--kubernetes-version",
+             "1.33", "--cluster-runtime", "tfjob", "--context", "gpu-b-admin"]
+    result = runner.invoke(main, ["init", str(tmp_path / "r"), *flags], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((tmp_path / "r" / "tfgen.yaml").read_text())
+    assert "kubernetesVersion" not in config and "destinationServer" not in config["argocd"]
+    assert config["clusters"] == [{
+        "name": "gpu-b", "destination": {"name": "gpu-b-prod"}, "kubernetesVersion": "1.33",
+        "runtimes": ["tfjob"], "context": "gpu-b-admin",
+        "namespaces": config["argocd"]["namespaces"]}]
+    app = yaml.safe_load((tmp_path / "r" / "argo" / "project.yaml").read_text())
+    assert {d.get("name") for d in app["spec"]["destinations"]} == {"gpu-b-prod"}
+    # a runtime the cluster lacks would refuse every spec: said once, naming the flags
+    refused = runner.invoke(main, ["init", str(tmp_path / "s"), *flags, "--runtime", "jobset"],
+                            catch_exceptions=False)
+    assert refused.exit_code == 2
+    assert ("--runtime: jobset is not one the cluster runs (its runtimes: tfjob), and every "
+            "spec would be refused") in refused.stderr

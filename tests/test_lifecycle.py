@@ -287,7 +287,7 @@ def test_list_json_and_filters(runner: CliRunner, repo: Path) -> None:
     rows = json.loads(tfgen(runner, "list", "--format", "json").stdout)
     assert [r["name"] for r in rows] == sorted(
         p.stem for p in (repo / "experiments").glob("*.yaml"))
-    assert set(rows[0]) == {"name", "namespace", "owner", "runtime", "queue", "runs",
+    assert set(rows[0]) == {"name", "namespace", "cluster", "owner", "runtime", "queue", "runs",
                             "topology", "gpus", "holds", "storage", "state"}
     assert {r["name"]: (r["runtime"], r["queue"]) for r in rows}["mnist-jobset"] == (
         "jobset", "gpu-team")

@@ -25,7 +25,7 @@ from tfgen.gate.helm import command as helm_mod
 from tfgen.render.argo import app_file
 from tfgen.render.generated import GeneratedFile, dump_yaml
 from tfgen.render.plan import experiment_files
-from tfgen.validate import validate_repo
+from tfgen.validate import Cluster, validate_repo
 
 PROBE = Path(__file__).parent / "fixtures" / "probe-chart"
 
@@ -144,8 +144,10 @@ def test_helm_reads_app_yaml_as_written(helm: str, tmp_path: Path) -> None:
     def one(index: int, text: str) -> None:
         folder = tmp_path / str(index)
         folder.mkdir()
-        written = {"name": text, "namespace": text, "owner": text, "source": text}
-        probe(helm, folder, app_file(text, text, text, text), written)
+        written = {"name": text, "namespace": text, "owner": text, "source": text,
+                   "cluster": text, "destination": {"server": text, "name": text}}
+        cluster = Cluster(text, text, text, "1.33", ("tfjob",), None, (), [], None, 0, "", "")
+        probe(helm, folder, app_file(text, text, text, text, cluster), written)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert len(list(pool.map(one, range(len(TRICKY)), TRICKY))) == len(TRICKY)

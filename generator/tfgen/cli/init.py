@@ -40,6 +40,7 @@ def _ask(settings: InitSettings) -> InitSettings:
                               default="", show_default=False, err=True)
         settings.nas_server = answer.strip() or None
     _ask_runtime(settings, base)
+    _ask_cluster(settings, base)
     if not settings.node_types:
         from ..scaffold import NODE_TYPE_FORM
 
@@ -54,6 +55,22 @@ def _ask(settings: InitSettings) -> InitSettings:
             "(git+https://...@v1.2), or your package index (https://.../simple/)",
             default=base.tfgen_source, err=True)
     return settings
+
+
+def _ask_cluster(settings: InitSettings, base: InitSettings) -> None:
+    """The first cluster: its name, its Argo CD destination, its Kubernetes version."""
+    from ..scaffold.settings import DEFAULT_CLUSTER, DEFAULT_DESTINATION
+
+    if settings.cluster is None:
+        settings.cluster = click.prompt("Name of the cluster experiments run on (messages and "
+                                        "spec.cluster use it)", default=DEFAULT_CLUSTER, err=True)
+    if settings.destination is None:
+        settings.destination = click.prompt(
+            "Its Argo CD destination: the API server URL, or the cluster's name in Argo CD",
+            default=DEFAULT_DESTINATION, err=True)
+    if settings.kubernetes_version is None:
+        settings.kubernetes_version = click.prompt("Its Kubernetes version (x.y)",
+                                                   default=base.kubernetes_version, err=True)
 
 
 def _ask_runtime(settings: InitSettings, base: InitSettings) -> None:
@@ -75,7 +92,8 @@ def _ask_runtime(settings: InitSettings, base: InitSettings) -> None:
 
 
 # The settings a repeated flag fills, with the flag.
-REPEATED = {"namespaces": "--namespace", "node_types": "--node-type"}
+REPEATED = {"namespaces": "--namespace", "node_types": "--node-type",
+            "cluster_runtimes": "--cluster-runtime"}
 
 
 # What init asks a person for and cannot guess (the NAS server is optional), by setting, with
@@ -117,7 +135,19 @@ def _refuse_unasked(settings: InitSettings) -> None:
                    "specs' default.")
 @click.option("--nas-server", help="The NAS server every experiment mounts unless its spec "
                                    "names another (default: none, each spec names one).")
-@click.option("--kubernetes-version", help="The target cluster's Kubernetes version (x.y).")
+@click.option("--cluster", metavar="NAME",
+              help="The name of the first cluster experiments run on, in tfgen.yaml's clusters "
+                   "(messages and spec.cluster use it; default: in-cluster).")
+@click.option("--destination", metavar="URL|NAME",
+              help="Its Argo CD destination: the API server URL (https://...), or the name "
+                   "Argo CD knows the cluster by (default: https://kubernetes.default.svc).")
+@click.option("--kubernetes-version", help="Its Kubernetes version (x.y).")
+@click.option("--cluster-runtime", "cluster_runtimes", multiple=True,
+              type=click.Choice(RUNTIME_NAMES),
+              help="A runtime whose controller the cluster runs (repeat for more; default: "
+                   "all); a spec of another is refused.")
+@click.option("--context", metavar="CONTEXT",
+              help="The kubeconfig context that reads the cluster (default: the current one).")
 @click.option("--runtime", type=click.Choice(RUNTIME_NAMES),
               help="What the namespaces' experiments run on unless a spec says otherwise "
                    f"(tfgen.yaml policy.<namespace>.runtime; default: {RUNTIME_NAMES[0]}, "
@@ -131,10 +161,10 @@ def _refuse_unasked(settings: InitSettings) -> None:
                    "and the one of its priorities; needs --queue; default: none).")
 @click.option("--node-type", "node_types", multiple=True,
               metavar="NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE",
-              help="A node type pods may land on (repeat for more): its GPUs, and the CPU and "
-                   "memory one pod may get there, and the labels a nodeSelector names it by "
-                   "(tfgen.yaml cluster.nodeTypes). A role that none can hold is refused "
-                   "(default: none, not checked).")
+              help="A node type of the cluster pods may land on (repeat for more): its GPUs, "
+                   "and the CPU and memory one pod may get there, and the labels a nodeSelector "
+                   "names it by (tfgen.yaml clusters[0].nodeTypes). A role that none can hold "
+                   "is refused (default: none, not checked).")
 @click.option("--argocd-namespace", help="The namespace Argo CD runs in.")
 @click.option("--argocd-version", help="The Argo CD minor version (x.y).")
 @click.option("--target-revision", help="The branch Argo CD follows.")
@@ -151,8 +181,9 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
 
     Writes tfgen.yaml (from the flags; on a terminal, the ones missing are asked unless
     --yes; without one, --repo-url, --namespace and --tfgen-source are needed unless --yes;
-    --runtime, --queue and --priority go to policy.<namespace> of every --namespace,
-    --node-type to cluster.nodeTypes),
+    --runtime, --queue and --priority go to policy.<namespace> of every --namespace;
+    --cluster, --destination, --kubernetes-version, --cluster-runtime, --context and
+    --node-type describe the first of tfgen.yaml's clusters),
     README.md (set up and check), the chart (charts/), the schemas (schemas/), the
     pull-request workflow (.github/workflows/pr.yaml, installing tfgen from --tfgen-source),
     .pre-commit-config.yaml, .gitattributes, .gitignore, experiments/README.md and
@@ -165,8 +196,9 @@ def init(directory: Path, yes: bool, **flags: Any) -> None:
     # command a tenth of a second at start-up
     from ..scaffold import InitSettings, SettingsError, init_repository
 
-    # the flags other than --yes are InitSettings' fields, one for one (--namespace and
-    # --node-type, repeated, fill namespaces and node_types)
+    # the flags other than --yes are InitSettings' fields, one for one (--namespace,
+    # --node-type and --cluster-runtime, repeated, fill namespaces, node_types and
+    # cluster_runtimes)
     settings = InitSettings(**{**flags, **{name: list(flags[name]) for name in REPEATED}})
     if not yes and _interactive():
         settings = _ask(settings)

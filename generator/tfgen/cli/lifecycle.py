@@ -62,6 +62,7 @@ class NewFlags:
     runtime: str | None
     queue: str | None
     priority: str | None
+    cluster: str | None
 
     def roles(self) -> Roles | None:
         """The topology to write: the default one (None) unless a count is given, the counts
@@ -84,7 +85,14 @@ class NewFlags:
         return NewOptions(source=self.source, owner=self.owner, namespace=self.namespace,
                           image=self.image, command=self.command, roles=self.roles(),
                           log_dir=self.log_dir, runtime=self.runtime, queue=self.queue,
-                          priority=self.priority)
+                          priority=self.priority, cluster=self.cluster)
+
+
+# spec.cluster of a new spec or copy: one of tfgen.yaml's clusters (validate judges it).
+CLUSTER_OPTION = click.option(
+    "--cluster", metavar="NAME",
+    help="spec.cluster, the cluster of tfgen.yaml the run goes to (default: not written, the "
+         "namespace's cluster).")
 
 
 @main.command()
@@ -119,6 +127,7 @@ class NewFlags:
 @click.option("--priority", metavar="CLASS",
               help="spec.priority, its Kueue WorkloadPriorityClass (needs a queue; default: not "
                    "written, the namespace's policy priority applies).")
+@CLUSTER_OPTION
 @handle_errors
 def new(name: str, **options: Any) -> None:
     """Start an experiment: write a new, validated experiments/NAME.yaml.
@@ -130,8 +139,8 @@ def new(name: str, **options: Any) -> None:
     name are kept. The copy gets a log directory of its own (--log-dir, else the old one
     renamed or with the new name added), and every arg and env value that used the old one
     follows it; each field changed is listed. The copy records its source in the annotation
-    tfgen.io/copy-of (`tfgen diff` shows what it changes). --runtime, --queue and
-    --priority are written into the spec (new or copy) only when given: otherwise the
+    tfgen.io/copy-of (`tfgen diff` shows what it changes). --cluster, --runtime, --queue
+    and --priority are written into the spec (new or copy) only when given: otherwise the
     namespace's defaults in tfgen.yaml apply.
 
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage (a bad
@@ -150,17 +159,20 @@ def new(name: str, **options: Any) -> None:
 @click.option("--owner", metavar="EMAIL",
               help="metadata.owner (default: git config user.email).")
 @LOG_DIR_OPTION
+@CLUSTER_OPTION
 @handle_errors
-def rerun(experiment: str, new_name: str, owner: str | None, log_dir: str | None) -> None:
+def rerun(experiment: str, new_name: str, owner: str | None, log_dir: str | None,
+          cluster: str | None) -> None:
     """Rerun EXPERIMENT under a new name: `tfgen new NEW --from EXPERIMENT`, plus the
     annotation tfgen.io/rerun-of: EXPERIMENT on the new spec (and every object it renders).
+    With --cluster, the new run goes to that cluster (a started run cannot move).
 
     Exit codes: 0 written, 1 the spec would not be valid (nothing written), 2 usage.
     """
     from ..lifecycle import NewOptions, new_experiment
 
     created = new_experiment(new_name, NewOptions(source=experiment, owner=owner, rerun=True,
-                                                  log_dir=log_dir))
+                                                  log_dir=log_dir, cluster=cluster))
     _created(created, f" (a rerun of {experiment})")
 
 
@@ -174,7 +186,10 @@ def rerun(experiment: str, new_name: str, owner: str | None, log_dir: str | None
 @handle_errors
 def list_command(fmt: str, namespace: str | None, owner: str | None,
                  state: str | None) -> None:
-    """List the experiments: name, namespace, owner, topology, GPUs, storage, state.
+    """List the experiments: where each runs, its topology, GPUs, storage and state.
+
+    CLUSTER is where its runs go (tfgen.yaml's clusters; the column is left out of the table
+    when every run goes to the one implicit cluster, in-cluster).
 
     HOLDS is what an experiment holds of its namespace's GPU quota (nothing when suspended or
     retired); for each namespace with a quota, a line on stderr says how much is held.

@@ -310,7 +310,7 @@ class Gate:
             self.root, self.options.base,
             immutability.as_rendered(rendered, plan.updates, self.config.kubernetes_version,
                                      self.renderer),
-            self.config.kubernetes_version, self.renderer)
+            self.config.kubernetes_version, self.renderer, plan.updates)
         return problems + retained.retained_problems(
             self.root, self.options.base, rendered, self.config.kubernetes_version,
             self.renderer)

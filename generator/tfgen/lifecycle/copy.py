@@ -59,7 +59,7 @@ class CopyRequest:
     image: str | None = None
     log_dir: str | None = None
     rerun: bool = False
-    scheduling: Mapping[str, str] = field(default_factory=dict)  # spec.runtime, queue, priority
+    scheduling: Mapping[str, str] = field(default_factory=dict)  # spec.cluster, runtime, queue..
 
     @property
     def annotation(self) -> str:

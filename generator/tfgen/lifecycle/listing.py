@@ -2,8 +2,9 @@
 
 Every spec that loads is listed, valid or not (a broken spec still names a run that may be
 live); the problems come from the validate stage, as `tfgen validate` reports them. Topology
-words follow the roles in their reading order (naming.ROLES); the runtime and the queue are the
-spec's with its namespace's defaults filled in; the GPUs held are those the namespace quota
+words follow the roles in their reading order (naming.ROLES); the cluster is the one its runs go
+to (the validate stage's `experiment_cluster`), the runtime and the queue are the spec's with
+its namespace's defaults filled in; the GPUs held are those the namespace quota
 counts (validate/policy/team.py).
 """
 
@@ -13,9 +14,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..problems import Problem
 from ..repo import chart, layout, naming, runtimes
-from ..validate import load_config, validate_repo
+from ..validate import RepoConfig, experiment_cluster, load_config, validate_repo
+from ..validate.config.clusters import IMPLICIT
 from ..validate.experiment import sweep
 from ..validate.experiment.checked import lookup, roles
 from ..validate.experiments import check_file
@@ -23,10 +26,11 @@ from ..validate.policy.team import gpus, holds_quota
 from ..validate.yaml.loader import LoadError, read_file
 from ..words import counted
 
-COLUMNS = ("name", "namespace", "owner", "runtime", "queue", "runs", "topology", "gpus",
-           "holds", "storage", "state")
-# Shown in the text table only when some row has one (most repositories queue nothing).
-SPARSE_COLUMNS = frozenset({"queue"})
+COLUMNS = ("name", "namespace", "cluster", "owner", "runtime", "queue", "runs", "topology",
+           "gpus", "holds", "storage", "state")
+# Shown in the text table only when some row has another value than this one (most
+# repositories queue nothing, and many have only the one implicit cluster).
+SPARSE_COLUMNS = {"queue": "", "cluster": IMPLICIT}
 PLURALS = {"master": "masters", "chief": "chiefs", "worker": "workers", "ps": "ps",
            "evaluator": "evaluators"}
 
@@ -35,6 +39,7 @@ PLURALS = {"master": "masters", "chief": "chiefs", "worker": "workers", "ps": "p
 class Row:
     name: str
     namespace: str
+    cluster: str  # where its runs go (validate's `experiment_cluster`); "?" when it names none
     owner: str
     runtime: str  # spec.runtime, the namespace's default filled in
     queue: str  # the Kueue LocalQueue that admits its runs, "" when not queued
@@ -94,13 +99,21 @@ def _counts(spec: Any) -> tuple[int, int, int]:
     return sweep.run_count(spec), gpus(spec), gpus(spec) if holds_quota(spec) else 0
 
 
-def row(data: Any) -> Row:
+def _cluster(data: Any, config: RepoConfig) -> str:
+    try:
+        return experiment_cluster(config, data if isinstance(data, dict) else {}).name
+    except InputError:
+        return "?"  # a spec.cluster that names no cluster: its problem is listed
+
+
+def row(data: Any, config: RepoConfig) -> Row:
     spec = data.get("spec") if isinstance(data, dict) else None
     queue = lookup(spec, "queue")
     runs, run_gpus, holds = _counts(spec)
     return Row(
         name=str(lookup(data, "metadata", "name") or "?"),
         namespace=str(lookup(data, "metadata", "namespace") or "?"),
+        cluster=_cluster(data, config),
         owner=str(lookup(data, "metadata", "owner") or "?"),
         runtime=runtimes.by_name(lookup(spec, "runtime")).name,
         queue=queue if isinstance(queue, str) else "",
@@ -126,7 +139,7 @@ def list_experiments(cwd: Path | None = None) -> tuple[list[Row], list[Problem]]
         except LoadError:
             continue  # its problem is in the result's
         if checked is not None:
-            rows.append(row(checked.data))
+            rows.append(row(checked.data, config))
     return rows, result.problems
 
 
@@ -156,4 +169,5 @@ def table(rows: list[Row]) -> str:
 
 def _columns(rows: list[Row]) -> list[str]:
     """The columns of the table: each of COLUMNS but a sparse one that no row fills."""
-    return [c for c in COLUMNS if c not in SPARSE_COLUMNS or any(getattr(r, c) for r in rows)]
+    return [c for c in COLUMNS if c not in SPARSE_COLUMNS
+            or any(getattr(r, c) != SPARSE_COLUMNS[c] for r in rows)]

@@ -70,10 +70,12 @@ class NewOptions:
     runtime: str | None = None
     queue: str | None = None
     priority: str | None = None
+    cluster: str | None = None  # spec.cluster (None: not written, the namespace's cluster)
 
     def scheduling(self) -> dict[str, str]:
-        """The spec fields of the runtime and the queue that were asked for."""
-        return {key: value for key, value in (("runtime", self.runtime), ("queue", self.queue),
+        """The spec fields of the cluster, the runtime and the queue that were asked for."""
+        return {key: value for key, value in (("cluster", self.cluster),
+                                              ("runtime", self.runtime), ("queue", self.queue),
                                               ("priority", self.priority))
                 if value is not None}
 

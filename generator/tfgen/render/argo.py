@@ -20,6 +20,8 @@ from .generated import GeneratedFile, dump_yaml, quoted
 if TYPE_CHECKING:
     import jinja2
 
+    from ..validate import Cluster
+
 # The Lua health checks the argocd-cm patch carries, by the kind each judges: Argo CD ships
 # none for either runtime.
 HEALTH_CHECKS = tuple((runtime.key, runtime.health_lua) for runtime in runtimes.RUNTIMES)
@@ -134,6 +136,15 @@ def kueue_ignored() -> list[dict[str, Any]]:
             for runtime in runtimes.RUNTIMES]
 
 
+def destinations(argocd: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The Argo CD destinations of the repository's clusters (`RepoConfig.argocd`), each a
+    `server` or a `name`; without them, the one `destinationServer`."""
+    found = argocd.get("destinations")
+    if found:
+        return [dict(d) for d in found]
+    return [{"server": str(argocd["destinationServer"])}]
+
+
 def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
     """The cluster-wide argo/ files for the `argocd` block of tfgen.yaml."""
     context = {
@@ -141,6 +152,7 @@ def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
         "cluster_whitelist": cluster_whitelist(argocd),
         "signature_keys": list(argocd.get("signatureKeys") or ()),
         "namespaces": sorted(set(argocd.get("namespaces") or ())),
+        "destinations": destinations(argocd),
         "applicationset_name": naming.APPLICATIONSET_NAME,
         "bootstrap_name": naming.BOOTSTRAP_NAME,
         "generator_glob": GENERATOR_GLOB,
@@ -162,9 +174,13 @@ def argo_files(argocd: Mapping[str, Any]) -> list[GeneratedFile]:
     return files
 
 
-def app_file(name: str, namespace: str, owner: str, source: str) -> GeneratedFile:
-    """argo/experiments/<name>/app.yaml: the git files generator's parameters for one run."""
-    data = {"name": name, "namespace": namespace, "owner": owner, "source": source}
+def app_file(name: str, namespace: str, owner: str, source: str, cluster: Cluster
+             ) -> GeneratedFile:
+    """argo/experiments/<name>/app.yaml: the git files generator's parameters for one run,
+    with its cluster: tfgen's name for it and its Argo CD destination (`server` or `name`, the
+    other empty: the template names both, and `missingkey=error` wants every key)."""
+    data = {"name": name, "namespace": namespace, "owner": owner, "source": source,
+            "cluster": cluster.name, "destination": cluster.destination}
     _, path = layout.generated_paths(name)
     return GeneratedFile(path=path, sources=(source,), body=dump_yaml(data))
 

@@ -24,7 +24,14 @@ from ..problems import Problem, errors_of, warnings_of
 from ..repo import layout, naming
 from ..repo.inputs import Subset
 from ..repo.keys import content_hash
-from ..validate import Experiment, RepoConfig, load_config, validate_paths
+from ..validate import (
+    Experiment,
+    RepoConfig,
+    builtin_config,
+    experiment_cluster,
+    load_config,
+    validate_paths,
+)
 from ..validate.rules.values import repo_values
 from . import argo
 from .codeowners import Owned, codeowners_file
@@ -112,16 +119,19 @@ class RenderPlan:
 def experiment_files(
     experiment: Experiment, config: RepoConfig | None = None
 ) -> list[GeneratedFile]:
-    """The two generated files of one experiment: chart values and generator input.
+    """The two generated files of one experiment: chart values and generator input (with the
+    Argo CD destination of the experiment's cluster).
 
     `config` gives the repository's choices the values carry (`networkPolicy`, the namespace's
     `policy`); without it, tfgen.yaml's defaults."""
-    values = repo_values(experiment.data, config)  # what validate measured, to the byte
+    data = experiment.data
+    values = repo_values(data, config)  # what validate measured, to the byte
     meta = values["experiment"]
     values_path, _ = layout.generated_paths(meta["name"])
+    cluster = experiment_cluster(config or builtin_config(Path()), data)
     return [
         GeneratedFile(values_path, (experiment.rel,), dump_yaml(values)),
-        argo.app_file(meta["name"], meta["namespace"], meta["owner"], experiment.rel),
+        argo.app_file(meta["name"], meta["namespace"], meta["owner"], experiment.rel, cluster),
     ]
 
 

@@ -37,6 +37,7 @@ from ..validate.schema.validator import inlined_schema, schema_problems
 from ..validate.yaml.document import pointer_text
 from ..validate.yaml.loader import load_text
 from . import source as pinned
+from .settings import NODE_TYPE_FORM, InitSettings, SettingsError, first_cluster
 
 INIT_TEMPLATES = "init"  # the folder of init's templates inside tfgen's templates
 WORKFLOW_FILE = ".github/workflows/pr.yaml"
@@ -46,79 +47,21 @@ EXPERIMENTS_README = f"{layout.EXPERIMENTS_DIR}/README.md"
 ARGO_README = f"{layout.ARGO_DIR}/README.md"
 
 
-class SettingsError(OptionsError):
-    """Settings the config schema refuses (exit 2); `settings` names them (InitSettings
-    fields), so the command line can name its flags."""
-
-    def __init__(self, message: str, settings: list[str]) -> None:
-        super().__init__(message)
-        self.settings = settings
-
-
-@dataclass
-class InitSettings:
-    """The team's answers; None means the config schema's default (its only home)."""
-
-    repo_url: str | None = None
-    namespaces: list[str] = field(default_factory=list)
-    nas_server: str | None = None
-    kubernetes_version: str | None = None
-    argocd_namespace: str | None = None
-    argocd_version: str | None = None
-    target_revision: str | None = None
-    tfgen_source: str | None = None  # where CI installs tfgen from (source.py); no default
-    # the namespaces' spec defaults (tfgen.yaml `policy.<namespace>`): the runtime (None: the
-    # default runtime), a Kueue LocalQueue and WorkloadPriorityClass (None or "": none)
-    runtime: str | None = None
-    queue: str | None = None
-    priority: str | None = None
-    # the node types pods may land on (`cluster.nodeTypes`), each as `--node-type` takes it:
-    # NAME:gpus=N,cpu=C,memory=M and any LABEL=VALUE (`node_type`); none: no fit check
-    node_types: list[str] = field(default_factory=list)
-
-
-# What one node type says of itself in `--node-type NAME:KEY=VALUE,...`; any other key is a
-# label of its nodes.
-NODE_SIZES = ("gpus", "cpu", "memory")
-NODE_TYPE_FORM = "NAME:gpus=N,cpu=C,memory=M,LABEL=VALUE"
-
-
-def node_type(text: str) -> dict[str, Any]:
-    """One `--node-type` as tfgen.yaml's `cluster.nodeTypes` entry (the config schema judges
-    its values); a SettingsError when it does not have the form."""
-    name, _, rest = text.partition(":")
-    entry: dict[str, Any] = {"name": name.strip()}
-    labels: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SettingsError(f"these settings make an invalid tfgen.yaml:\nnode_types: "
-                                f"{quoted(text)}: {quoted(item)} is not KEY=VALUE (the form is "
-                                f"{NODE_TYPE_FORM}, e.g. gpu-a100:gpus=8,cpu=96,memory=1Ti,"
-                                "accelerator=a100)", ["node_types"])
-        key, value = key.strip(), value.strip()
-        if key == "gpus":
-            entry[key] = int(value) if value.isdigit() else value
-        elif key in NODE_SIZES:
-            entry[key] = value
-        else:
-            labels[key] = value
-    if labels:
-        entry["labels"] = labels
-    return entry
-
-
 # The tfgen.yaml field each setting (and `tfgen init` flag) fills, to name the flag in errors.
 SETTING_FIELDS = {
     "$.argocd.repoURL": "repo_url",
     "$.argocd.namespaces": "namespaces",
     "$.defaults.metadata.namespace": "namespaces",
     "$.defaults.spec.storage.nas.server": "nas_server",
-    "$.kubernetesVersion": "kubernetes_version",
     "$.argocd.namespace": "argocd_namespace",
     "$.argocd.version": "argocd_version",
     "$.argocd.targetRevision": "target_revision",
-    "$.cluster": "node_types",
+    "$.clusters[0].name": "cluster",
+    "$.clusters[0].destination": "destination",
+    "$.clusters[0].kubernetesVersion": "kubernetes_version",
+    "$.clusters[0].runtimes": "cluster_runtimes",
+    "$.clusters[0].context": "context",
+    "$.clusters[0].nodeTypes": "node_types",
 }
 # The fields of each namespace's `policy` entry each setting fills.
 POLICY_FIELDS = {"runtime": "runtime", "queue": "queue", "queues": "queue",
@@ -171,10 +114,23 @@ def _defaulted(settings: InitSettings) -> dict[str, Any]:
         "argocd_namespace": settings.argocd_namespace or base.argocd_namespace,
         "argocd_version": settings.argocd_version or base.argocd_version,
         "target_revision": settings.target_revision or base.target_revision,
-        # queued runs default to the runtime Kueue admits without configuring it
-        "runtime": settings.runtime or (runtimes.QUEUED_DEFAULT.name if settings.queue
-                                        else base.runtime),
+        "runtime": _runtime(settings, base),
     }
+
+
+def _runtime(settings: InitSettings, base: InitSettings) -> str:
+    """The namespaces' runtime: as given, else the one Kueue admits without configuring it for
+    queued runs; one the first cluster runs (else every spec would be refused there)."""
+    has = settings.cluster_runtimes or [runtime.name for runtime in runtimes.RUNTIMES]
+    if settings.runtime is not None:
+        if settings.runtime not in has:
+            raise SettingsError(f"these settings make an invalid tfgen.yaml:\nruntime: "
+                                f"{settings.runtime} is not one the cluster runs (its runtimes: "
+                                f"{', '.join(has)}), and every spec would be refused",
+                                ["runtime", "cluster_runtimes"])
+        return settings.runtime
+    wanted = runtimes.QUEUED_DEFAULT.name if settings.queue else str(base.runtime)
+    return wanted if wanted in has else has[0]
 
 
 def config_text(settings: InitSettings) -> str:
@@ -186,9 +142,9 @@ def config_text(settings: InitSettings) -> str:
         "runtime_names": " or ".join(runtime.name for runtime in runtimes.RUNTIMES),
         "queue": settings.queue or None,
         "priority": settings.priority or None,
-        "node_types": [node_type(text) for text in settings.node_types],
         "node_type_form": NODE_TYPE_FORM,
     }
+    values["cluster"] = first_cluster(settings, values["kubernetes_version"])
     if settings.nas_server is not None:
         _check_nas_server(settings.nas_server)
     if values["priority"] and not values["queue"]:

@@ -7,7 +7,15 @@ read tfgen.yaml (`config/`), and apply the rules a schema cannot express: on one
 experiments (`across/`).
 """
 
-from .config.load import RepoConfig, builtin_defaults_note, load_config, on_builtin_defaults
+from .config.clusters import Cluster
+from .config.load import (
+    RepoConfig,
+    builtin_config,
+    builtin_defaults_note,
+    experiment_cluster,
+    load_config,
+    on_builtin_defaults,
+)
 from .experiments import (
     Experiment,
     SpecVerdict,
@@ -19,12 +27,15 @@ from .experiments import (
 )
 
 __all__ = [
+    "Cluster",
     "Experiment",
     "RepoConfig",
     "ValidationResult",
     "SpecVerdict",
     "Verdicts",
+    "builtin_config",
     "builtin_defaults_note",
+    "experiment_cluster",
     "load_config",
     "on_builtin_defaults",
     "repository_specs",

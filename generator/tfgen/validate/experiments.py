@@ -27,7 +27,7 @@ from .config.load import RepoConfig, load_config
 from .experiment import sweep
 from .experiment.checked import across_files, lookup
 from .policy import pods, team
-from .rules import capacity, process, runtime, valuesfile
+from .rules import capacity, cluster, process, queues, runtime, valuesfile
 from .rules.spec import Checked, semantic_problems
 from .schema.defaults import apply_defaults, merge_defaults
 from .schema.validator import schema_check
@@ -186,7 +186,9 @@ def check_file(
     problems += (semantic_problems(checked, config.namespaces,
                                      config.data["argocd"]["namespace"])
                  + team.namespace_policy_problems(checked, config)
+                 + cluster.cluster_problems(checked, config)
                  + capacity.fit_problems(checked, config)
+                 + queues.queue_problems(checked, config)
                  + pods.pod_level_problems(checked, config)
                  + runtime.runtime_problems(checked, config)
                  + sweep.sweep_problems(checked, config.max_runs, each_run=not too_large)

@@ -136,13 +136,17 @@ def _allowed(project: Project, group: str, kind: str, name: str | None) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def destination_allowed(project: Project, server: str, name: str, namespace: str) -> bool:
+    """Whether a project destination allows an Application's. Offline nothing resolves an Argo
+    CD cluster name to its server, so an Application that names its cluster needs an entry of
+    that name, and one that gives a server an entry of that server."""
+    if not server and not name:
+        return False
     for dest in project.destinations:
-        server_ok = (_glob_allowed([str(dest["server"])], server) if dest.get("server") and server
-                     else not dest.get("server") or not server)
-        name_ok = (_glob_allowed([str(dest["name"])], name) if dest.get("name") and name
-                   else True)
-        if (server_ok and name_ok and
-                _glob_allowed([str(dest.get("namespace", ""))], namespace)):
+        if server and not (dest.get("server") and _glob_allowed([str(dest["server"])], server)):
+            continue
+        if name and not (dest.get("name") and _glob_allowed([str(dest["name"])], name)):
+            continue
+        if _glob_allowed([str(dest.get("namespace", ""))], namespace):
             return True
     return False
 

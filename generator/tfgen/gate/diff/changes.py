@@ -29,7 +29,7 @@ from ..documents.manifests import documents, parse_manifest
 from ..helm.batch import BatchRenderer, RenderResult, jobs_for
 from ..helm.command import find_helm
 from ..objects.policy import kept_by_argo
-from ..revisions import base, immutability
+from ..revisions import base, immutability, moves
 from .gpus import (
     GpuRequest,
     NamespaceGpus,
@@ -69,6 +69,9 @@ class ExperimentChange:
     queued: bool = False
     # what a started run cannot take of the change, as `tfgen check --base` refuses it
     refused: tuple[Problem, ...] = ()
+    # the cluster its runs go to on each side (`moves.cluster_words`; None: no such side)
+    cluster_before: str | None = None
+    cluster_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class DiffResult:
 
 
 ObjectId = tuple[str, str, str]  # kind, namespace, name
+Place = tuple[ResolvedApplication, dict[str, Any]]  # an Application, its app.yaml's parameters
 
 
 def _documents(manifest: str) -> tuple[dict[ObjectId, str], set[ObjectId]]:
@@ -158,16 +162,18 @@ class _Gpus:
         before = None if self.before is None else gpus_by_namespace(self.before)
         return gpu_table(config, before, gpus_by_namespace(self.now))
 
-    def change(self, name: str, status: str, refused: Sequence[Problem] = ()
-               ) -> ExperimentChange:
-        """The experiment's change, with the GPUs it requests on each side."""
+    def change(self, name: str, status: str, refused: Sequence[Problem] = (),
+               clusters: tuple[str | None, str | None] = (None, None)) -> ExperimentChange:
+        """The experiment's change, with the GPUs it requests and the cluster it goes to on
+        each side."""
         old = None if self.before is None else self.before.get(name)
         new = self.now.get(name)
         shown = new or old
         return ExperimentChange(name, status, None if old is None else old.gpus,
                                 None if new is None else new.gpus,
                                 queued=shown is not None and shown.queued,
-                                refused=tuple(refused))
+                                refused=tuple(refused), cluster_before=clusters[0],
+                                cluster_after=clusters[1])
 
 
 def _in_scope(apps: Sequence[ResolvedApplication], scope: set[str] | None
@@ -186,6 +192,9 @@ class _Sides:
     after: dict[str, RenderResult]
     copies: list[CopyDiff]
     base_specs: dict[str, Any]
+    # each experiment's Application and its app.yaml's parameters, at the base and now
+    places_before: dict[str, Place] = field(default_factory=dict)
+    places_after: dict[str, Place] = field(default_factory=dict)
 
 
 def _render_sides(
@@ -207,7 +216,9 @@ def _render_sides(
         copies = copy_diffs(root, tree, [a.name for a in now_apps if a.name not in existing])
         base_specs = {a.name: _spec_data(tree / layout.spec_rel(a.name)) for a in now_apps
                       if a.name in existing}
-    return _Sides(before, _render(renderer, now_apps, kube), copies, base_specs)
+        places_before = {a.name: (a, moves.params(a)) for a in _in_scope(base_all, scope)}
+    return _Sides(before, _render(renderer, now_apps, kube), copies, base_specs, places_before,
+                  {a.name: (a, moves.params(a)) for a in now_apps})
 
 
 def _at_ref(result: RenderResult, tree: Path, ref: str) -> RenderResult:
@@ -248,16 +259,22 @@ def _compare(result: DiffResult, name: str, sides: _Sides, gpus: _Gpus, root: Pa
     if problems:
         return
     diffs = diff_manifests(name, old.manifest if old else "", new.manifest if new else "")
-    if diffs:
+    was, goes = sides.places_before.get(name), sides.places_after.get(name)
+    move = was is not None and goes is not None and moves.moved(was[0], goes[0])
+    if diffs or move:
         result.experiments.append(name)
         result.diffs += diffs
         status = "added" if old is None else "removed" if new is None else "changed"
         refused = []
+        spec_path = layout.shown(root / layout.spec_rel(name))
         if old is not None and new is not None:
-            refused = immutability.refusals(old.manifest, new.manifest,
-                                            layout.shown(root / layout.spec_rel(name)),
+            refused = immutability.refusals(old.manifest, new.manifest, spec_path,
                                             sides.base_specs.get(name), name)
-        result.changes.append(gpus.change(name, status, refused))
+        if move and was is not None and goes is not None:
+            refused.append(moves.move_problem(spec_path, *was, *goes))
+        clusters = tuple(None if place is None else moves.cluster_words(*place)
+                         for place in (was, goes))
+        result.changes.append(gpus.change(name, status, refused, (clusters[0], clusters[1])))
 
 
 def run_diff(

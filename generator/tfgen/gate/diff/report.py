@@ -1,7 +1,8 @@
 """How `tfgen diff` shows what a change does: a summary table first, every object in full only
 on request.
 
-The table has one row per experiment whose objects differ: added, removed or changed, its
+The table has one row per experiment whose objects differ (or that goes to another cluster):
+added, removed or changed, the cluster it goes to (where the repository names clusters), its
 objects by kind, and the GPUs it requests before and after. `--full` adds each object's unified
 diff. Text is for terminals; Markdown is one pull-request comment, opening with a marker line
 (so a workflow finds and updates the comment it posted before) and the GPUs each namespace
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...errors import InputError
+from ...validate.config.clusters import IMPLICIT
 from ...words import counted
 from . import DIFF_FORMATS
 from .changes import CopyDiff, DiffResult, ExperimentChange, ObjectDiff
@@ -88,6 +90,21 @@ def _delta(before: int | None, after: int | None) -> str:
     return f" ({after - before:+d})"
 
 
+def cluster_cell(change: ExperimentChange, arrow: str = "->") -> str:
+    """`gpu-a`, or `gpu-a -> gpu-b` for a run sent to another cluster."""
+    before, after = change.cluster_before, change.cluster_after
+    if before is None or after is None or before == after:
+        return after or before or ""
+    return f"{before} {arrow} {after}"
+
+
+def _clustered(result: DiffResult) -> bool:
+    """Whether the table shows the cluster: some row goes elsewhere than the one implicit
+    cluster of a repository without clusters."""
+    return any(name not in (None, IMPLICIT) for c in result.changes
+               for name in (c.cluster_before, c.cluster_after))
+
+
 def change_cell(change: ExperimentChange) -> str:
     """`changed`, or `changed, refused` when `tfgen check --base` refuses the change."""
     return f"{change.status}, {REFUSED}" if change.refused else change.status
@@ -148,12 +165,13 @@ def _copy_words(copy: CopyDiff) -> str:
 def _text_table(result: DiffResult) -> list[str]:
     """The summary table for a terminal, each column as wide as its widest cell (but the last,
     which nothing follows)."""
-    rows = [("EXPERIMENT", "CHANGE", "OBJECTS", "GPUS")]
-    rows += [(c.name, change_cell(c), objects_cell(diffs), gpus_cell(c))
-             for c, diffs in _rows(result)]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    clustered = _clustered(result)
+    rows = [("EXPERIMENT", *(("CLUSTER",) if clustered else ()), "CHANGE", "OBJECTS", "GPUS")]
+    rows += [(c.name, *((cluster_cell(c),) if clustered else ()), change_cell(c),
+              objects_cell(diffs), gpus_cell(c)) for c, diffs in _rows(result)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-            + "  " + row[3] for row in rows]
+            + "  " + row[-1] for row in rows]
 
 
 def _text(result: DiffResult, full: bool, max_object_lines: int) -> str:
@@ -196,8 +214,10 @@ def _markdown(result: DiffResult, full: bool, max_chars: int, max_object_lines: 
     if not result.changes:
         head.append("No rendered object changes.")
         return "\n".join(head) + "\n"
-    head += [f"{_what_changed(result)}.", "",
-             "| Experiment | Change | Objects | GPUs |", "| --- | --- | --- | --- |"]
+    head += [f"{_what_changed(result)}.", ""]
+    head += (["| Experiment | Cluster | Change | Objects | GPUs |",
+              "| --- | --- | --- | --- | --- |"] if _clustered(result) else
+             ["| Experiment | Change | Objects | GPUs |", "| --- | --- | --- | --- |"])
     rows, cut = _markdown_rows(result, sum(len(line) + 1 for line in head), max_chars)
     head += rows
     if cut:
@@ -222,7 +242,9 @@ def _markdown_rows(result: DiffResult, used: int, max_chars: int) -> tuple[list[
     lines: list[str] = []
     for i, (c, diffs) in enumerate(rows):
         status = f"{c.status}, **{REFUSED}**" if c.refused else c.status
-        row = f"| `{c.name}` | {status} | {objects_cell(diffs)} | {gpus_cell(c, '→')} |"
+        cluster = f" {cluster_cell(c, '→')} |" if _clustered(result) else ""
+        row = (f"| `{c.name}` |{cluster} {status} | {objects_cell(diffs)} | "
+               f"{gpus_cell(c, '→')} |")
         if used + len(row) > max_chars - NOTE_ROOM:
             note = (f"_{counted(len(rows) - i, 'more experiment')} not shown (comment size "
                     f"limit); run `tfgen diff --base {result.base}` locally._")

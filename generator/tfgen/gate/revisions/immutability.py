@@ -3,12 +3,12 @@
 A change between the experiment at the base revision (what runs in the cluster) and now that
 Kubernetes would refuse (a PV's volume source, a bound PVC's spec), that the job's runtime
 refuses or ignores (a started JobSet's replicated jobs, a TFJob's replica specs), that Kueue
-never re-reads (the queue, the priority), or a switch of runtime, must become a new run under
-a new name (`tfgen rerun`); `livechanges.py` finds them. Both sides are rendered by the real
-helm, through the same batch renderer. Each change found in the rendered objects is then
-traced back to the spec field that made it (the spec at the base against the spec now), so it
-is reported once, at that field's line, with its whole old and new value, however many
-replica types it touched.
+never re-reads (the queue, the priority), a switch of runtime, or a move to another cluster
+(`moves.py`), must become a new run under a new name (`tfgen rerun`); `livechanges.py` finds
+them. Both sides are rendered by the real helm, through the same batch renderer. Each change
+found in the rendered objects is then traced back to the spec field that made it (the spec at
+the base against the spec now), so it is reported once, at that field's line, with its whole
+old and new value, however many replica types it touched.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..argo.applications import ResolvedApplication, resolve_applications
 from ..documents.manifests import RenderedObject, parse_manifest
 from ..helm.batch import BatchRenderer, job_for, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
-from . import base
+from . import base, moves
 from .livechanges import (
     ABSENT,
     NEW_RUN_HINT,
@@ -140,18 +140,20 @@ def _unexplained(changes: Sequence[Immutable], explained: set[Immutable], spec_p
 
 def base_problems(
     root: Path, ref: str, rendered: Sequence[AppObjects], kube_version: str,
-    renderer: BatchRenderer,
+    renderer: BatchRenderer, updates: Mapping[str, str] | None = None,
 ) -> list[Problem]:
     """Live-run immutability of every rendered experiment against itself at `ref`.
 
     The repository at `ref` is resolved and rendered exactly like the working tree. An
     experiment that `ref` does not render (new, or `ref` predates tfgen) has nothing live to
-    protect; every other failure is reported, never taken for "nothing to check".
+    protect; every other failure is reported, never taken for "nothing to check". `updates`:
+    what `tfgen render` would write, by repository-relative path (a stale app.yaml's cluster).
     """
     with base.tree_at(root, ref) as tree:
         pairs = _with_base_apps(tree, rendered)
         out = [_unretired(current) for before, current in pairs
                if app_is_retired(before) and not app_is_retired(current.app)]
+        out += moves.move_problems(pairs, updates or {})
         results = renderer.render(jobs_for([b for b, _ in pairs], kube_version))
         for (_, current), before in zip(pairs, results, strict=True):
             if before.error or before.manifest == current.manifest:

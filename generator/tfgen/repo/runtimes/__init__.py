@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import CONTAINER, PORT, PORT_NAME, PodTemplate, Refusal, Runtime, group_of
+from .base import (
+    CONTAINER,
+    PORT,
+    PORT_NAME,
+    VERSION_SOURCE,
+    PodTemplate,
+    Refusal,
+    Runtime,
+    group_of,
+)
 from .jobset import JOBSET
 from .tfjob import TFJOB
 
@@ -54,5 +63,5 @@ def of_values(values: Mapping[str, Any]) -> Runtime:
 
 __all__ = ["CONTAINER", "DEFAULT", "JOB_KINDS", "LABEL_PREFIXES", "PORT", "PORT_NAME",
            "QUEUED_DEFAULT", "RUNTIMES",
-           "PodTemplate", "Refusal", "Runtime", "VALUES_KEY", "by_name", "group_of", "of_kind",
-           "of_object", "of_values"]
+           "PodTemplate", "Refusal", "Runtime", "VALUES_KEY", "VERSION_SOURCE", "by_name",
+           "group_of", "of_kind", "of_object", "of_values"]

@@ -29,6 +29,9 @@ TF_CONFIG_ENV = "TF_CONFIG"
 # longer than this, its closing NUL byte included (MAX_ARG_STRLEN, 32 pages: execve fails with
 # E2BIG, "Argument list too long"): the container never starts, whatever the API server took.
 MAX_ARG_STRLEN = 131_072
+# How a refusal names the Kubernetes version it was judged by: tfgen.yaml's one version, which
+# the validate stage replaces by the cluster's where tfgen.yaml declares clusters.
+VERSION_SOURCE = "tfgen.yaml's kubernetesVersion"
 
 
 def exec_bytes(text: str) -> int:

@@ -16,6 +16,7 @@ from . import tfconfig
 from .base import (
     CONTAINER,
     TF_CONFIG_ENV,
+    VERSION_SOURCE,
     JobProblem,
     PodTemplate,
     Refusal,
@@ -282,8 +283,8 @@ def _exit_code(name: str, kubernetes_version: str) -> Refusal:
     return Refusal(("spec", "roles", name, "restartPolicy"),
                    "restartPolicy ExitCode is the Job podFailurePolicy on runtime jobset, on by "
                    f"default from Kubernetes {since} (alpha and off before: the API server "
-                   f"drops it, and every failure fails the run); tfgen.yaml's "
-                   f"kubernetesVersion is {kubernetes_version}",
+                   f"drops it, and every failure fails the run); {VERSION_SOURCE} is "
+                   f"{kubernetes_version}",
                    "OnFailure or Never, raise kubernetesVersion, or runtime: tfjob")
 
 
@@ -299,7 +300,7 @@ def _worker_zero(spec: Mapping[str, Any], kubernetes_version: str) -> list[Refus
     return [Refusal(("spec", "runtime"),
                     "without a chief or master a run succeeds when worker 0 does; on runtime "
                     f"jobset that is the Job successPolicy, GA from Kubernetes {since}, and "
-                    f"tfgen.yaml's kubernetesVersion is {kubernetes_version}",
+                    f"{VERSION_SOURCE} is {kubernetes_version}",
                     "set runPolicy.successPolicy: AllWorkers, add a chief, raise "
                     "kubernetesVersion, or runtime: tfjob")]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from ...repo.resources import CONFIG_SCHEMA
 from ..schema.defaults import apply_defaults
 from ..schema.validator import schema_problems
 from ..yaml.loader import Document, LoadError, load_file
+from .clusters import Cluster, cluster_for, clusters_of, unknown_cluster
 from .rules import config_problems
 
 # The spec fields a namespace's policy gives a default to (`policy.<namespace>.<field>`): how
@@ -44,7 +45,31 @@ class RepoConfig:
 
     @property
     def kubernetes_version(self) -> str:
-        return str(self.data["kubernetesVersion"])
+        """The Kubernetes version the gate validates rendered objects against: the one
+        cluster's, or the newest of the declared clusters' (each spec's own rules judge it by
+        its cluster's version: `clusters`)."""
+        if not self.data.get("clusters"):
+            return str(self.data["kubernetesVersion"])
+        return max((c.kubernetes_version for c in self.clusters),
+                   key=lambda v: tuple(int(p) for p in v.split(".")))
+
+    @functools.cached_property
+    def clusters(self) -> list[Cluster]:
+        """The clusters experiments run on: tfgen.yaml's `clusters`, else the one implicit
+        cluster (`clusters.py`)."""
+        return clusters_of(self.data, self.where)
+
+    def cluster_of(self, namespace: object, spec: object) -> Cluster | None:
+        """The cluster a spec of `namespace` runs on (`spec`: its `spec`); None when its
+        `spec.cluster` names none of tfgen.yaml's (validate refuses it)."""
+        return cluster_for(self.clusters, namespace, spec)
+
+    def where(self, parts: tuple[str | int, ...]) -> str:
+        """Where tfgen.yaml writes a setting: `tfgen.yaml:<line>`, or `tfgen.yaml default`."""
+        if self.document is None or not _has(self.document.data, parts):
+            return f"{layout.CONFIG_NAME} default"
+        line, _ = self.document.locate(parts, key=True)
+        return f"{layout.CONFIG_NAME}:{line}"
 
     @property
     def cluster_domain(self) -> str:
@@ -52,7 +77,11 @@ class RepoConfig:
 
     @property
     def argocd(self) -> dict[str, Any]:
-        return dict(self.data["argocd"])
+        """The `argocd` block, with `destinations`: each cluster's Argo CD destination (its
+        `server` or its `name`), the ones the AppProject allows (render/argo.py)."""
+        return {**self.data["argocd"], "destinations": [
+            {key: value for key, value in c.destination.items() if value}
+            for c in self.clusters]}
 
     @property
     def namespaces(self) -> list[str]:
@@ -73,31 +102,13 @@ class RepoConfig:
     def policy_source(self, namespace: str, key: str) -> str:
         """Where a namespace's policy setting is written: `tfgen.yaml:<line>`, or the schema's
         default when tfgen.yaml does not set it."""
-        parts = ("policy", namespace, key)
-        if self.document is None or not _has(self.document.data, parts):
-            return f"{layout.CONFIG_NAME} default"
-        line, _ = self.document.locate(parts, key=True)
-        return f"{layout.CONFIG_NAME}:{line}"
+        return self.where(("policy", namespace, key))
 
     @property
     def owners(self) -> dict[str, Any]:
         """`owners`: `platform` (a list) and `namespaces` (namespace -> list), each optional;
         empty when tfgen.yaml declares none (then no CODEOWNERS is generated)."""
         return dict(self.data.get("owners") or {})
-
-    @property
-    def node_types(self) -> list[dict[str, Any]]:
-        """`cluster.nodeTypes`: what one node of each type can hold (capacity.py)."""
-        return list((self.data.get("cluster") or {}).get("nodeTypes") or [])
-
-    @property
-    def node_types_source(self) -> str:
-        """Where the node types are written: `cluster.nodeTypes (tfgen.yaml:<line>)`."""
-        parts = ("cluster", "nodeTypes")
-        if self.document is None or not _has(self.document.data, parts):
-            return "cluster.nodeTypes"
-        line, _ = self.document.locate(parts, key=True)
-        return f"cluster.nodeTypes ({layout.CONFIG_NAME}:{line})"
 
     @property
     def max_runs(self) -> int:
@@ -130,6 +141,25 @@ class RepoConfig:
         return self.root / layout.EXPERIMENTS_DIR
 
 
+def experiment_cluster(config: RepoConfig, data: Mapping[str, Any]) -> Cluster:
+    """The cluster an experiment (its data, as validated) runs on: what render sends its
+    Application to, what `list` and `diff` show, and where the read side looks (the cluster's
+    `context` in the kubeconfig; None: the current context). InputError for a `spec.cluster`
+    that names no cluster of tfgen.yaml (validate refuses it first)."""
+    meta, spec = data.get("metadata"), data.get("spec")
+    cluster = config.cluster_of(meta.get("namespace") if isinstance(meta, Mapping) else None,
+                                spec)
+    if cluster is None:
+        message, hint = unknown_cluster(config.clusters, dict(spec or {}).get("cluster"))
+        raise InputError(f"{message} ({hint})")
+    return cluster
+
+
+def builtin_config(root: Path) -> RepoConfig:
+    """The config of a repository whose tfgen.yaml sets nothing (tfgen's built-in defaults)."""
+    return RepoConfig(root=root, path=None, data=builtin_data())
+
+
 def builtin_data() -> dict[str, Any]:
     """The complete config of a repository whose tfgen.yaml sets nothing: the schema's
     defaults, their only home."""
@@ -149,9 +179,10 @@ def _builtin_policy() -> dict[str, Any]:
     return dict(apply_defaults(data, CONFIG_SCHEMA)["policy"]["x"])
 
 
-def _has(data: Any, parts: tuple[str, ...]) -> bool:
+def _has(data: Any, parts: tuple[str | int, ...]) -> bool:
     for part in parts:
-        if not isinstance(data, dict) or part not in data:
+        listed = isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        if not listed and not (isinstance(data, dict) and part in data):
             return False
         data = data[part]
     return True
@@ -187,7 +218,7 @@ def load_config(paths: Iterable[Path | str] = (), cwd: Path | None = None) -> Re
         start = (cwd or Path.cwd()).resolve()
         for listener in _builtin_listeners:
             listener(start)
-        return RepoConfig(root=start, path=None, data=builtin_data())
+        return builtin_config(start)
     path = root / layout.CONFIG_NAME
     try:
         document = load_file(path, display=layout.shown(path), root=root)

@@ -12,6 +12,7 @@ from ...problems import Problem
 from ...repo import images, naming, resources
 from ..schema.messages import shown
 from ..yaml.document import Document, PointerParts, pointer_text
+from .clusters import cluster_rules
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -77,9 +78,9 @@ def config_rules(data: dict[str, Any]) -> Iterator[tuple[PointerParts, str, str]
 
 
 def config_problems(document: Document, data: dict[str, Any]) -> list[Problem]:
-    """The rules on tfgen.yaml, each at its line."""
+    """The rules on tfgen.yaml (`clusters.py`'s among them), each at its line."""
     out = []
-    for parts, message, hint in config_rules(data):
+    for parts, message, hint in (*config_rules(data), *cluster_rules(document.data, data)):
         line, col = document.locate(parts)
         out.append(Problem(document.path, line, col, pointer_text(parts), message, hint))
     return out

@@ -87,7 +87,8 @@ def pod_level_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
     out = Collector(checked.locator)
     pod, notes = pod_template(spec, annotations, bool(rules.get("runAsNonRoot")))
     seen = set()
-    for found in podsecurity.violations(pod, notes, level, config.kubernetes_version):
+    cluster = config.cluster_of(namespace, spec) or config.clusters[0]
+    for found in podsecurity.violations(pod, notes, level, cluster.kubernetes_version):
         said = message(namespace, level, source, found)
         if said not in seen:  # the pod's and its one container's may say the same
             seen.add(said)

@@ -1,6 +1,7 @@
-"""Roles against the cluster's node types: a pod no node can hold stays Pending forever.
+"""Roles against their cluster's node types: a pod no node can hold stays Pending forever.
 
-tfgen.yaml's `cluster.nodeTypes` says what the cluster's nodes are (GPUs, CPU and memory one
+tfgen.yaml's node types (of the spec's cluster, `clusters[].nodeTypes`; without clusters,
+`cluster.nodeTypes`) say what the cluster's nodes are (GPUs, CPU and memory one
 pod may be given there, the labels that select them). Each role of a spec may run on the node
 types whose labels its nodeSelector asks for (every node type, without one); when none of them
 can hold one of its pods (its GPUs, CPU request and memory), the role is refused at the field
@@ -15,8 +16,9 @@ from typing import Any
 
 from ...problems import Problem
 from ...words import counted
+from ..config.clusters import Cluster
 from ..config.load import RepoConfig
-from ..experiment.checked import Checked, Collector, roles
+from ..experiment.checked import Checked, Collector, lookup, roles
 from .api import quantity
 
 NEEDS = ("gpus", "cpu", "memory")  # what a pod asks of a node, in the order it is said
@@ -61,19 +63,20 @@ def _labels(labels: dict[str, Any]) -> str:
 
 
 def fit_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
-    """Each role of one experiment that no node it may be scheduled on can hold."""
-    node_types = config.node_types
+    """Each role of one experiment that no node of its cluster it may be scheduled on can
+    hold."""
     spec = checked.data.get("spec")
-    if not node_types or not isinstance(spec, dict):
+    cluster = config.cluster_of(lookup(checked.data, "metadata", "namespace"), spec)
+    if cluster is None or not cluster.node_types or not isinstance(spec, dict):
         return []
     out = Collector(checked.locator)
     for name, role in roles(spec):
         selector = role.get("nodeSelector") or {}
-        allowed = _selected(node_types, selector)
+        allowed = _selected(cluster.node_types, selector)
         if allowed:
-            _check_fit(name, role, allowed, config, out)
+            _check_fit(name, role, allowed, cluster, out)
         else:
-            _check_unmatched(name, selector, config, out)
+            _check_unmatched(name, selector, cluster, out)
     return out.problems
 
 
@@ -83,19 +86,26 @@ def _selected(node_types: list[dict[str, Any]], selector: dict[str, Any]) -> lis
             if all((node.get("labels") or {}).get(k) == v for k, v in selector.items())]
 
 
-def _check_unmatched(name: str, selector: dict[str, Any], config: RepoConfig,
+def _check_unmatched(name: str, selector: dict[str, Any], cluster: Cluster,
                      out: Collector) -> None:
     """A nodeSelector no node type satisfies: the role's pods would never be scheduled."""
     out.add(("spec", "roles", name, "nodeSelector"),
-            f"no node type of {config.node_types_source} has the labels "
+            f"no node type of {_source(cluster)} has the labels "
             f"{_labels(selector)}: the {name} pods would never be scheduled",
             "select labels of a node type: " + "; ".join(
                 f"{node['name']} ({_labels(node.get('labels') or {})})"
-                for node in config.node_types))
+                for node in cluster.node_types))
+
+
+def _source(cluster: Cluster) -> str:
+    """The node types as messages name them: `cluster.nodeTypes (tfgen.yaml:<line>)`, and the
+    cluster when tfgen.yaml declares several."""
+    return (f"cluster {cluster.name}'s {cluster.node_types_source}" if cluster.declared
+            else cluster.node_types_source)
 
 
 def _check_fit(name: str, role: dict[str, Any], allowed: list[dict[str, Any]],
-               config: RepoConfig, out: Collector) -> None:
+               cluster: Cluster, out: Collector) -> None:
     """A pod of the role that none of the `allowed` node types can hold stays Pending: said at
     what it asks too much of, beside the largest node it may run on."""
     shortfalls = [_fits(node, role) for node in allowed]
@@ -105,6 +115,6 @@ def _check_fit(name: str, role: dict[str, Any], allowed: list[dict[str, Any]],
         out.add(("spec", "roles", name, short[0]),
                 f"a {name} pod asks for {_words(role)}; no node it may run on can hold it, "
                 f"the largest being {largest['name']} ({_words(largest)}, "
-                f"{config.node_types_source}): the pods would stay Pending",
+                f"{_source(cluster)}): the pods would stay Pending",
                 f"ask for at most what {largest['name']} has, or select another node type",
                 key=False)

@@ -1,5 +1,6 @@
-"""The runtime and the queue of one spec: what its runtime cannot run, the names it makes
-within their budget, and Kueue's rules, each at the spec's line.
+"""The runtime and the queue of one spec: what its runtime cannot run (on its cluster's
+Kubernetes version), the names it makes within their budget, and Kueue's rules, each at the
+spec's line.
 
 A runtime (`repo/runtimes/`) says what it cannot do for a spec; this module reports it where the
 spec says it. The name budget follows the runtime: a JobSet's pods are named
@@ -17,6 +18,7 @@ from ..config.load import RepoConfig
 from ..experiment import sweep
 from ..experiment.checked import Checked, Collector, lookup
 from ..schema.messages import shown
+from .cluster import spec_cluster
 
 
 def runtime_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
@@ -26,8 +28,13 @@ def runtime_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
         return []
     runtime = runtimes.by_name(spec.get("runtime"))
     out = Collector(checked.locator)
-    for refusal in runtime.refusals(spec, config.kubernetes_version):
-        out.add(refusal.parts, f"on runtime {runtime.name}: {refusal.message}", refusal.hint,
+    cluster = spec_cluster(checked, config) or config.clusters[0]
+    for refusal in runtime.refusals(spec, cluster.kubernetes_version):
+        message = refusal.message
+        if cluster.declared:  # the version is the cluster's: say which, and where
+            message = message.replace(runtimes.VERSION_SOURCE, f"cluster {cluster.name}'s "
+                                      f"kubernetesVersion ({config.where(cluster.pointer())})")
+        out.add(refusal.parts, f"on runtime {runtime.name}: {message}", refusal.hint,
                 key=False)
     _name_budget(checked.data, spec, runtime, config.max_runs, out)
     _queue(spec, runtime, out)

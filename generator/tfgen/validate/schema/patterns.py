@@ -112,4 +112,11 @@ PATTERN_WORDS: dict[str, str] = {
     ),
     "^https://[^\\s/]+(/[^\\s]*)?$": "must be an https:// URL without spaces",
     "^1\\.[0-9]{2}$": 'must be a Kubernetes minor version such as "1.30" (quoted)',
+    "^([0-9]+(\\.[0-9]+)?|\\.[0-9]+)(m|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$": (
+        'must be a Kubernetes quantity such as 16, "96", "500m" or "1Ti"'
+    ),
+    "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$": (
+        "must be a resource name such as nvidia.com/gpu, cpu or memory"
+    ),
+    "^[^\\s]+$": "must be a name without spaces",
 }
