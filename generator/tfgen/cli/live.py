@@ -25,12 +25,19 @@ class Where:
     kubeconfig: str | None
     context: str | None
 
-    def connect(self) -> Any:
+    def connect(self, context: str | None = None) -> Any:
+        """The cluster of `context` (a cluster's own, from tfgen.yaml), else of --context."""
         from ..live import connect
 
         # $KUBECONFIG may list several files (kubectl merges them); the client reads the first
         first = self.kubeconfig.split(":")[0] if self.kubeconfig else None
-        return connect(first, self.context)
+        return connect(first, context or self.context)
+
+    def connections(self) -> Any:
+        """Argo CD's cluster (--context) and, when asked, each cluster's own context."""
+        from ..live import Connections
+
+        return Connections(self.connect, self.connect())
 
 
 def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,7 +45,8 @@ def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--kubeconfig", metavar="FILE", envvar="KUBECONFIG",
                   help="The kubeconfig to read (default: $KUBECONFIG, then ~/.kube/config).")
     @click.option("--context", metavar="NAME",
-                  help="The kubeconfig context (default: its current context).")
+                  help="The kubeconfig context of Argo CD's cluster, and of each cluster "
+                  "tfgen.yaml gives no context of its own (default: the current context).")
     @functools.wraps(func)
     def wrapper(*args: Any, kubeconfig: str | None, context: str | None, **kwargs: Any) -> Any:
         return func(*args, where=Where(kubeconfig, context), **kwargs)
@@ -76,10 +84,10 @@ def status(experiments: tuple[str, ...], watch: bool, fmt: str, where: Where) ->
     if selection.invalid:
         click.echo(f"{selection.invalid} spec(s) left out: they do not validate "
                    "(`tfgen validate`)", err=True)
-    cluster = where.connect()
+    clusters = where.connections()
     if not watch:
-        shown = statuses(cluster, selection)
-        click.echo(as_json(shown, cluster.calls) if fmt == "json" else table(shown))
+        shown = statuses(clusters, selection)
+        click.echo(as_json(shown, clusters.calls) if fmt == "json" else table(shown))
         if fmt == "text":
             click.echo(summary(shown), err=True)
         sys.exit(1 if any(s.failing for s in shown) else 0)
@@ -88,10 +96,10 @@ def status(experiments: tuple[str, ...], watch: bool, fmt: str, where: Where) ->
     before: dict[str, str] = {}
     failing = False
     try:
-        for shown in updates(cluster, selection, stop):
+        for shown in updates(clusters, selection, stop):
             failing = any(s.failing for s in shown)
             if fmt == "json":
-                click.echo(as_json(shown, cluster.calls).replace("\n", ""))
+                click.echo(as_json(shown, clusters.calls).replace("\n", ""))
             elif live:
                 click.echo(f"{CLEAR}{table(shown)}\n\n{summary(shown)}  (Ctrl-C to stop)")
             else:
@@ -124,7 +132,7 @@ def logs(experiment: str, run: str | None, role: str | None, index: int | None,
     from ..live.logs import choose, lines
 
     wanted = select([experiment]).wanted[0]
-    cluster = where.connect()
+    cluster = where.connect(wanted.context)
     chosen = choose(cluster, wanted, run, role, index)
     if not chosen:
         raise TfgenError(f"no pod of {wanted.name} matches in {wanted.namespace} (yet): see "
@@ -154,7 +162,7 @@ def tensorboard(experiment: str, port: int, address: str, where: Where) -> None:
     from ..live.forward import listen
 
     wanted = select([experiment]).wanted[0]
-    forward = listen(where.connect(), wanted.name, wanted.namespace, address, port)
+    forward = listen(where.connect(wanted.context), wanted.name, wanted.namespace, address, port)
     click.echo(f"TensorBoard of {wanted.name}: {forward.url}  (Ctrl-C to stop)")
     stop = threading.Event()
     try:

@@ -5,9 +5,9 @@ It only reads: every change to a run is a commit (`tfgen retire`, a suspend in t
 which Argo CD applies; a `kubectl delete` would be undone by its self-heal.
 """
 
-from .connect import Cluster, ClusterUnreachable, connect
-from .experiments import Selection, select, statuses, updates
+from .connect import ClusterUnreachable, Connection, connect
+from .experiments import Connections, Selection, select, statuses, updates
 from .views import STATUS_FORMATS
 
-__all__ = ["Cluster", "ClusterUnreachable", "STATUS_FORMATS", "Selection", "connect", "select",
-           "statuses", "updates"]
+__all__ = ["ClusterUnreachable", "Connection", "Connections", "STATUS_FORMATS", "Selection",
+           "connect", "select", "statuses", "updates"]

@@ -3,7 +3,7 @@ official Kubernetes client (the optional extra `tfgen-gitops[cluster]`).
 
 Every read is a list (one call per kind and namespace), a watch, a log stream or a
 port-forward; objects stay the API server's JSON (the client's typed models cost a
-millisecond per pod to build and say nothing more). `Cluster.calls` counts the requests.
+millisecond per pod to build and say nothing more). `Connection.calls` counts the requests.
 A cluster that cannot be reached is one line naming the context and the server, exit 2.
 """
 
@@ -44,7 +44,7 @@ class Api:
 
 
 @dataclass
-class Cluster:
+class Connection:
     """A connected cluster: the client, the context it came from, the requests made."""
 
     client: Any  # kubernetes.client.ApiClient
@@ -146,7 +146,7 @@ class _HttpError(Exception):
         self.status, self.reason = status, reason
 
 
-def connect(kubeconfig: str | None, context: str | None) -> Cluster:
+def connect(kubeconfig: str | None, context: str | None) -> Connection:
     """The cluster of `context` in `kubeconfig` (kubectl's defaults: $KUBECONFIG, then
     ~/.kube/config; the current context)."""
     try:
@@ -172,4 +172,4 @@ def connect(kubeconfig: str | None, context: str | None) -> Cluster:
                                  f"{str(exc).splitlines()[0]}{known}") from None
     # one try per request: an unreachable server is said at once, not after urllib3's retries
     settings.retries = 0
-    return Cluster(client.ApiClient(configuration=settings), chosen, settings.host)
+    return Connection(client.ApiClient(configuration=settings), chosen, settings.host)

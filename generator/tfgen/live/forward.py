@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import OptionsError, TfgenError
 from ..repo import chart, naming
-from .connect import Cluster
+from .connect import Connection
 from .snapshot import PODS
 
 COMPONENT_LABEL = "app.kubernetes.io/component"
@@ -21,7 +21,7 @@ TENSORBOARD_COMPONENT = "tensorboard"  # the chart's component label of TensorBo
 CHUNK = 64 * 1024
 
 
-def tensorboard_pod(cluster: Cluster, name: str, namespace: str) -> str:
+def tensorboard_pod(cluster: Connection, name: str, namespace: str) -> str:
     """The running TensorBoard pod of experiment `name`."""
     selector = f"app.kubernetes.io/instance={name},{COMPONENT_LABEL}={TENSORBOARD_COMPONENT}"
     pods = cluster.objects(PODS, namespace, selector)
@@ -42,7 +42,7 @@ def tensorboard_pod(cluster: Cluster, name: str, namespace: str) -> str:
 class Forward:
     """A listening local socket; each connection to it is piped to the pod's port."""
 
-    cluster: Cluster
+    cluster: Connection
     namespace: str
     pod: str
     server: socket.socket
@@ -96,7 +96,7 @@ def _copy_both_ways(a: Any, b: Any) -> None:
             peers[side].sendall(data)
 
 
-def listen(cluster: Cluster, name: str, namespace: str, address: str, port: int) -> Forward:
+def listen(cluster: Connection, name: str, namespace: str, address: str, port: int) -> Forward:
     """Find the TensorBoard pod and bind the local port (0: any free one)."""
     pod = tensorboard_pod(cluster, name, namespace)
     try:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import OptionsError
 from ..repo import naming, runtimes
-from .connect import Cluster
+from .connect import Connection
 from .snapshot import PART_OF, PODS
 from .status import Wanted
 
@@ -25,7 +25,7 @@ class PodLog:
     namespace: str
 
 
-def choose(cluster: Cluster, wanted: Wanted, run: str | None, role: str | None,
+def choose(cluster: Connection, wanted: Wanted, run: str | None, role: str | None,
            index: int | None) -> list[PodLog]:
     """The experiment's pods that match, in run, role and index order (one list call)."""
     runs = [r for r in wanted.runs if run is None or r == run or r.endswith(f"-{run}")]
@@ -49,7 +49,7 @@ def choose(cluster: Cluster, wanted: Wanted, run: str | None, role: str | None,
     return [log for _, log in sorted(found, key=lambda f: f[0])]
 
 
-def _stream(cluster: Cluster, log: PodLog, follow: bool) -> Iterator[str]:
+def _stream(cluster: Connection, log: PodLog, follow: bool) -> Iterator[str]:
     path = f"/api/v1/namespaces/{log.namespace}/pods/{log.pod}/log"
     response = cluster.request(path, {"container": runtimes.CONTAINER,
                                       "follow": "true" if follow else None}, stream=True)
@@ -67,7 +67,7 @@ def _stream(cluster: Cluster, log: PodLog, follow: bool) -> Iterator[str]:
         response.release_conn()
 
 
-def lines(cluster: Cluster, logs: list[PodLog], follow: bool) -> Iterator[tuple[str, str]]:
+def lines(cluster: Connection, logs: list[PodLog], follow: bool) -> Iterator[tuple[str, str]]:
     """(prefix, line) of every chosen pod: one pod after the other, or, following, as the
     lines come from all of them at once (a thread per pod)."""
     width = max((len(log.shown) for log in logs), default=0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..repo import chart, runtimes
 from ..repo.runtimes import Runtime
-from .connect import Api, Cluster, ClusterUnreachable, Obj
+from .connect import Api, ClusterUnreachable, Connection, Obj
 
 PODS = Api("", "v1", "pods")
 CLAIMS = Api("", "v1", "persistentvolumeclaims")
@@ -31,16 +31,17 @@ def job_api(runtime: Runtime) -> Api:
     return Api(group, version, runtime.plural)
 
 
-def _reads(namespaces: Iterable[str], argocd_namespace: str
+def _reads(namespaces: Iterable[str], argocd_namespace: str | None
            ) -> list[tuple[Api, str, str | None]]:
-    """(kind, namespace, label selector) of every list a status makes."""
+    """(kind, namespace, label selector) of every list a status makes in one cluster; the
+    Applications only in Argo CD's (`argocd_namespace` given)."""
     per_namespace: list[tuple[Api, str | None]] = [
         (PODS, PART_OF), (CLAIMS, PART_OF),
         *((job_api(runtime), PART_OF) for runtime in runtimes.RUNTIMES),
         (WORKLOADS, None), (LOCAL_QUEUES, None)]
-    return [(APPLICATIONS, argocd_namespace, None)] + [
-        (api, namespace, selector) for namespace in sorted(set(namespaces))
-        for api, selector in per_namespace]
+    apps = [(APPLICATIONS, argocd_namespace, None)] if argocd_namespace else []
+    return apps + [(api, namespace, selector) for namespace in sorted(set(namespaces))
+                   for api, selector in per_namespace]
 
 
 @dataclass
@@ -86,8 +87,9 @@ class Snapshot:
         return True
 
 
-def read(cluster: Cluster, namespaces: Iterable[str], argocd_namespace: str) -> Snapshot:
-    """Every list a status needs, once."""
+def read(cluster: Connection, namespaces: Iterable[str], argocd_namespace: str | None
+         ) -> Snapshot:
+    """Every list a status needs of one cluster, once."""
     snapshot = Snapshot()
     for api, namespace, selector in _reads(namespaces, argocd_namespace):
         items, version = cluster.list_with_version(api, namespace, selector)
@@ -96,8 +98,9 @@ def read(cluster: Cluster, namespaces: Iterable[str], argocd_namespace: str) -> 
     return snapshot
 
 
-def watch(cluster: Cluster, snapshot: Snapshot, namespaces: Iterable[str],
-          argocd_namespace: str, changed: threading.Event, stop: threading.Event) -> None:
+def watch(cluster: Connection, snapshot: Snapshot, namespaces: Iterable[str],
+          argocd_namespace: str | None, changed: threading.Event, stop: threading.Event
+          ) -> None:
     """Keep `snapshot` current: a thread per kind and namespace follows its watch and sets
     `changed` on every change; a watch the server ends (or expires: 410) is listed again and
     resumed. Threads are daemons: they end with the command."""
@@ -113,7 +116,7 @@ def watch(cluster: Cluster, snapshot: Snapshot, namespaces: Iterable[str],
 class _Following:
     """What every watch thread shares: the cluster, the snapshot it keeps, the two signals."""
 
-    cluster: Cluster
+    cluster: Connection
     snapshot: Snapshot
     changed: threading.Event
     stop: threading.Event

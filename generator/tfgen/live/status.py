@@ -18,6 +18,7 @@ from typing import Any
 
 from ..repo import chart, naming, runtimes
 from ..repo.runtimes import Runtime
+from ..validate import Cluster
 from ..validate.experiment import sweep
 from ..validate.experiment.checked import lookup, roles
 from .connect import Obj
@@ -49,9 +50,11 @@ class Wanted:
     retired: bool
     claim: str
     sweep: bool
+    cluster: str  # tfgen.yaml's name of the cluster it runs on ("" for a repository without)
+    context: str | None  # that cluster's kubeconfig context (None: the one given)
 
     @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Wanted:
+    def of(cls, data: Mapping[str, Any], cluster: Cluster) -> Wanted:
         spec = dict(data["spec"])
         name = str(data["metadata"]["name"])
         claim = lookup(spec, "storage", "existingClaim")
@@ -63,7 +66,8 @@ class Wanted:
                    queue=queue if isinstance(queue, str) else "",
                    retired=spec.get(chart.LIFECYCLE_KEY) == chart.RETIRED,
                    claim=claim if isinstance(claim, str) else naming.claim_name(name),
-                   sweep=sweep.has_sweep(spec))
+                   sweep=sweep.has_sweep(spec),
+                   cluster=cluster.name if cluster.declared else "", context=cluster.context)
 
 
 @dataclass
@@ -88,6 +92,7 @@ class RunStatus:
 class ExperimentStatus:
     name: str
     namespace: str
+    cluster: str
     runtime: str
     queue: str
     sync: str  # the Application's, "" without one
@@ -102,20 +107,24 @@ class ExperimentStatus:
         return self.app_failing or any(run.failing for run in self.runs)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "namespace": self.namespace, "runtime": self.runtime,
+        return {"name": self.name, "namespace": self.namespace, "cluster": self.cluster,
+                "runtime": self.runtime,
                 "queue": self.queue, "sync": self.sync, "health": self.health,
                 "failing": self.failing, "why": self.why,
                 "runs": [run.as_dict() for run in self.runs]}
 
 
-def status(wanted: Wanted, snap: Snapshot, argocd_namespace: str) -> ExperimentStatus:
-    """One experiment's status, from what its spec asks and what the cluster holds."""
-    app = snap.named(APPLICATIONS, argocd_namespace, wanted.name)
-    out = ExperimentStatus(wanted.name, wanted.namespace, wanted.runtime.name, wanted.queue,
+def status(wanted: Wanted, snap: Snapshot, apps: Snapshot, argocd_namespace: str
+           ) -> ExperimentStatus:
+    """One experiment's status, from what its spec asks, what its cluster holds (`snap`) and
+    its Application (in `apps`, Argo CD's cluster's snapshot)."""
+    app = apps.named(APPLICATIONS, argocd_namespace, wanted.name)
+    out = ExperimentStatus(wanted.name, wanted.namespace, wanted.cluster, wanted.runtime.name,
+                           wanted.queue,
                            sync=str(lookup(app, "status", "sync", "status") or ""),
                            health=str(lookup(app, "status", "health", "status") or ""),
                            runs=[], sweep=wanted.sweep)
-    _application(app, wanted, argocd_namespace, APPLICATIONS in snap.not_served, out)
+    _application(app, wanted, argocd_namespace, APPLICATIONS in apps.not_served, out)
     api = job_api(wanted.runtime)
     if api in snap.not_served and not wanted.retired:
         out.why.append(f"the cluster does not serve {wanted.runtime.kind} "

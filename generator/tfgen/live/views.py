@@ -34,12 +34,18 @@ def _summary(runs: list[RunStatus]) -> str:
     return ", ".join(f"{n} {phase}" for phase, n in counts.items())
 
 
+def _with_clusters(statuses: list[ExperimentStatus]) -> bool:
+    """Whether the CLUSTER column is shown: only where tfgen.yaml names clusters."""
+    return any(s.cluster for s in statuses)
+
+
 def rows(statuses: list[ExperimentStatus], now: datetime | None = None
          ) -> list[tuple[list[str], list[str]]]:
     """(cells, reasons) per line: an experiment, then a sweep's runs indented."""
     out = []
+    clusters = _with_clusters(statuses)
     for exp in statuses:
-        app = [exp.sync or "-", exp.health or "-"]
+        app = [*([exp.cluster] if clusters else []), exp.sync or "-", exp.health or "-"]
         if not exp.sweep and exp.runs:
             run = exp.runs[0]
             out.append(([exp.name, *app, *_run_cells(run, now)], exp.why + run.why))
@@ -49,14 +55,16 @@ def rows(statuses: list[ExperimentStatus], now: datetime | None = None
                      str(sum(r.restarts for r in runs)), str(sum(r.gpus for r in runs)),
                      age(min((r.started for r in runs if r.started), default=""), now)],
                     exp.why))
-        out += [([f"  {run.name}", "", "", *_run_cells(run, now)], run.why) for run in runs]
+        blank = [""] * len(app)
+        out += [([f"  {run.name}", *blank, *_run_cells(run, now)], run.why) for run in runs]
     return out
 
 
 def table(statuses: list[ExperimentStatus], now: datetime | None = None) -> str:
     lines = rows(statuses, now)
-    cells = [list(HEADER)] + [c for c, _ in lines]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
+    header = [HEADER[0], *(["CLUSTER"] if _with_clusters(statuses) else []), *HEADER[1:]]
+    cells = [header] + [c for c, _ in lines]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     out = ["  ".join(c.ljust(w) for c, w in zip(cells[0], widths, strict=True)).rstrip()]
     for row, reasons in lines:
         out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
