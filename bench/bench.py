@@ -105,6 +105,13 @@ class Measured(NamedTuple):
         return max((helm["rss_kb"] for helm in self.helms), default=0) / 1024
 
     @property
+    def disk(self) -> str:
+        """What the disk read and wrote for the command (`traced.py`), MB."""
+        read, written = (self.traced.get(what, 0) * 512 / 2**20
+                         for what in ("blocks_read", "blocks_written"))
+        return f"disk read {read:.0f} MB, written {written:.0f} MB"
+
+    @property
     def batches(self) -> str:
         """The helm processes by experiments rendered: `66 x 150, 1 x 100, 1 x 0`."""
         sizes = Counter(helm["experiments"] for helm in self.helms)
@@ -291,7 +298,8 @@ def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int, recip
     add((n, helm.name, "tfgen check, cold (empty cache)", cold.wall, cold.rss,
          cold.cpu_and(f"tfgen {cold.tfgen_cpu:.1f} s, helm {cold.helm_cpu:.1f} s; helm "
                       f"processes {cold.batches} experiments, each at most "
-                      f"{cold.helm_rss:.0f} MB; " + cold.output.strip().splitlines()[-1])))
+                      f"{cold.helm_rss:.0f} MB; {cold.disk}; "
+                      + cold.output.strip().splitlines()[-1])))
     seconds, helm_cpu, processes = helm_alone(root, kube, helm.path, tfgens_env=True)
     # With both cores busy, the cold check takes at least (helm's + tfgen's) / cores, so
     # cold / helm alone is at least 1 + tfgen's / helm's.

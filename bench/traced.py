@@ -1,7 +1,8 @@
 """`python bench/traced.py OUT.json ARGS...`: tfgen ARGS, run in this process, and what it
 cost apart: tfgen's own CPU (this process, every thread), its helm processes' CPU and peak
 RSS each (from wait4), how many experiments each helm process rendered (its umbrella chart's
-aliases; 0 for a plain `helm template`), and the wall time; written to OUT.json at exit.
+aliases; 0 for a plain `helm template`), the disk's reads and writes, and the wall time;
+written to OUT.json at exit.
 
 The benchmark runs every measured tfgen command through this launcher, so that the cold
 check's CPU is split by measuring, not by subtracting another run's. It replaces the one
@@ -79,7 +80,12 @@ def _write(path: str) -> None:
     Path(path).write_text(json.dumps({
         "wall": time.perf_counter() - started,
         "tfgen_cpu": own.ru_utime + own.ru_stime, "tfgen_rss_kb": own.ru_maxrss,
-        "children_cpu": children.ru_utime + children.ru_stime, "helms": helms}))
+        "children_cpu": children.ru_utime + children.ru_stime, "helms": helms,
+        # what the disk did for tfgen and its children (512-byte blocks), and the page faults
+        # that read it: a run whose wall time grows faster than its CPU waits for these
+        "blocks_read": own.ru_inblock + children.ru_inblock,
+        "blocks_written": own.ru_oublock + children.ru_oublock,
+        "major_faults": own.ru_majflt + children.ru_majflt}))
 
 
 def main() -> None:
