@@ -270,8 +270,7 @@ def measure(n: int, args: argparse.Namespace, helms: list[Helm],
             add((n, "", what, render.wall, render.rss,
                  render.cpu_and(f"{n / render.wall:,.0f} specs/s")))
         for number, helm in enumerate(helms):
-            curve[(helm.name, n)] = measure_checks(root, n, kube, helm, number, args.recipe,
-                                                   add)
+            curve[(helm.name, n)] = measure_checks(root, n, kube, helm, number, args, add)
         if n in args.peers_at:
             names = [experiment_name(index) for index in range(n)]  # not those added
             sample = names[:args.peer_sample] if args.peer_sample > 0 else names
@@ -288,19 +287,36 @@ def measure(n: int, args: argparse.Namespace, helms: list[Helm],
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int, recipe: str,
-                   add: Callable[[Row], None]) -> Curve:
+def cold_and_alone(root: Path, kube: str, helm: Helm, runs: int
+                   ) -> tuple[Measured, tuple[float, float, int], str]:
+    """The cold check and helm alone, `runs` times each, one after the other (on a shared
+    machine the two then see the same moments): the run of median wall time of each, and
+    what the others gave."""
+    colds, alones = [], []
+    for _ in range(runs):
+        shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
+        colds.append(run(["check"], root))
+        alones.append(helm_alone(root, kube, helm.path, tfgens_env=True))
+    alones.sort()
+    cold = median(colds)
+    others = "" if runs == 1 else (
+        f"; of {runs} runs each, cold {', '.join(f'{c.wall:.2f}' for c in colds)} s and helm "
+        f"alone {', '.join(f'{a[0]:.2f}' for a in alones)} s: the medians")
+    return cold, alones[len(alones) // 2], others
+
+
+def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int,
+                   args: argparse.Namespace, add: Callable[[Row], None]) -> Curve:
     """The check rows with one helm (the `number`-th: it edits and adds experiments of its
     own), from an empty cache: what the renders remembered is not there in CI either."""
     os.environ["TFGEN_HELM"] = helm.path  # the generated repositories have no .tools/
-    shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
-    cold = run(["check"], root)
+    (cold, (seconds, helm_cpu, processes), others) = cold_and_alone(root, kube, helm,
+                                                                    args.cold_runs)
     add((n, helm.name, "tfgen check, cold (empty cache)", cold.wall, cold.rss,
          cold.cpu_and(f"tfgen {cold.tfgen_cpu:.1f} s, helm {cold.helm_cpu:.1f} s; helm "
                       f"processes {cold.batches} experiments, each at most "
                       f"{cold.helm_rss:.0f} MB; {cold.disk}; "
                       + cold.output.strip().splitlines()[-1])))
-    seconds, helm_cpu, processes = helm_alone(root, kube, helm.path, tfgens_env=True)
     # With both cores busy, the cold check takes at least (helm's + tfgen's) / cores, so
     # cold / helm alone is at least 1 + tfgen's / helm's.
     own = cold.tfgen_cpu
@@ -308,7 +324,7 @@ def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int, recip
          f"{helm_cpu:.1f} s CPU, {counted(processes, 'helm process', 'helm processes')}; "
          f"cold check / helm alone = {cold.wall / seconds:.2f}; per experiment, helm "
          f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms: floor "
-         f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's)"))
+         f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's){others}"))
     alone = Curve(cold, seconds, helm_cpu, cold, cold)
     seconds, _, _ = helm_alone(root, kube, helm.path, tfgens_env=False)
     add((n, helm.name, "helm alone, the same with Go's default collector", seconds, None,
@@ -316,7 +332,7 @@ def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int, recip
     warm = median([run(["check"], root) for _ in range(REPEATS)])
     add((n, helm.name, "tfgen check, warm (nothing changed)", warm.wall, warm.rss,
          warm.summary))
-    old, new = EDITS[recipe]
+    old, new = EDITS[args.recipe]
 
     def one_changed(index: int) -> Measured:
         changed = root / "experiments" / f"{experiment_name(index)}.yaml"
@@ -404,6 +420,9 @@ def main() -> None:
     parser.add_argument("--recipe", choices=RECIPES, default="varied",
                         help="varied: N varied specs (default); walkthrough: N copies of the "
                              "walkthrough's experiment, as `tfgen new --from` writes them")
+    parser.add_argument("--cold-runs", type=int, default=1, metavar="K",
+                        help="cold checks and helm-alone runs per size and helm, alternated; "
+                             "the medians are reported (default 1; 3 on a shared machine)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runtime", choices=[r.name for r in runtimes.RUNTIMES],
                         help="every experiment on this runtime (the same experiments for each; "
