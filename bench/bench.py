@@ -100,8 +100,7 @@ class Measured(NamedTuple):
 
     @property
     def helm_rss(self) -> float:
-        """The largest helm process's peak RSS, MB (wait4: a process forked from tfgen starts
-        with tfgen's count, so it is at least tfgen's RSS at the fork)."""
+        """The largest helm process's own peak RSS, MB (`traced.py`)."""
         return max((helm["rss_kb"] for helm in self.helms), default=0) / 1024
 
     @property

@@ -1,8 +1,8 @@
 """`python bench/traced.py OUT.json ARGS...`: tfgen ARGS, run in this process, and what it
-cost apart: tfgen's own CPU (this process, every thread), its helm processes' CPU and peak
-RSS each (from wait4), how many experiments each helm process rendered (its umbrella chart's
-aliases; 0 for a plain `helm template`), the disk's reads and writes, and the wall time;
-written to OUT.json at exit.
+cost apart: tfgen's own CPU (this process, every thread), each helm process's CPU (from
+wait4), peak RSS (its own high-water mark, from /proc) and experiments rendered (its
+umbrella chart's aliases; 0 for a plain `helm template`), the disk's reads and writes, and
+the wall time; written to OUT.json at exit.
 
 The benchmark runs every measured tfgen command through this launcher, so that the cold
 check's CPU is split by measuring, not by subtracting another run's. It replaces the one
@@ -44,6 +44,20 @@ def _aliases(cmd: Sequence[str]) -> int:
         return 0  # the user's own chart (YAML): a plain helm template
 
 
+def _watch_peak(pid: int, readers: list[threading.Thread], peak: list[int]) -> None:
+    """helm's own peak RSS (kB): the kernel's high-water mark of the process, read until its
+    output ends. (`wait4` gives the larger of it and what tfgen held when it forked helm.)"""
+    while any(reader.is_alive() for reader in readers):
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]))
+        except (OSError, ValueError):
+            return  # not Linux, or gone
+        time.sleep(0.02)
+
+
 def run(cmd: Sequence[str], cwd: Path | None = None) -> str:
     """`command.run`, recording the process's wall time, CPU and peak RSS."""
     size, start = _aliases(cmd), time.perf_counter()
@@ -57,8 +71,10 @@ def run(cmd: Sequence[str], cwd: Path | None = None) -> str:
     def drain(name: str, pipe: Any) -> None:
         out[name] = pipe.read()
 
+    peak = [0]
     readers = [threading.Thread(target=drain, args=(name, pipe))
                for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    readers.append(threading.Thread(target=_watch_peak, args=(proc.pid, readers[:2], peak)))
     for reader in readers:
         reader.start()
     for reader in readers:
@@ -66,7 +82,7 @@ def run(cmd: Sequence[str], cwd: Path | None = None) -> str:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     helms.append({"start": start - started, "wall": time.perf_counter() - start,
-                  "cpu": usage.ru_utime + usage.ru_stime, "rss_kb": usage.ru_maxrss,
+                  "cpu": usage.ru_utime + usage.ru_stime, "rss_kb": peak[0] or usage.ru_maxrss,
                   "experiments": size})
     stdout, stderr = (out[name].decode(errors="replace") for name in ("stdout", "stderr"))
     if proc.returncode != 0:
