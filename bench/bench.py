@@ -1,9 +1,9 @@
 """Speed and memory benchmark of tfgen: `python bench/bench.py --sizes 1000,5000,10000`.
 
-For each size N, copies the repository's chart, schemas and tfgen.yaml (without its team
-`policy`) into a temporary folder, generates N varied experiment specs there (roles, GPUs,
-storage drivers, existing claims, TensorBoard on/off/ingress, namespaces), and measures, in one
-run, side by side, a growth table (one row per size and command):
+For each size N, builds a repository of N experiments in a temporary folder (`recipes.py`:
+`--recipe varied`, N varied specs, or `--recipe walkthrough`, N copies of the walkthrough's
+experiment as `tfgen new --from` writes them) and measures, in one run, side by side, a growth
+table (one row per size and command):
 
 - `tfgen render` with every file new, then again with every file unchanged (specs/s),
 - `tfgen check` cold (empty .tfgen-cache/), warm (nothing changed), one experiment changed
@@ -29,141 +29,93 @@ each measured on `--peer-sample` experiments and extrapolated to N (said so in t
 repository, one after the other, and with more than one a second table puts their cold, warm,
 one-changed and one-added checks side by side.
 
-Wall time per command and the peak resident memory of the tfgen process (from wait4) are
-printed as a Markdown table. This is a benchmark, not a test: numbers depend on the machine.
+Every tfgen command runs through `traced.py`, which splits its CPU into tfgen's own and its
+helm processes' and records each helm process (CPU, peak RSS, experiments rendered). Wall time
+per command and the peak resident memory of the tfgen process (from wait4) are printed as a
+Markdown table, then the curve: per helm and size, the cold check's wall time, tfgen's and
+helm's CPU apart, the helm processes and their batches, helm alone and the ratio, warm, one
+changed and peak RSS, and the figures the gate's targets are stated in. This is a benchmark,
+not a test: numbers depend on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import random
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-import yaml
+from recipes import EDITS, RECIPES, build, experiment_name
 from tfgen.repo import runtimes
 from tfgen.words import counted
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-TFGEN = os.environ.get("TFGEN_BIN", str(BIN / "tfgen"))
+TRACED = Path(__file__).resolve().parent / "traced.py"
+TFGEN_BIN = os.environ.get("TFGEN_BIN", str(BIN / "tfgen"))
 KUBERNETES_VALIDATE = str(BIN / "kubernetes-validate")
 
 REPEATS = 3  # runs of the warm and one-changed checks; the median is reported
-NAMESPACES = ["default", "ml-team"]
-IMAGES = ["tensorflow/tensorflow:2.16.1-gpu", "tensorflow/tensorflow:2.16.1",
-          "registry.cn-hangzhou.aliyuncs.com/tensorflow-samples/tf-mnist-distributed:gpu"]
 
 
-# A sweep: a 3 x 2 grid or 4 zipped pairs, the two shapes `spec.sweep` takes.
-SWEEPS = (
-    "  sweep:\n    parameters: {lr: [0.1, 0.01, 0.001], batch: [64, 128]}\n    combine: grid\n",
-    "  sweep:\n    parameters: {lr: [0.1, 0.03, 0.01, 0.003], batch: [32, 64, 128, 256]}\n"
-    "    combine: zip\n",
-)
-
-
-def is_sweep(index: int, fraction: float) -> bool:
-    """Spread sweeps evenly over the indexes (golden-ratio steps) without drawing from the
-    random stream, so that the other specs stay what they are at every --sweeps."""
-    return (index * 0.6180339887) % 1 < fraction
-
-
-def experiment_name(index: int, kind: str = "bench") -> str:
-    """The name (and spec file stem) of the benchmark's experiment `index`: `bench` for the N
-    generated ones, `added` for those the "one experiment added" row adds."""
-    return f"{kind}-{index:05d}"
-
-
-def spec(
-    index: int, rng: random.Random, sweeps: float = 0.0, runtime: str | None = None
-) -> str:
-    """One experiment spec; the variety covers every chart branch the real repo uses, and a
-    fraction `sweeps` of them (those with a TensorBoard) are sweeps. With a `runtime`, every
-    spec names it, and those without a chief or master succeed when all workers do (the rule
-    both runtimes take at any Kubernetes version), so two runtimes run the same experiments."""
-    name = experiment_name(index)
-    ns = NAMESPACES[index % len(NAMESPACES)]
-    leader = rng.choice(["master", "chief", None])
-    gpus = rng.choice([0, 1, 2])
-    roles = []
-    if leader:
-        roles.append(f"    {leader}: {{replicas: 1, gpus: {gpus}, cpu: \"2\", memory: 8Gi}}")
-    roles.append(f"    worker: {{replicas: {rng.randint(1, 8)}, gpus: {gpus}, "
-                 f"cpu: \"{rng.choice([2, 4, 8])}\", memory: {rng.choice([4, 8, 16])}Gi}}")
-    if rng.random() < 0.7:
-        roles.append(f"    ps: {{replicas: {rng.randint(1, 4)}, cpu: \"2\", memory: 4Gi}}")
-    if rng.random() < 0.2:
-        roles.append("    evaluator: {replicas: 1, cpu: \"1\", memory: 2Gi}")
-    mount = "/training"
-    kind = rng.random()
-    if kind < 0.15:
-        storage = f"    existingClaim: shared-{index % 7}\n"
-    else:
-        driver = "csi" if kind < 0.7 else ("flexvolume" if kind < 0.85 else "nfs")
-        storage = (f"    nas:\n      driver: {driver}\n      path: /exp/{name}\n"
-                   f"      vers: \"{rng.choice(['3', '4.0'])}\"\n"
-                   + ("      mode: \"755\"\n" if driver == "flexvolume" else ""))
-    tb_on = rng.random() < 0.8
-    tensorboard = (f"    logDir: {mount}/logs/{name}\n" if tb_on else "    enabled: false\n")
-    if tb_on and rng.random() < 0.2:
-        tensorboard += (f"    ingress: {{enabled: true, host: tb.example.com, className: nginx,"
-                        f" pathPrefix: /tb/{name}}}\n")
-    env = "" if rng.random() < 0.5 else (
-        f"  env:\n    - {{name: BATCH_SIZE, value: \"{rng.choice([64, 128, 256])}\"}}\n")
-    sweep = ""
-    log_dir = f"{mount}/logs/{name}"
-    if tb_on and is_sweep(index, sweeps):
-        sweep = SWEEPS[index % len(SWEEPS)]
-        log_dir = "((run.logDir)), --lr=((lr)), --batch=((batch))"
-    return (
-        "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
-        "apiVersion: tfgen.io/v1\nkind: Experiment\n"
-        f"metadata:\n  name: {name}\n  namespace: {ns}\n  owner: team-{index % 13}@example.com\n"
-        f"spec:\n  image: {rng.choice(IMAGES)}\n  command: [python, /app/train.py]\n"
-        f"  args: [--log_dir={log_dir}, --steps={rng.randint(1, 100) * 1000}]\n"
-        f"{env}{sweep}"
-        "  roles:\n" + "\n".join(roles) + "\n"
-        f"  storage:\n{storage}    mountPath: {mount}\n"
-        f"  tensorboard:\n{tensorboard}"
-        f"  runPolicy: {{activeDeadlineSeconds: {rng.randint(1, 72) * 3600}"
-        + (", successPolicy: AllWorkers" if runtime and not leader else "") + "}\n"
-        + (f"  runtime: {runtime}\n" if runtime else "")
-    )
-
-
-def build(root: Path, n: int, seed: int, sweeps: float, runtime: str | None = None) -> None:
-    for part in ("charts", "schemas"):
-        shutil.copytree(REPO / part, root / part)
-    # The bundled team policy (a 16-GPU quota, two registries) would refuse most of N random
-    # specs; the benchmark measures the gate, so its copy of tfgen.yaml has no `policy` section.
-    config = yaml.safe_load((REPO / "tfgen.yaml").read_text(encoding="utf-8"))
-    config.pop("policy", None)
-    (root / "tfgen.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    rng = random.Random(seed)
-    (root / "experiments").mkdir()
-    for index in range(n):
-        (root / "experiments" / f"{experiment_name(index)}.yaml").write_text(
-            spec(index, rng, sweeps, runtime))
+def interpreter(program: str) -> str:
+    """The Python that runs the tfgen script `program` (its `#!` line): the launcher
+    (`traced.py`) runs tfgen in that Python, so TFGEN_BIN still names the tfgen measured."""
+    first = Path(program).read_bytes().split(b"\n", 1)[0]
+    return first[2:].decode().strip() if first.startswith(b"#!") else sys.executable
 
 
 class Measured(NamedTuple):
     """One command: wall seconds, peak RSS in MB, CPU seconds (its helm processes included:
-    on a shared machine they vary less than wall time), and what it printed."""
+    on a shared machine they vary less than wall time), what it printed, and what the
+    launcher recorded (`traced.py`): tfgen's own CPU, and each helm process."""
 
     wall: float
     rss: float
     cpu: float
     output: str
+    traced: dict[str, Any]
+
+    @property
+    def tfgen_cpu(self) -> float:
+        return float(self.traced.get("tfgen_cpu", 0.0))
+
+    @property
+    def helms(self) -> list[dict[str, Any]]:
+        return list(self.traced.get("helms", []))
+
+    @property
+    def helm_cpu(self) -> float:
+        return sum(helm["cpu"] for helm in self.helms)
+
+    @property
+    def helm_rss(self) -> float:
+        """The largest helm process's own peak RSS, MB (`traced.py`)."""
+        return max((helm["rss_kb"] for helm in self.helms), default=0) / 1024
+
+    @property
+    def disk(self) -> str:
+        """What the disk read and wrote for the command (`traced.py`), MB."""
+        read, written = (self.traced.get(what, 0) * 512 / 2**20
+                         for what in ("blocks_read", "blocks_written"))
+        return f"disk read {read:.0f} MB, written {written:.0f} MB"
+
+    @property
+    def batches(self) -> str:
+        """The helm processes by experiments rendered: `66 x 150, 1 x 100, 1 x 0`."""
+        sizes = Counter(helm["experiments"] for helm in self.helms)
+        return ", ".join(f"{count} x {size}" for size, count in
+                         sorted(sizes.items(), reverse=True)) or "none"
 
     def cpu_and(self, text: str) -> str:
         return f"{self.cpu:.1f} s CPU; {text}"
@@ -174,21 +126,26 @@ class Measured(NamedTuple):
         return self.cpu_and(self.output.strip().splitlines()[-1])
 
 
-def run(cmd: list[str], cwd: Path, *, check: bool = True) -> Measured:
-    """One command, measured (`Measured`)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert proc.stdout is not None
-    output = proc.stdout.read().decode(errors="replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
+def run(args: list[str], cwd: Path, *, check: bool = True) -> Measured:
+    """One tfgen command, measured (`Measured`) through the launcher."""
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "traced.json"
+        cmd = [interpreter(TFGEN_BIN), str(TRACED), str(record), *args]
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        output = proc.stdout.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        traced = json.loads(record.read_text()) if record.exists() else {}
     if check and proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output[-3000:]}")
-    if check and proc.returncode == 1 and cmd[1] == "check":
+        raise SystemExit(f"tfgen {' '.join(args)} failed ({proc.returncode}):\n{output[-3000:]}")
+    if check and proc.returncode == 1 and args[0] == "check":
         print(output[-3000:], file=sys.stderr)
         raise SystemExit("tfgen check found problems in the generated experiments")
-    return Measured(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, output)
+    return Measured(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, output,
+                    traced)
 
 
 def peer_sequential(root: Path, names: list[str], kube: str, helm: str) -> float:
@@ -283,26 +240,36 @@ def median(runs: list[Measured]) -> Measured:
     return sorted(runs, key=lambda measured: measured.wall)[len(runs) // 2]
 
 
+class Curve(NamedTuple):
+    """What the curve table and the targets read of one size with one helm."""
+
+    cold: Measured
+    helm_alone: float  # wall seconds
+    helm_alone_cpu: float
+    warm: Measured
+    changed: Measured
+
+
 def measure(n: int, args: argparse.Namespace, helms: list[Helm],
-            add: Callable[[Row], None]) -> None:
+            add: Callable[[Row], None], curve: dict[tuple[str, int], Curve]) -> None:
     """Every row of one size, in a repository of its own (removed unless --keep): the renders,
     then the checks with each helm in turn, then the scripted peers (with the first helm)."""
     tmp = Path(tempfile.mkdtemp(prefix="tfgen-bench-"))
     root = tmp / "repo"
     root.mkdir()
     try:
-        build(root, n, args.seed, args.sweeps, args.runtime)
+        build(root, n, args.recipe, args.seed, args.sweeps, args.runtime)
         read_version = (
             "import yaml,sys;print(yaml.safe_load(open(sys.argv[1]))['kubernetesVersion'])"
         )
         kube = subprocess.run([sys.executable, "-c", read_version, str(root / "tfgen.yaml")],
                               capture_output=True, text=True, check=True).stdout.strip()
         for what in ("tfgen render, all files new", "tfgen render, all files unchanged"):
-            render = run([TFGEN, "render"], root)
+            render = run(["render"], root)
             add((n, "", what, render.wall, render.rss,
                  render.cpu_and(f"{n / render.wall:,.0f} specs/s")))
         for number, helm in enumerate(helms):
-            measure_checks(root, n, kube, helm, number, add)
+            curve[(helm.name, n)] = measure_checks(root, n, kube, helm, number, args, add)
         if n in args.peers_at:
             names = [experiment_name(index) for index in range(n)]  # not those added
             sample = names[:args.peer_sample] if args.peer_sample > 0 else names
@@ -319,36 +286,58 @@ def measure(n: int, args: argparse.Namespace, helms: list[Helm],
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def cold_and_alone(root: Path, kube: str, helm: Helm, runs: int
+                   ) -> tuple[Measured, tuple[float, float, int], str]:
+    """The cold check and helm alone, `runs` times each, one after the other (on a shared
+    machine the two then see the same moments): the run of median wall time of each, and
+    what the others gave."""
+    colds, alones = [], []
+    for _ in range(runs):
+        shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
+        colds.append(run(["check"], root))
+        alones.append(helm_alone(root, kube, helm.path, tfgens_env=True))
+    alones.sort()
+    cold = median(colds)
+    others = "" if runs == 1 else (
+        f"; of {runs} runs each, cold {', '.join(f'{c.wall:.2f}' for c in colds)} s and helm "
+        f"alone {', '.join(f'{a[0]:.2f}' for a in alones)} s: the medians")
+    return cold, alones[len(alones) // 2], others
+
+
 def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int,
-                   add: Callable[[Row], None]) -> None:
+                   args: argparse.Namespace, add: Callable[[Row], None]) -> Curve:
     """The check rows with one helm (the `number`-th: it edits and adds experiments of its
     own), from an empty cache: what the renders remembered is not there in CI either."""
     os.environ["TFGEN_HELM"] = helm.path  # the generated repositories have no .tools/
-    shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
-    cold = run([TFGEN, "check"], root)
-    add((n, helm.name, "tfgen check, cold (empty cache)", cold.wall, cold.rss, cold.summary))
-    seconds, helm_cpu, processes = helm_alone(root, kube, helm.path, tfgens_env=True)
-    # tfgen's own CPU: the cold check's less its helm processes' (those of helm alone).
+    (cold, (seconds, helm_cpu, processes), others) = cold_and_alone(root, kube, helm,
+                                                                    args.cold_runs)
+    add((n, helm.name, "tfgen check, cold (empty cache)", cold.wall, cold.rss,
+         cold.cpu_and(f"tfgen {cold.tfgen_cpu:.1f} s, helm {cold.helm_cpu:.1f} s; helm "
+                      f"processes {cold.batches} experiments, each at most "
+                      f"{cold.helm_rss:.0f} MB; {cold.disk}; "
+                      + cold.output.strip().splitlines()[-1])))
     # With both cores busy, the cold check takes at least (helm's + tfgen's) / cores, so
     # cold / helm alone is at least 1 + tfgen's / helm's.
-    own = cold.cpu - helm_cpu
+    own = cold.tfgen_cpu
     add((n, helm.name, "helm alone, batched as the cold check does", seconds, None,
          f"{helm_cpu:.1f} s CPU, {counted(processes, 'helm process', 'helm processes')}; "
          f"cold check / helm alone = {cold.wall / seconds:.2f}; per experiment, helm "
          f"{helm_cpu / n * 1000:.1f} ms CPU and tfgen {own / n * 1000:.1f} ms: floor "
-         f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's)"))
+         f"{1 + own / helm_cpu:.2f} (1 + tfgen's / helm's){others}"))
+    alone = Curve(cold, seconds, helm_cpu, cold, cold)
     seconds, _, _ = helm_alone(root, kube, helm.path, tfgens_env=False)
     add((n, helm.name, "helm alone, the same with Go's default collector", seconds, None,
          f"cold check / this = {cold.wall / seconds:.2f}"))
-    warm = median([run([TFGEN, "check"], root) for _ in range(REPEATS)])
+    warm = median([run(["check"], root) for _ in range(REPEATS)])
     add((n, helm.name, "tfgen check, warm (nothing changed)", warm.wall, warm.rss,
          warm.summary))
+    old, new = EDITS[args.recipe]
 
     def one_changed(index: int) -> Measured:
         changed = root / "experiments" / f"{experiment_name(index)}.yaml"
-        changed.write_text(changed.read_text().replace("--steps=", "--steps=1"))
-        run([TFGEN, "render"], root)
-        return run([TFGEN, "check"], root)
+        changed.write_text(changed.read_text().replace(old, new))
+        run(["render"], root)
+        return run(["check"], root)
 
     first = number * REPEATS  # each helm its own experiments to change and to copy
     changed = median([one_changed(first + index) for index in range(REPEATS)])
@@ -360,12 +349,51 @@ def measure_checks(root: Path, n: int, kube: str, helm: Helm, number: int,
         source, name = experiment_name(index), experiment_name(index, "added")
         text = (root / "experiments" / f"{source}.yaml").read_text()
         (root / "experiments" / f"{name}.yaml").write_text(text.replace(source, name))
-        run([TFGEN, "render"], root)
-        return run([TFGEN, "check"], root)
+        run(["render"], root)
+        return run(["check"], root)
 
     added = median([one_added(first + index) for index in range(REPEATS)])
     add((n, helm.name, "tfgen check, one experiment added", added.wall, added.rss,
          added.summary))
+    return alone._replace(warm=warm, changed=changed)
+
+
+def curve_table(curve: dict[tuple[str, int], Curve], helms: list[Helm]) -> str:
+    """Per helm and size: the cold check's wall time with tfgen's and helm's CPU apart, its
+    helm processes, helm alone and the ratio, warm, one changed, peak RSS; then the figures
+    the gate's targets are stated in, at the largest size against the smallest."""
+    lines = ["", "| helm | N | cold | tfgen CPU (per exp.) | helm CPU (per exp.) | helm "
+             "processes x experiments | largest helm RSS | helm alone | cold / helm alone "
+             "| warm | one changed | peak RSS |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for helm in helms:
+        sizes = sorted(n for name, n in curve if name == helm.name)
+        for n in sizes:
+            c = curve[(helm.name, n)]
+            rss = max(c.cold.rss, c.warm.rss, c.changed.rss)
+            lines.append(
+                f"| {helm.name} | {n:,} | {c.cold.wall:.2f} s | {c.cold.tfgen_cpu:.1f} s "
+                f"({c.cold.tfgen_cpu / n * 1000:.2f} ms) | {c.cold.helm_cpu:.1f} s "
+                f"({c.cold.helm_cpu / n * 1000:.2f} ms) | {c.cold.batches} | "
+                f"{c.cold.helm_rss:.0f} MB | {c.helm_alone:.2f} s | "
+                f"{c.cold.wall / c.helm_alone:.2f} | {c.warm.wall:.2f} s | "
+                f"{c.changed.wall:.2f} s | {rss:.0f} MB |")
+    lines.append("")
+    for helm in helms:
+        sizes = sorted(n for name, n in curve if name == helm.name)
+        small, large = curve[(helm.name, sizes[0])], curve[(helm.name, sizes[-1])]
+        growth = (f"cold at {sizes[-1]:,} / at {sizes[0]:,} = "
+                  f"{large.cold.wall / small.cold.wall:.2f} for {sizes[-1] / sizes[0]:.1f}x "
+                  "the experiments (target for 10,000 / 2,000: at most 5.5); "
+                  if len(sizes) > 1 else "")
+        lines.append(
+            f"- {helm.name} at {sizes[-1]:,}: {growth}cold / helm alone = "
+            f"{large.cold.wall / large.helm_alone:.2f} (target 1.3; floor "
+            f"{1 + large.cold.tfgen_cpu / large.helm_alone_cpu:.2f} = 1 + tfgen's CPU / helm "
+            f"alone's); warm {large.warm.wall:.2f} s (target 0.5 s); one changed "
+            f"{large.changed.wall:.2f} s (target 1 s); peak RSS "
+            f"{max(large.cold.rss, large.warm.rss, large.changed.rss):.0f} MB (target 300 MB)")
+    return "\n".join(lines)
 
 
 def sizes(text: str) -> list[int]:
@@ -388,6 +416,12 @@ def main() -> None:
     parser.add_argument("--sweeps", type=float, default=0.1,
                         help="fraction of the experiments (of those with a TensorBoard) that "
                              "are sweeps of 6 or 4 runs (default 0.1; 0 for none)")
+    parser.add_argument("--recipe", choices=RECIPES, default="varied",
+                        help="varied: N varied specs (default); walkthrough: N copies of the "
+                             "walkthrough's experiment, as `tfgen new --from` writes them")
+    parser.add_argument("--cold-runs", type=int, default=1, metavar="K",
+                        help="cold checks and helm-alone runs per size and helm, alternated; "
+                             "the medians are reported (default 1; 3 on a shared machine)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runtime", choices=[r.name for r in runtimes.RUNTIMES],
                         help="every experiment on this runtime (the same experiments for each; "
@@ -401,8 +435,9 @@ def main() -> None:
     # tfgen measured as installed: with its bytecode written (once, by this first run) and
     # read by every measured run, not compiled again by each
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([TFGEN, "--version"], check=True, stdout=subprocess.DEVNULL)
+    run(["--version"], REPO)
     rows: list[Row] = []
+    curve: dict[tuple[str, int], Curve] = {}
 
     def add(row: Row) -> None:
         rows.append(row)
@@ -410,8 +445,9 @@ def main() -> None:
         print(f"N={n} {helm} {what}: {wall:.2f} s", file=sys.stderr)  # the tables at the end
 
     for n in args.sizes:
-        measure(n, args, helms, add)
-    print(f"\n{os.cpu_count()} CPUs; " + "; ".join(f"{h.name}: {h.path}" for h in helms) + "\n")
+        measure(n, args, helms, add, curve)
+    print(f"\n{os.cpu_count()} CPUs; recipe {args.recipe}; "
+          + "; ".join(f"{h.name}: {h.path}" for h in helms) + "\n")
     print("| N | helm | what | wall time | peak RSS | note |\n"
           "| ---: | --- | --- | ---: | ---: | --- |")
     for n, helm, what, wall, rss, note in rows:
@@ -419,6 +455,7 @@ def main() -> None:
               f"| {note} |")
     if len(helms) > 1:
         print(side_by_side(rows, helms))
+    print(curve_table(curve, helms))
 
 
 def helm_named(path: str | None) -> Helm:

@@ -1,7 +1,7 @@
 """`tfgen status` over a large repository, against the lab: `python bench/status.py`.
 
 Starts a lab of its own (scripts/lab, beside any other, stopped at the end), writes N varied
-experiment specs (bench.py's, sweeps among them) into a copy of the repository, and runs
+experiment specs (recipes.py's, sweeps among them) into a copy of the repository, and runs
 `tfgen status --format json` there: cold (no `.tfgen-cache/`: every spec validated) and warm
 (the specs remembered), each the median of three runs. Prints wall seconds, the peak RSS of
 the tfgen process and the API calls it made (its JSON says how many: one list per kind and
@@ -17,7 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import build, run
+from recipes import build
+
+from bench import run
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -39,9 +41,9 @@ def main() -> None:
         for n in (int(size) for size in args.sizes.split(",")):
             with tempfile.TemporaryDirectory(prefix="tfgen-status-") as folder:
                 root = Path(folder)
-                build(root, n, args.seed, 0.1)
-                command = [sys.executable, "-m", "tfgen", "status", "--format", "json",
-                           "--kubeconfig", str(lab.kubeconfig)]
+                build(root, n, "varied", args.seed, 0.1)
+                # through bench.py's launcher (`traced.py`), as every measured tfgen command
+                command = ["status", "--format", "json", "--kubeconfig", str(lab.kubeconfig)]
                 cold = []
                 for _ in range(REPEATS):
                     shutil.rmtree(root / ".tfgen-cache", ignore_errors=True)
