@@ -200,3 +200,30 @@ def rendered_here() -> tuple[RenderedObject, ...]:
     for wiring in sorted((REPO_ROOT / "argo").glob("*.yaml")):
         out += parse_manifest(wiring.read_text(), helm_output=False)
     return tuple(out)
+
+
+def case_headers(path: Path, keys: tuple[str, ...]) -> dict[str, list[str]]:
+    """The `# key: value` lines heading a fixture case (those of `keys`), each key's values
+    in order; the header ends at the first line that is no comment."""
+    found: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        key, sep, value = line[1:].strip().partition(":")
+        if sep and key in keys:
+            found.setdefault(key, []).append(value.strip())
+    return found
+
+
+def assert_expected_problems(problems: Sequence[Any], headers: dict[str, list[str]]
+                             ) -> list[str]:
+    """Each `# expect:` of a fixture case is in some problem's text, at each `# expect-line:`
+    given; the texts, for the case's own further checks."""
+    texts = [p.text() for p in problems]
+    assert headers.get("expect"), "a case must say what it expects"
+    for expected in headers["expect"]:
+        matching = [p for p in problems if expected in p.text()]
+        assert matching, f"expected {expected!r} in:\n" + "\n".join(texts)
+        for line in headers.get("expect-line", []):
+            assert int(line) in [p.line for p in matching], "\n".join(texts)
+    return texts

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from helpers import copy_repo_parts
+from helpers import assert_expected_problems, case_headers, copy_repo_parts
 from tfgen.cli import main
 from tfgen.errors import InputError
 from tfgen.gate.argo.wiring import Project, destination_allowed
@@ -41,14 +41,7 @@ def config():
 
 
 def _headers(path: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            break
-        key, sep, value = line[1:].strip().partition(":")
-        if sep and key in ("expect", "expect-line", "warn"):
-            found.setdefault(key, []).append(value.strip())
-    return found
+    return case_headers(path, ("expect", "expect-line", "warn"))
 
 
 def test_there_are_cases() -> None:
@@ -73,13 +66,8 @@ def test_invalid_case(path: Path, config) -> None:
     headers = _headers(path)
     assert path.read_text().startswith("# expect: "), path.name
     result = validate_paths([path], config)
-    texts = [p.text() for p in result.problems]
     assert result.experiments == []
-    for expected in headers["expect"]:
-        matching = [p for p in result.problems if expected in p.text()]
-        assert matching, f"expected {expected!r} in:\n" + "\n".join(texts)
-        for line in headers.get("expect-line", []):
-            assert int(line) in [p.line for p in matching], "\n".join(texts)
+    assert_expected_problems(result.problems, headers)
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import assert_expected_problems, case_headers
 from tfgen.validate.config.load import load_config
 from tfgen.validate.experiments import validate_paths
 
@@ -23,14 +24,7 @@ def config():
 
 
 def _headers(path: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            break
-        key, sep, value = line[1:].strip().partition(":")
-        if sep and key in ("expect", "expect-line", "expect-not"):
-            found.setdefault(key, []).append(value.strip())
-    return found
+    return case_headers(path, ("expect", "expect-line", "expect-not"))
 
 
 def test_there_are_enough_cases():
@@ -51,13 +45,8 @@ def test_invalid_case(path: Path, config) -> None:
     first = path.read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# expect: "), f"{path.name} must start with '# expect: <message>'"
     result = validate_paths([path], config)
-    texts = [p.text() for p in result.problems]
     assert result.experiments == []
-    for expected in headers["expect"]:
-        matching = [p for p in result.problems if expected in p.text()]
-        assert matching, f"expected {expected!r} in:\n" + "\n".join(texts)
-        for line in headers.get("expect-line", []):
-            assert int(line) in [p.line for p in matching], "\n".join(texts)
+    texts = assert_expected_problems(result.problems, headers)
     for unwanted in headers.get("expect-not", []):
         assert not [t for t in texts if unwanted in t], "\n".join(texts)
     for problem in result.problems:

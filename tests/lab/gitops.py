@@ -163,6 +163,23 @@ def platform_set_up(lab: Any, repo: GitOpsRepo) -> None:
     lab.kubectl("apply", "-f", str(repo.root / "argo" / "bootstrap.yaml"))
 
 
+def tear_down(lab: Any, repo: GitOpsRepo, clusters: tuple[Any, ...] = (),
+              kinds: str = "tfjobs,jobsets,deployments") -> None:
+    """After a module's repository: the lab lives on for the session's other tests, which use
+    the same namespaces and names. Stop syncing (the Applications go, what they made stays, as
+    tfgen wires them), then delete what they made, in the lab and in `clusters` beside it
+    (`kinds`: the workloads those clusters serve), before the next test reuses a name."""
+    made = "app.kubernetes.io/part-of=tfgen"
+    lab.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all", check=False)
+    lab.kubectl("-n", "argocd", "delete", "appprojects", "-l", made, check=False)
+    for cluster in (lab, *clusters):
+        for namespace in namespaces(repo):
+            for what in (kinds, "pods,services,networkpolicies,pvc"):
+                cluster.kubectl("-n", namespace, "delete", "--timeout=120s", "-l", made, what,
+                                check=False)
+        cluster.kubectl("delete", "pv", "--timeout=120s", "-l", made, check=False)
+
+
 def experiment_names(repo: GitOpsRepo) -> list[str]:
     """Every Application the ApplicationSet should make: one per generated app.yaml."""
     return sorted(p.parent.name for p in (repo.root / "argo" / "experiments").glob("*/app.yaml"))
@@ -230,4 +247,4 @@ def sync_of(app: Doc) -> tuple[str, str]:
 
 
 __all__ = ["REPO_ROOT", "GitOpsRepo", "Watch", "experiment_names", "kueue_objects",
-           "make_repo", "namespaces", "platform_set_up", "sync_of"]
+           "make_repo", "namespaces", "platform_set_up", "sync_of", "tear_down"]

@@ -19,9 +19,9 @@ from gitops import (
     Watch,
     experiment_names,
     make_repo,
-    namespaces,
     platform_set_up,
     sync_of,
+    tear_down,
 )
 from helpers import template
 from labwait import wait_for
@@ -70,18 +70,7 @@ def repo(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOpsR
     try:
         yield made_repo
     finally:
-        # The lab lives on for the session's other tests, which use the same namespaces and
-        # names: stop syncing (the Applications go, what they made stays, as tfgen wires
-        # them), then delete what they made.
-        made = "app.kubernetes.io/part-of=tfgen"
-        lab.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all",
-                    check=False)
-        lab.kubectl("-n", "argocd", "delete", "appprojects", "-l", made, check=False)
-        for namespace in namespaces(made_repo):  # gone before the next test reuses a name
-            for kinds in ("tfjobs,jobsets,deployments", "pods,services,networkpolicies,pvc"):
-                lab.kubectl("-n", namespace, "delete", "--timeout=120s", "-l", made, kinds,
-                            check=False)
-        lab.kubectl("delete", "pv", "--timeout=120s", "-l", made, check=False)
+        tear_down(lab, made_repo)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitops import GitOpsRepo, make_repo, namespaces, platform_set_up
+from gitops import GitOpsRepo, make_repo, namespaces, platform_set_up, tear_down
 from tfgen.repo import chart
 
 pytestmark = pytest.mark.lab
@@ -85,17 +85,10 @@ def repo(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOpsR
     try:
         yield made
     finally:
-        mine = "app.kubernetes.io/part-of=tfgen"
-        lab.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all",
-                    check=False)
-        lab.kubectl("-n", "argocd", "delete", "appprojects", "-l", mine, check=False)
         for namespace in namespaces(made):
             lab.kubectl("-n", namespace, "delete", "logs.kwok.x-k8s.io,"
                         "portforwards.kwok.x-k8s.io", "--all", check=False)
-            for kinds in ("tfjobs,jobsets,deployments", "pods,services,networkpolicies,pvc"):
-                lab.kubectl("-n", namespace, "delete", "--timeout=120s", "-l", mine, kinds,
-                            check=False)
-        lab.kubectl("delete", "pv", "--timeout=120s", "-l", mine, check=False)
+        tear_down(lab, made)
 
 
 def _tfgen(lab: Any, repo: GitOpsRepo, *args: str) -> subprocess.CompletedProcess[str]:

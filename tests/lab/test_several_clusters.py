@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from gitops import GitOpsRepo, make_repo, namespaces, platform_set_up
+from gitops import GitOpsRepo, make_repo, platform_set_up, tear_down
 from lab import Cluster, Lab
 from labwait import wait_for
 
@@ -141,16 +141,7 @@ def repo(two_clusters: tuple[Lab, Cluster], tmp_path_factory: pytest.TempPathFac
     try:
         yield made
     finally:
-        mine = "app.kubernetes.io/part-of=tfgen"
-        a.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all",
-                  check=False)
-        a.kubectl("-n", "argocd", "delete", "appprojects", "-l", mine, check=False)
-        for cluster in (a, b):
-            for namespace in [*namespaces(made)]:
-                for kinds in ("tfjobs,deployments", "pods,services,networkpolicies,pvc"):
-                    cluster.kubectl("-n", namespace, "delete", "--timeout=120s", "-l", mine,
-                                    kinds, check=False)
-            cluster.kubectl("delete", "pv", "--timeout=120s", "-l", mine, check=False)
+        tear_down(a, made, clusters=(b,), kinds="tfjobs,deployments")  # lab-b has no JobSet
         b.kubectl("delete", "-f", "-", "--wait=false", check=False,
                   input=json.dumps({"apiVersion": "v1", "kind": "List",
                                     "items": _lab_b_queues(b)}))
