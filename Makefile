@@ -23,7 +23,7 @@ setup: $(VENV)/.installed $(HELM)
 dev: setup $(VENV)/.dev-installed go-tools
 
 $(VENV)/.installed: pyproject.toml
-	@echo "setup: creating $(VENV) and installing tfgen (a few MB) ..." >&2
+	@echo "setup: creating $(VENV) and installing tfgen with the Kubernetes client (about 320 MB) ..." >&2
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install -e '.[cluster]'
