@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers import REPO_ROOT, copy_repo_parts, git
+from tfgen.repo.naming import APPLICATIONSET_NAME
 
 # The lab runs Argo CD 3.2: the repository says so, and tfgen wires it for that release.
 ARGOCD_VERSION = "3.2"
@@ -161,6 +162,15 @@ def platform_set_up(lab: Any, repo: GitOpsRepo) -> None:
     lab.kubectl("-n", "argocd", "patch", "configmap", "argocd-cm", "--type", "merge",
                 "--patch-file", str(repo.root / "argo" / "argocd-cm-health.yaml"))
     lab.kubectl("apply", "-f", str(repo.root / "argo" / "bootstrap.yaml"))
+    # The bootstrap Application syncs the ApplicationSet in; once it is there, read Git now,
+    # as a Git webhook has it do: its generator otherwise polls every three minutes, and a
+    # lab that synced another module's repository before may be in the middle of one.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and lab.kubectl(
+            "-n", "argocd", "get", "applicationset", APPLICATIONSET_NAME,
+            check=False).returncode != 0:
+        time.sleep(1)
+    repo.refresh_applicationset()
 
 
 def tear_down(lab: Any, repo: GitOpsRepo, clusters: tuple[Any, ...] = (),

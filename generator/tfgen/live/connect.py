@@ -99,11 +99,7 @@ class Connection:
     def objects(self, api: Api, namespace: str, selector: str | None = None) -> list[Obj]:
         """Every object of a kind in a namespace (one call); [] where the kind is not served,
         which `not_served` remembers."""
-        found = self.request(api.path(namespace), {"labelSelector": selector})
-        if found is None:
-            self.not_served.add(api)
-            return []
-        return list(found.get("items") or [])
+        return self.list_with_version(api, namespace, selector)[0]
 
     def list_with_version(self, api: Api, namespace: str, selector: str | None = None
                           ) -> tuple[list[Obj], str | None]:
@@ -123,21 +119,22 @@ class Connection:
             "allowWatchBookmarks": "true", "timeoutSeconds": 300}, stream=True)
         if response is None:
             return
-        try:
-            for line in _lines(response):
-                yield json.loads(line)
-        finally:
-            response.release_conn()
+        yield from (json.loads(line) for line in lines_of(response) if line.strip())
 
 
-def _lines(response: Any) -> Iterator[bytes]:
+def lines_of(response: Any) -> Iterator[bytes]:
+    """The lines of a streamed response as they arrive (a watch's events, a log's lines),
+    without their newline; the connection released at the end."""
     pending = b""
-    for chunk in response.stream(64 * 1024, decode_content=True):
-        pending += chunk
-        *whole, pending = pending.split(b"\n")
-        yield from (line for line in whole if line.strip())
-    if pending.strip():
-        yield pending
+    try:
+        for chunk in response.stream(64 * 1024, decode_content=True):
+            pending += chunk
+            *whole, pending = pending.split(b"\n")
+            yield from whole
+        if pending:
+            yield pending
+    finally:
+        response.release_conn()
 
 
 class _HttpError(Exception):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import OptionsError
 from ..repo import naming, runtimes
-from .connect import Connection
+from .connect import Connection, lines_of
 from .snapshot import PART_OF, PODS
 from .status import Wanted
 
@@ -53,18 +53,8 @@ def _stream(cluster: Connection, log: PodLog, follow: bool) -> Iterator[str]:
     path = f"/api/v1/namespaces/{log.namespace}/pods/{log.pod}/log"
     response = cluster.request(path, {"container": runtimes.CONTAINER,
                                       "follow": "true" if follow else None}, stream=True)
-    if response is None:
-        return
-    pending = b""
-    try:
-        for chunk in response.stream(4096, decode_content=True):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            yield from (line.decode(errors="replace") for line in lines)
-        if pending:
-            yield pending.decode(errors="replace")
-    finally:
-        response.release_conn()
+    if response is not None:
+        yield from (line.decode(errors="replace") for line in lines_of(response))
 
 
 def lines(cluster: Connection, logs: list[PodLog], follow: bool) -> Iterator[tuple[str, str]]:

@@ -10,8 +10,9 @@ empty and remembered, so status can say so.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..repo import chart, runtimes
 from ..repo.runtimes import Runtime
@@ -53,18 +54,39 @@ class Snapshot:
     not_served: set[Api] = field(default_factory=set)
     versions: dict[tuple[Api, str], str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Each status looks objects up by name, run or owner: indexes built once per change, so
+    # a status of N experiments is linear in what the cluster holds, not N times it.
+    generation: int = 0
+    _indexes: dict[Any, tuple[int, dict[Hashable, list[Obj]]]] = field(
+        default_factory=dict, repr=False)
 
     def items(self, api: Api, namespace: str) -> list[Obj]:
         with self.lock:
             return list(self.objects.get((api, namespace), {}).values())
 
+    def index(self, api: Api, namespace: str, keys: Callable[[Obj], Iterable[Hashable]]
+              ) -> dict[Hashable, list[Obj]]:
+        """The objects of a kind in a namespace by each of the keys `keys` gives one (a
+        module-level function: the index is kept per function until the next change)."""
+        with self.lock:
+            kept = self._indexes.get((api, namespace, keys))
+            if kept is not None and kept[0] == self.generation:
+                return kept[1]
+            built: dict[Hashable, list[Obj]] = {}
+            for obj in self.objects.get((api, namespace), {}).values():
+                for key in keys(obj):
+                    built.setdefault(key, []).append(obj)
+            self._indexes[(api, namespace, keys)] = (self.generation, built)
+            return built
+
     def named(self, api: Api, namespace: str, name: str) -> Obj | None:
-        return next((o for o in self.items(api, namespace)
-                     if o["metadata"]["name"] == name), None)
+        found = self.index(api, namespace, _name).get(name)
+        return found[0] if found else None
 
     def replace(self, api: Api, namespace: str, items: list[Obj], version: str | None) -> None:
         with self.lock:
             self.objects[(api, namespace)] = {o["metadata"]["uid"]: o for o in items}
+            self.generation += 1
             if version:
                 self.versions[(api, namespace)] = version
 
@@ -78,6 +100,7 @@ class Snapshot:
             if kind == "BOOKMARK":
                 return False
             store = self.objects.setdefault((api, namespace), {})
+            self.generation += 1
             if kind == "DELETED":
                 store.pop(meta.get("uid", ""), None)
             elif kind in ("ADDED", "MODIFIED"):
@@ -85,6 +108,10 @@ class Snapshot:
             else:
                 return False
         return True
+
+
+def _name(obj: Obj) -> tuple[str]:
+    return (obj["metadata"]["name"],)
 
 
 def read(cluster: Connection, namespaces: Iterable[str], argocd_namespace: str | None

@@ -11,7 +11,7 @@ pods are read through its module (`repo/runtimes`), never by its name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -171,14 +171,36 @@ def _application(app: Obj | None, wanted: Wanted, argocd_namespace: str, not_ser
                            "commit not synced yet")
 
 
+def _run_keys(runtime: Runtime) -> Callable[[Obj], tuple[str, ...]]:
+    def run_of(pod: Obj) -> tuple[str, ...]:
+        place = runtime.pod_place(pod["metadata"].get("labels") or {})
+        return (place[0],) if place else ()
+    return run_of
+
+
+# The snapshot's index keys, one function each (an index is kept per function).
+_RUN_OF_POD = {runtime.name: _run_keys(runtime) for runtime in runtimes.RUNTIMES}
+
+
+def _owners(obj: Obj) -> tuple[str, ...]:
+    return tuple(str(o.get("uid")) for o in obj["metadata"].get("ownerReferences") or [])
+
+
+def _instance(obj: Obj) -> tuple[str, ...]:
+    value = (obj["metadata"].get("labels") or {}).get(INSTANCE_LABEL)
+    return (value,) if value else ()
+
+
 def _pods_by_run(wanted: Wanted, snap: Snapshot) -> dict[str, list[tuple[str, int, Obj]]]:
-    """run -> (role, index, pod) of the runtime's pods in the namespace."""
+    """run -> (role, index, pod) of the runtime's pods in the namespace, for this
+    experiment's runs."""
+    index = snap.index(PODS, wanted.namespace, _RUN_OF_POD[wanted.runtime.name])
     out: dict[str, list[tuple[str, int, Obj]]] = {}
-    for pod in snap.items(PODS, wanted.namespace):
-        place = wanted.runtime.pod_place(pod["metadata"].get("labels") or {})
-        if place is not None:
-            run, role, index = place
-            out.setdefault(run, []).append((role, index, pod))
+    for run in wanted.runs:
+        for pod in index.get(run, ()):
+            place = wanted.runtime.pod_place(pod["metadata"].get("labels") or {})
+            if place is not None:
+                out.setdefault(run, []).append((place[1], place[2], pod))
     return out
 
 
@@ -291,10 +313,8 @@ def _queue_words(workload: Obj | None, wanted: Wanted, snap: Snapshot,
 
 
 def _workload(job: Obj, snap: Snapshot, namespace: str) -> Obj | None:
-    uid = job["metadata"].get("uid")
-    return next((w for w in snap.items(WORKLOADS, namespace)
-                 if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])),
-                None)
+    owned = snap.index(WORKLOADS, namespace, _owners).get(str(job["metadata"].get("uid")))
+    return owned[0] if owned else None
 
 
 def _claim(wanted: Wanted, snap: Snapshot) -> list[str]:
@@ -327,10 +347,8 @@ def _foreign_jobs(wanted: Wanted, snap: Snapshot) -> list[str]:
     kind included: a job edited or created by hand)."""
     out = []
     for runtime in runtimes.RUNTIMES:
-        for job in snap.items(job_api(runtime), wanted.namespace):
+        for job in snap.index(job_api(runtime), wanted.namespace, _instance).get(wanted.name, ()):
             meta = job["metadata"]
-            if (meta.get("labels") or {}).get(INSTANCE_LABEL) != wanted.name:
-                continue
             if runtime is not wanted.runtime or meta["name"] not in wanted.runs:
                 out.append(f"the cluster holds {runtime.kind} {meta['name']}, which this spec "
                            "does not render")
