@@ -40,12 +40,21 @@ WORKLOAD_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
 # CD adds (that annotation's key, its tracking id) and Go's escaping of `<`, `>` and `&` stay
 # within this margin for tfgen's objects.
 APPLIED_MARGIN = 4096
+# compact JSON, one encoder for every object; no cycle check: a parsed document holds none
+# (yaml_rs cannot build one, and `kubeyaml` refuses an alias that holds itself)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
+def _json_bytes(doc: Any) -> int:
+    """The bytes of `doc` as compact JSON in UTF-8 (an ASCII text's length, not encoded)."""
+    text = _COMPACT.encode(doc)
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def applied_size_problems(obj: RenderedObject, path: str) -> list[Problem]:
     """An object too big for the copy of itself that Argo CD's apply keeps in an annotation:
     the sync would fail on the API server."""
-    size = len(json.dumps(obj.doc, separators=(",", ":"), ensure_ascii=False).encode())
+    size = _json_bytes(obj.doc)
     own = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in _annotations(obj).items())
     room = naming.MAX_ANNOTATIONS_BYTES - APPLIED_MARGIN - own
     if size <= room:
