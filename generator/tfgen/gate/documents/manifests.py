@@ -273,6 +273,8 @@ class ManifestValidator:
                     f"does not serve)",
                 )
             ]
+        if validator.is_valid(doc):  # the usual case: no error to collect
+            return []
         found = []
         for error in validator.iter_errors(doc):
             found.append((json_pointer(error.instance_path), _tidy(error.message)))
