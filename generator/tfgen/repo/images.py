@@ -177,13 +177,15 @@ def _split(text: str) -> tuple[str, str, str | None, str | None]:
     return "", name, tag, digest if at else None
 
 
+# what no reference holds: anything outside printable ASCII, and the space
+_STRAY = re.compile(r"[^!-~]")
+
+
 def _first_stray(text: str) -> int | None:
     """The index of the first character no reference holds (outside printable ASCII, or a
     space), or None."""
-    for index, char in enumerate(text):
-        if not (char.isascii() and char.isprintable()) or char.isspace():
-            return index
-    return None
+    found = _STRAY.search(text)
+    return found.start() if found else None
 
 
 def _check_text(text: str) -> None:
