@@ -225,10 +225,9 @@ def longest_tf_config(cluster: Mapping[str, Sequence[str]]) -> tuple[str, int, i
     is the longest (the dense form: every pod's lists the whole cluster): the last index of
     one of the types. ("", 0, 0) for an empty cluster."""
     longest = ("", 0, 0)
-    listing = _cluster_json(cluster)  # the same in every task's: written once
     for task_type, listed in cluster.items():
         if listed:
-            size = env_bytes(TF_CONFIG_ENV, _dense(listing, task_type.lower(), len(listed) - 1))
+            size = env_bytes(TF_CONFIG_ENV, tf_config(cluster, task_type, len(listed) - 1))
             if size > longest[2]:
                 longest = (task_type, len(listed) - 1, size)
     return longest
@@ -272,7 +271,8 @@ def tf_config(
     task_type = replica_type.lower()
     task = {"type": task_type, "index": index}
     if not dynamic_worker:
-        return _dense(_cluster_json(cluster), task_type, index)
+        dense = {k: list(v) for k, v in sorted(cluster.items())}
+        return go_json({"cluster": dense, "task": task, "environment": "cloud"})
     worker: dict[str, str] = {}
     ps: list[str] | None = []
     if task_type == "ps":
@@ -281,19 +281,6 @@ def tf_config(
         ps = list(cluster["ps"]) if "ps" in cluster else None
         worker[str(index)] = cluster["worker"][index]
     return go_json({"cluster": {"worker": worker, "ps": ps}, "task": task})
-
-
-def _cluster_json(cluster: Mapping[str, Sequence[str]]) -> str:
-    """The dense TF_CONFIG's cluster (Go marshals a map's keys sorted)."""
-    return go_json({k: list(v) for k, v in sorted(cluster.items())})
-
-
-def _dense(listing: str, task_type: str, index: int) -> str:
-    """The dense TF_CONFIG of one task, from its cluster as `_cluster_json` writes it:
-    `go_json` of {"cluster", "task": {"type", "index"}, "environment": "cloud"}, piece by
-    piece (compact JSON is its pieces' JSON joined, and Go's escapes are of one character)."""
-    return (f'{{"cluster":{listing},"task":{{"type":{go_json(task_type)},'
-            f'"index":{go_json(index)}}},"environment":"cloud"}}')
 
 
 def _gpus(replica: Mapping[str, Any]) -> int:
