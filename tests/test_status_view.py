@@ -77,6 +77,8 @@ def test_failing_is_counted_and_named() -> None:
     doc = json.loads(as_json([ok, bad], calls=13))
     assert doc["apiCalls"] == 13
     assert [e["failing"] for e in doc["experiments"]] == [False, True]
+    one_line = as_json([ok, bad], calls=13, indent=None)  # what --watch prints per change
+    assert "\n" not in one_line and json.loads(one_line) == doc
 
 
 def test_watch_prints_a_line_only_for_what_changed() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from ..live import STATUS_FORMATS
+from ..words import counted
 from .app import handle_errors, main
 
 CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen: a live table redrawn in place
@@ -82,7 +83,7 @@ def status(experiments: tuple[str, ...], watch: bool, fmt: str, where: Where) ->
 
     selection = select(experiments)
     if selection.invalid:
-        click.echo(f"{selection.invalid} spec(s) left out: they do not validate "
+        click.echo(f"{counted(selection.invalid, 'spec')} left out: they do not validate "
                    "(`tfgen validate`)", err=True)
     clusters = where.connections()
     if not watch:
@@ -99,7 +100,7 @@ def status(experiments: tuple[str, ...], watch: bool, fmt: str, where: Where) ->
         for shown in updates(clusters, selection, stop):
             failing = any(s.failing for s in shown)
             if fmt == "json":
-                click.echo(as_json(shown, clusters.calls).replace("\n", ""))
+                click.echo(as_json(shown, clusters.calls, indent=None))  # a line each
             elif live:
                 click.echo(f"{CLEAR}{table(shown)}\n\n{summary(shown)}  (Ctrl-C to stop)")
             else:

@@ -80,9 +80,10 @@ def summary(statuses: list[ExperimentStatus]) -> str:
         f"{head}, none failing"
 
 
-def as_json(statuses: list[ExperimentStatus], calls: int) -> str:
+def as_json(statuses: list[ExperimentStatus], calls: int, indent: int | None = 2) -> str:
+    """The statuses and the API calls made; `indent=None`: on one line (`--watch`)."""
     doc: dict[str, Any] = {"experiments": [s.as_dict() for s in statuses], "apiCalls": calls}
-    return json.dumps(doc, indent=2)
+    return json.dumps(doc, indent=indent)
 
 
 def change_lines(before: dict[str, str], statuses: list[ExperimentStatus],
