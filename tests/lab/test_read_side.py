@@ -15,8 +15,10 @@ import contextlib
 import http.server
 import json
 import os
+import pty
 import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -377,6 +379,37 @@ def test_tensorboard_forwards_a_local_port_to_the_pod(lab: Any, repo: GitOpsRepo
     finally:
         board.shutdown()
         board.server_close()
+
+
+def test_watch_on_a_terminal_redraws_the_table_in_place(lab: Any, repo: GitOpsRepo) -> None:
+    """On a terminal, `--watch` clears the screen and draws the whole table again (here at
+    least once, the first time), until Ctrl-C; then the exit code of what it last showed."""
+    main, child = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfgen", "status", LONG, "--watch",
+         "--kubeconfig", str(lab.kubeconfig)],
+        cwd=repo.root, stdin=child, stdout=child, stderr=child, close_fds=True)
+    os.close(child)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"(Ctrl-C to stop)" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 1.0)
+            if ready:
+                seen += os.read(main, 65536)
+        assert b"\x1b[H\x1b[2J" in seen, seen  # cursor home, clear the screen
+        shown = seen.split(b"\x1b[H\x1b[2J")[-1].decode()
+        lines = [line for line in shown.splitlines() if line.strip()]
+        assert lines[0].split()[:2] == ["EXPERIMENT", "SYNC"], lines
+        assert lines[1].split()[:4] == [LONG, "Synced", "Progressing", "running"], lines
+        assert lines[-1] == "1 experiment, none failing  (Ctrl-C to stop)", lines
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(main)
 
 
 def test_watch_prints_a_line_when_a_retired_run_is_pruned(lab: Any, repo: GitOpsRepo) -> None:
