@@ -8,6 +8,7 @@ second cluster (`lab-b`, without JobSet) that lab-a's Argo CD manages, started b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import uuid
@@ -45,11 +46,25 @@ def two_clusters(lab: Lab) -> Iterator[tuple[Lab, Cluster]]:
         lab.stop_cluster(second)
 
 
-@pytest.fixture
-def namespace(lab: Lab) -> Iterator[str]:
+@contextlib.contextmanager
+def own_namespace(cluster: Cluster) -> Iterator[str]:
+    """A namespace of the test's own in `cluster`, deleted afterwards with all it holds."""
     name = f"t-{uuid.uuid4().hex[:8]}"
-    lab.kubectl("create", "namespace", name)
+    cluster.kubectl("create", "namespace", name)
     try:
         yield name
     finally:
-        lab.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def namespace(lab: Lab) -> Iterator[str]:
+    with own_namespace(lab) as name:
+        yield name
+
+
+@pytest.fixture
+def b_namespace(two_clusters: tuple[Lab, Cluster]) -> Iterator[str]:
+    """A namespace of the test's own in lab-b."""
+    with own_namespace(two_clusters[1]) as name:
+        yield name

@@ -33,18 +33,6 @@ GPU = "nvidia.com/gpu"
 JOBSETS = "jobsets.jobset.x-k8s.io"
 
 
-@pytest.fixture
-def b_namespace(two_clusters: tuple[Lab, Cluster]) -> Iterator[str]:
-    """A namespace of the test's own in lab-b, deleted afterwards with all it holds."""
-    _, b = two_clusters
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    b.kubectl("create", "namespace", name)
-    try:
-        yield name
-    finally:
-        b.kubectl("delete", "namespace", name, "--wait=false", check=False)
-
-
 def _condition(kind: str, status: str = "True") -> Callable[[Doc], bool]:
     def ok(obj: Doc) -> bool:
         return any(c.get("type") == kind and c.get("status") == status
