@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from helpers import ARGOCD, build_file_tree, experiment, mnist_spec
+from helpers import ARGOCD, build_file_tree, copy_repo_parts, experiment, mnist_spec
 from tfgen.errors import TfgenError
 from tfgen.render import Committed, RenderPlan, apply_plan, plan_render, write
 from tfgen.render.generated import HEADER_MARK
@@ -201,3 +201,33 @@ def test_names_cannot_escape_the_experiments_folder(tmp_path: Path) -> None:
     assert [p.pointer for p in plan.problems] == ["$.metadata.name"]
     assert len(plan.changes) == 4  # the argo/ wiring only, nothing for the refused name
     assert all(c.path.startswith("argo/") and ".." not in c.path for c in plan.changes)
+
+
+def test_validate_measures_the_values_file_render_writes(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What validate measures of each spec without a sweep is the content hash of the values
+    file render wrote (the bundled repository is in sync); a plan given it builds none of
+    those files again, and a file edited since is still drift."""
+    from tfgen.render import plan as planning
+    from tfgen.validate import validate_repo
+
+    repo = copy_repo_parts(tmp_path / "repo")
+    result = validate_repo(cwd=repo)
+    measured = result.values_digests()
+    swept = {e.name for e in result.experiments if "sweep" in e.data["spec"]}
+    assert swept and {e.name for e in result.experiments} - swept
+    assert set(measured) == {f"argo/experiments/{e.name}/values.yaml"
+                             for e in result.experiments if e.name not in swept}
+    assert measured == {rel: content_hash((repo / rel).read_bytes()) for rel in measured}
+
+    built: list[str] = []
+    real = planning.repo_values
+    monkeypatch.setattr(planning, "repo_values", lambda data, config: built.append(
+        data["metadata"]["name"]) or real(data, config))
+    edited = next(iter(measured))
+    (repo / edited).write_text((repo / edited).read_text() + "# edited\n")
+    hashes = {rel: content_hash(data) for rel, data in snapshot(repo).items()}
+    plan = plan_render(repo, result.experiments, result.config.data["argocd"],
+                       config=result.config, committed=Committed(hashes=hashes))
+    assert [(c.path, c.action) for c in plan.drift] == [(edited, "update")]
+    assert sorted(built) == sorted([*swept, edited.split("/")[2]])

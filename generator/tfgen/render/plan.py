@@ -117,22 +117,24 @@ class RenderPlan:
 
 
 def experiment_files(
-    experiment: Experiment, config: RepoConfig | None = None
+    experiment: Experiment, config: RepoConfig | None = None, *, values: bool = True
 ) -> list[GeneratedFile]:
     """The two generated files of one experiment: chart values and generator input (with the
-    Argo CD destination of the experiment's cluster).
+    Argo CD destination of the experiment's cluster); without the values with `values` False
+    (the committed values file is known to be the one render writes: `Committed`).
 
     `config` gives the repository's choices the values carry (`networkPolicy`, the namespace's
     `policy`); without it, tfgen.yaml's defaults."""
     data = experiment.data
-    values = repo_values(data, config)  # what validate measured, to the byte
-    meta = values["experiment"]
-    values_path, _ = layout.generated_paths(meta["name"])
+    meta = data["metadata"]
     cluster = experiment_cluster(config or builtin_config(Path()), data)
-    return [
-        GeneratedFile(values_path, (experiment.rel,), dump_yaml(values)),
-        argo.app_file(meta["name"], meta["namespace"], meta["owner"], experiment.rel, cluster),
-    ]
+    wiring = argo.app_file(experiment.name, experiment.namespace, meta["owner"],
+                           experiment.rel, cluster)
+    if not values:
+        return [wiring]
+    values_path, _ = layout.generated_paths(experiment.name)
+    body = dump_yaml(repo_values(data, config))  # what validate measured, to the byte
+    return [GeneratedFile(values_path, (experiment.rel,), body), wiring]
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,9 @@ class Committed:
     to their bytes; `hashes`, their content hashes (`keys.content_hash`): a file whose wanted
     content has its hash is unchanged without being read. `settled` names experiments whose
     files are known to be what would be written: they are neither built nor read, and
-    planned as unchanged. `wiring` are the argo/ files `argo.argo_files` renders from
+    planned as unchanged; an experiment whose values file has the content hash the validate
+    stage measured (`Experiment.values_digest`) has that file planned so too. `wiring` are
+    the argo/ files `argo.argo_files` renders from
     tfgen.yaml's `argocd` block, when the caller has them. With `only`, the plan looks at
     those experiments' folders alone (and at the files of no experiment); `elsewhere` are the
     other experiments, which CODEOWNERS still lists."""
@@ -155,6 +159,13 @@ class Committed:
     wiring: Sequence[GeneratedFile] | None = None
     only: Collection[str] | None = None
     elsewhere: Sequence[Owned] = ()
+
+    def values_settled(self, experiment: Experiment) -> bool:
+        """Whether the experiment's committed values file is the one render writes, by the
+        content hash the validate stage measured (without writing the file again)."""
+        values_path, _ = layout.generated_paths(experiment.name)
+        return (self.hashes is not None and experiment.values_digest is not None
+                and self.hashes.get(values_path) == experiment.values_digest)
 
     def tree(self, root: Path) -> Mapping[str, bytes]:
         """The committed files the plan compares with (read from `root` when not given)."""
@@ -194,8 +205,8 @@ def wanted_files(
             continue
         if experiment.name not in committed.settled:
             planned.append(experiment)
-    made = (generated for experiment in planned
-            for generated in experiment_files(experiment, config))
+    made = (generated for experiment in planned for generated in experiment_files(
+        experiment, config, values=not committed.values_settled(experiment)))
     return itertools.chain(files, made), problems
 
 
@@ -232,7 +243,7 @@ def plan_render(
     experiments = list(experiments)
     files, problems = wanted_files(experiments, argocd, config, committed)
     tree = committed.tree(root)
-    changes = _settled(experiments, committed.settled)
+    changes = _settled(experiments, committed)
     wanted = {change.path for change in changes}
     for generated in files:
         wanted.add(generated.path)
@@ -248,15 +259,19 @@ def plan_render(
                       experiments=len(experiments))
 
 
-def _settled(experiments: Iterable[Experiment], settled: Collection[str]) -> list[FileChange]:
-    """The files of the experiments known settled, planned unchanged without being built or
-    read (see `Committed`)."""
+def _settled(experiments: Iterable[Experiment], committed: Committed) -> list[FileChange]:
+    """The files known settled (see `Committed`), planned unchanged without being built or
+    read."""
     changes = []
     for experiment in experiments:
-        if experiment.name not in settled:
+        values_path, wiring_path = layout.generated_paths(experiment.name)
+        if experiment.name in committed.settled:
+            paths = [values_path, wiring_path]
+        elif committed.values_settled(experiment):
+            paths = [values_path]
+        else:
             continue
-        for path in layout.generated_paths(experiment.name):
-            changes.append(FileChange(path, UNCHANGED, None, None, (experiment.rel,)))
+        changes += [FileChange(path, UNCHANGED, None, None, (experiment.rel,)) for path in paths]
     return changes
 
 

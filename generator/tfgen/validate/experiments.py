@@ -57,15 +57,19 @@ class Experiment:
     name: str
     namespace: str
     load: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
+    # the content hash of the values file render writes for it, when validate measured the
+    # whole file (`valuesfile.Measured`)
+    values_digest: str | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, source: Path, shown: str, rel: str, data: dict[str, Any],
-           load: Callable[[], dict[str, Any]] | None = None) -> Experiment:
+           load: Callable[[], dict[str, Any]] | None = None,
+           values_digest: str | None = None) -> Experiment:
         """An experiment named by `data` (complete, or what the rules across files read),
         whose complete data `load` gives (default: `data` itself)."""
         meta = data["metadata"]
         return cls(source, shown, rel, str(meta["name"]), str(meta["namespace"]),
-                   load or _given(data))
+                   load or _given(data), values_digest)
 
     @property
     def data(self) -> dict[str, Any]:
@@ -87,6 +91,7 @@ class SpecVerdict:
     problems: tuple[Problem, ...]
     facts: dict[str, Any] | None
     load_data: Callable[[], dict[str, Any] | None] = field(repr=False, compare=False)
+    values_digest: str | None = None  # as `Experiment.values_digest`
 
 
 class Verdicts(Protocol):
@@ -123,6 +128,12 @@ class ValidationResult:
     @property
     def ok(self) -> bool:
         return not errors_of(self.problems) and (bool(self.files) or self.no_experiments_yet)
+
+    def values_digests(self) -> dict[str, str]:
+        """The values files validate measured whole, by repository-relative path: the
+        content hashes of the files render writes for them (`Experiment.values_digest`)."""
+        return {layout.generated_paths(e.name)[0]: e.values_digest for e in self.experiments
+                if e.values_digest is not None}
 
     @property
     def invalid_names(self) -> set[str]:
@@ -179,7 +190,8 @@ def check_file(
     checked = Checked(path, shown, complete, raw, config.document, _locator=locator)
     # The values file is measured only on a spec the schema accepts (its runs are built as
     # render builds them); a sweep too large to write is not then judged run by run.
-    too_large = [] if problems else valuesfile.size_problems(checked, config)
+    measured = valuesfile.Measured([]) if problems else valuesfile.measure(checked, config)
+    checked.values_digest, too_large = measured.digest, measured.problems
     too_long = [] if problems else process.process_problems(
         checked, config.cluster_domain,
         each_run=not too_large and sweep.run_count(checked.data["spec"]) <= config.max_runs)
@@ -253,7 +265,8 @@ def _check(
     # From here on the file is held as a recalled one: what the rules across files read, the
     # rest in the cache, so a run does not hold ten thousand complete specs at once.
     kept = verdicts.remember(path, shown, raw, SpecVerdict(
-        tuple(problems), across_files(data) if data else None, _given(data)))
+        tuple(problems), across_files(data) if data else None, _given(data),
+        item.values_digest if item else None))
     return _recalled(path, shown, config, kept), problems
 
 
@@ -262,7 +275,9 @@ def _recalled(path: Path, shown: str, config: RepoConfig, known: SpecVerdict) ->
     bytes read (for a problem's line) and its complete data loaded when asked for."""
     if known.facts is None:
         return None
-    return facts_checked(path, shown, known.facts, config, known.load_data)
+    checked = facts_checked(path, shown, known.facts, config, known.load_data)
+    checked.values_digest = known.values_digest
+    return checked
 
 
 def facts_checked(
@@ -353,7 +368,7 @@ def validate_paths(
     valid = [c for c in own.checked if c.source not in invalid]
     return ValidationResult(
         experiments=[Experiment.of(c.source, c.shown, layout.relative(config.root, c.source),
-                                   c.data, c.load) for c in valid],
+                                   c.data, c.load, c.values_digest) for c in valid],
         # A bad tfgen.yaml default is found once per spec at the same place: report it once.
         problems=sorted({*discovered, *own.problems, *across}),
         files=files, config=config, invalid_files=len(invalid),

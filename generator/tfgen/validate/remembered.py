@@ -51,11 +51,13 @@ class RememberedVerdicts:
     def remember(self, path: Path, shown: str, raw: bytes, verdict: SpecVerdict) -> SpecVerdict:
         key = self.keys.spec(self.inputs.config, shown, content_hash(raw))
         self.cache.put_json(FACTS, key, {
-            "problems": [asdict(p) for p in verdict.problems], "facts": verdict.facts})
+            "problems": [asdict(p) for p in verdict.problems], "facts": verdict.facts,
+            "valuesDigest": verdict.values_digest})
         if verdict.facts is None or not self.cache.enabled:
             return verdict  # a cache that keeps nothing cannot give the data back
         self.cache.put_json(DATA, key, verdict.load_data())
-        return SpecVerdict(verdict.problems, verdict.facts, functools.partial(self._data, key))
+        return SpecVerdict(verdict.problems, verdict.facts, functools.partial(self._data, key),
+                           verdict.values_digest)
 
     def _data(self, key: str) -> dict[str, Any] | None:
         data = self.cache.get_json(DATA, key)
@@ -69,4 +71,5 @@ def _verdict(text: str | None, load: Callable[[], dict[str, Any] | None]) -> Spe
         stored = json.loads(text)
     except ValueError:
         return None
-    return SpecVerdict(tuple(Problem(**p) for p in stored["problems"]), stored["facts"], load)
+    return SpecVerdict(tuple(Problem(**p) for p in stored["problems"]), stored["facts"], load,
+                       stored.get("valuesDigest"))

@@ -62,6 +62,7 @@ class Checked:
     _locator: Locator | None = field(default=None, repr=False)
     read: Callable[[], bytes] | None = field(default=None, repr=False)
     load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
+    values_digest: str | None = None  # as `Experiment.values_digest`
 
     @property
     def locator(self) -> Locator:

@@ -14,11 +14,12 @@ exact; one given up on is extrapolated from the runs measured (hence "about").
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...problems import Problem
 from ...repo import layout
 from ...repo.files import MAX_BYTES
+from ...repo.keys import content_hash
 from ...repo.yamlwrite import dump_yaml, header
 from ..config.load import RepoConfig
 from ..experiment import sweep
@@ -79,27 +80,39 @@ def _limit() -> str:
     return f"the limit of one file is {MAX_BYTES // 2**20} MiB ({MAX_BYTES:,} bytes)"
 
 
-def size_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
-    """A spec whose values file would be over the one-file limit, refused at `spec.sweep`
-    (at `spec` without a sweep). Asked of a spec the schema accepts, whose sweep makes at most
-    tfgen.yaml's sweep.maxRuns runs (a larger one is refused, never expanded)."""
+class Measured(NamedTuple):
+    """What measuring a spec's values file gives: its problems, and the content hash of the
+    file render will write when it was measured whole (a spec without a sweep), so that a
+    later stage can compare the committed file with it without writing the file again."""
+
+    problems: list[Problem]
+    digest: str | None = None
+
+
+def measure(checked: Checked, config: RepoConfig) -> Measured:
+    """The values file `checked` makes (`Measured`): over the one-file limit, it is refused at
+    `spec.sweep` (at `spec` without a sweep). Asked of a spec the schema accepts, whose sweep
+    makes at most tfgen.yaml's sweep.maxRuns runs (a larger one is refused, never expanded)."""
     data, spec = checked.data, checked.data["spec"]
     swept = sweep.has_sweep(spec)
     if swept and sweep.run_count(spec) > config.max_runs:
-        return []
+        return Measured([])
     source = layout.relative(config.root, checked.source)
+    out = Collector(checked.locator)
+    if not swept:  # the whole file, as render writes it
+        content = (header((source,)) + dump_yaml(repo_values(data, config))).encode(
+            "utf-8", "surrogatepass")
+        if len(content) > MAX_BYTES:
+            out.add(("spec",), f"this experiment makes a values file of {len(content):,} "
+                    f"bytes; {_limit()}", "shorten its longest fields: args, env values, "
+                    "annotations")
+        return Measured(out.problems, content_hash(content))
     fixed = (_bytes(header((source,)))
              + _bytes(dump_yaml(repo_values(data, config, runs=False))))
-    out = Collector(checked.locator)
-    if not swept:
-        if fixed > MAX_BYTES:
-            out.add(("spec",), f"this experiment makes a values file of {fixed:,} bytes; "
-                    f"{_limit()}", "shorten its longest fields: args, env values, annotations")
-        return out.problems
     fixed += len(f"{RUNS_KEY}:\n")  # the runs' key, then each run's entry
     sizes = _run_sizes(spec, str(data["metadata"]["name"]), MAX_BYTES - fixed)
     if fixed + sum(sizes) <= MAX_BYTES:
-        return []
+        return Measured([])
     count, each = sweep.run_count(spec), sum(sizes) / len(sizes)
     fit = max(MAX_BYTES - fixed, 0) // each
     runs = f"sweep's {count:,} runs make" if count != 1 else "sweep's one run makes"
@@ -110,4 +123,4 @@ def size_problems(checked: Checked, config: RepoConfig) -> list[Problem]:
             "several experiments" if fit else
             "not even one run of this size fits: shorten the args and env values the sweep "
             "puts its values in")
-    return out.problems
+    return Measured(out.problems)
