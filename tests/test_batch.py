@@ -22,9 +22,10 @@ from tfgen.gate.helm.batch import BatchRenderer, RenderJob
 from tfgen.gate.helm.command import find_helm
 from tfgen.gate.helm.probe import FAST
 from tfgen.gate.helm.umbrella import canonical_manifest
-from tfgen.gate.helm.values import coalesce, merge_values
+from tfgen.gate.helm.values import coalesce, files_merged, merge_values
 from tfgen.render.generated import GeneratedFile, dump_yaml
 from tfgen.repo.cache import Cache
+from tfgen.repo.keys import content_hash
 from tfgen.validate.rules.values import build_values
 
 CHART = {
@@ -268,3 +269,22 @@ def test_chart_defaults_are_batched_only_when_helm_reads_them_as_tfgen_does(
     assert renderer.stats.helm_processes == 1 + (1 if batched else len(jobs))
     assert len(results) == len(jobs) > 1
     assert all(f'mode: "{kind}"' in r.manifest for r in results), results[0].manifest
+
+
+def test_a_values_file_known_written_is_read_as_written(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A values file whose bytes have the content hash of the file tfgen measured is read
+    without being written again to compare; one whose bytes differ from the hash it is given
+    (edited by hand: other quoting, the same data) is still refused for helm to read."""
+    from tfgen.render import generated
+
+    data = {"name": "y", "roles": {"worker": {"replicas": 2}}}
+    text = GeneratedFile("values.yaml", ("experiments/x.yaml",), dump_yaml(data)).content
+    mine, edited = tmp_path / "mine.yaml", tmp_path / "edited.yaml"
+    mine.write_text(text)
+    edited.write_text(text.replace('name: "y"', "name: 'y'"))
+    written = {str(path): content_hash(text.encode()) for path in (mine, edited)}
+    writes: list[Any] = []
+    monkeypatch.setattr(generated, "dump_yaml", lambda value: writes.append(value) or "")
+    assert files_merged([mine], written) == data and writes == []
+    assert files_merged([edited], written) is None and writes

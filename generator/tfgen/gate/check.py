@@ -268,6 +268,11 @@ class Gate:
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
                                    self.config, scope.context(), verdicts=self.memory.verdicts,
                                    focus=self.focus)
+            # the values files the specs were measured to make: the batches still to start
+            # read those unchanged without writing them again to compare
+            real = self.root.resolve()
+            self.renderer.written.update(
+                {str(real / rel): digest for rel, digest in specs.values_digests().items()})
             plan = self.plan(specs, scope)
             problems += (specs.problems + scope.warnings() + _drift(plan, self.root)
                          + stage.argo_problems() + owned.copies_problems(self.root))

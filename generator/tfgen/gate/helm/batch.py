@@ -132,6 +132,10 @@ class BatchRenderer:
         # The content hash of a values file when the caller already knows it (the gate's
         # snapshot): a repository's render keys then cost no read of its values files.
         self.known_hash = known_hash or (lambda path: None)
+        # The content hashes of values files known to be the writer's output, by path, as the
+        # caller learns them (the gate: once its validate stage has measured them): a batch
+        # reads such a file without writing it again to compare (`values.files_merged`).
+        self.written: dict[str, str] = {}
         self.cache = cache or Cache(None)
         self.keys = keys or CacheKeys(tool_digest(), os.getcwd())
         # Two helm processes per core keep the cores busy while one of them reads, writes or
@@ -313,7 +317,7 @@ class BatchRenderer:
         chart = self.chart(jobs[0].chart)
         if not self._batches(len(jobs), chart):
             return [self.render_single(job) for job in jobs]
-        read = [files_merged(job.values_files) for job in jobs]
+        read = [files_merged(job.values_files, self.written) for job in jobs]
         job_values, alone = self._checked_values(read, chart)
         if alone:
             return self._render_apart(jobs, alone)

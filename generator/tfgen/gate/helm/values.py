@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import yaml
 
 from ...errors import InputError
 from ...render.generated import read_canonical
+from ...repo.keys import content_hash
 from ..documents.kubeyaml import GoYamlLoader
 
 
@@ -32,20 +33,25 @@ def load_yaml_file(path: Path) -> Any:
     return data if data is not None else {}
 
 
-def canonical_values(text: str) -> dict[str, Any] | None:
+def canonical_values(text: str, *, written: bool = False) -> dict[str, Any] | None:
     """The values of a file in the writer's canonical form (helm reads it as tfgen does: see the
-    gate/helm/batch.py docstring), else None."""
-    data = read_canonical(text)
+    gate/helm/batch.py docstring), else None; `written` as in `read_canonical`."""
+    data = read_canonical(text, written=written)
     return data if isinstance(data, dict) and data else None
 
 
-def files_merged(paths: Sequence[Path]) -> dict[str, Any] | None:
+def files_merged(paths: Sequence[Path], written: Mapping[str, str] | None = None
+                 ) -> dict[str, Any] | None:
     """Value files merged as helm merges successive `-f` files, or None when one is not in
-    the writer's canonical form: helm must read that one itself."""
+    the writer's canonical form: helm must read that one itself. `written`: the content
+    hashes of files known to be the writer's output, by path (`BatchRenderer.written`)."""
     merged: dict[str, Any] = {}
     for path in paths:
         try:
-            data = canonical_values(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
+            digest = written.get(str(path)) if written else None
+            known = digest is not None and digest == content_hash(raw)
+            data = canonical_values(raw.decode("utf-8"), written=known)
         except (OSError, UnicodeDecodeError):
             data = None  # helm says what is wrong with the file
         if data is None:
