@@ -83,6 +83,19 @@ def test_batched_output_is_identical_to_single_runs(tmp_path: Path, helm: str) -
     assert batched[0].manifest.startswith("---\n# Source: tiny/templates/cm.yaml\n")
 
 
+def test_batches_in_turn_in_one_folder_render_their_own_values(tmp_path: Path,
+                                                               helm: str) -> None:
+    """One worker renders batch after batch in the one folder it writes umbrella charts in:
+    each batch renders its own experiments' values, as a single run of each does."""
+    chart = build_file_tree(tmp_path / "tiny", CHART)
+    jobs = _jobs(tmp_path, chart)
+    renderer = BatchRenderer(helm=helm, workers=1, chunk_size=2)
+    batched = renderer.render(jobs)
+    assert renderer.stats.helm_processes == 4  # the chart's defaults, then 2 + 2 + 1
+    for job, result in zip(jobs, batched, strict=True):
+        assert not result.error and result.manifest == renderer.render_single(job).manifest
+
+
 def test_helm_runs_with_tfgens_collector_settings_unless_the_user_has_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

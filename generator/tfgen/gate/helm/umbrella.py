@@ -110,17 +110,12 @@ class ChartInfo:
 
 def write_umbrella(root: Path, job_values: Sequence[dict[str, Any]], chart: ChartInfo) -> Path:
     """The umbrella chart for one batch, written under `root`: the chart's copy (empty
-    defaults, `global` admitted), one alias per experiment and each alias's values."""
+    defaults, `global` admitted; copied once, a later batch in `root` finds it there), one
+    alias per experiment and each alias's values."""
     umbrella = root / UMBRELLA
     copy_dir = umbrella / "charts" / chart.name
-    shutil.copytree(chart.path, copy_dir, ignore=shutil.ignore_patterns(".git", "charts"))
-    (copy_dir / "values.yaml").write_text("{}\n", encoding="utf-8")
-    schema_path = copy_dir / "values.schema.json"
-    if schema_path.exists():
-        schema = json.loads(schema_path.read_text(encoding="utf-8"))
-        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-            schema["properties"].setdefault("global", {"type": "object"})
-            schema_path.write_text(json.dumps(schema), encoding="utf-8")
+    if not copy_dir.is_dir():
+        _copy_chart(chart, copy_dir)
     deps = [{"name": chart.name, "version": chart.version, "alias": alias(index),
              "repository": f"file://./charts/{chart.name}"} for index in range(len(job_values))]
     meta = {"apiVersion": "v2", "name": UMBRELLA, "version": "0.0.0", "dependencies": deps}
@@ -130,3 +125,16 @@ def write_umbrella(root: Path, job_values: Sequence[dict[str, Any]], chart: Char
     values = {alias(index): each for index, each in enumerate(job_values)}
     (umbrella / "values.yaml").write_text(dump_yaml(values), encoding="utf-8")
     return umbrella
+
+
+def _copy_chart(chart: ChartInfo, copy_dir: Path) -> None:
+    """The chart as every alias of an umbrella uses it: its own defaults emptied (the batch
+    merged them), its values schema admitting `global`."""
+    shutil.copytree(chart.path, copy_dir, ignore=shutil.ignore_patterns(".git", "charts"))
+    (copy_dir / "values.yaml").write_text("{}\n", encoding="utf-8")
+    schema_path = copy_dir / "values.schema.json"
+    if schema_path.exists():
+        schema = json.loads(schema_path.read_text(encoding="utf-8"))
+        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+            schema["properties"].setdefault("global", {"type": "object"})
+            schema_path.write_text(json.dumps(schema), encoding="utf-8")
