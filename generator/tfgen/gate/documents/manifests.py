@@ -77,6 +77,10 @@ class RenderedObject(KubeObject):
     """One Kubernetes object from a rendered manifest, with the template that produced it."""
 
     source: str = ""  # `# Source:` path helm printed, e.g. tfjob-experiment/templates/pv.yaml
+    # The characters of the document's text when it writes out every value the object holds
+    # (no alias repeats one, no tag makes one), else None: what bounds the object's size as
+    # JSON (`policy.applied_size_problems`).
+    text_length: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> ObjectKey:
@@ -167,7 +171,9 @@ def parse_manifest(text: str, helm_output: bool = True) -> list[RenderedObject]:
             continue
         if not isinstance(doc, dict):
             raise InputError(f"{where}a document is not a mapping")
-        objects.append(RenderedObject(doc=doc, source=source))
+        written_out = "*" not in body and "!" not in body  # no alias, no tag
+        objects.append(RenderedObject(doc=doc, source=source,
+                                      text_length=len(body) if written_out else None))
     return objects
 
 
