@@ -260,8 +260,9 @@ def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[P
 def _no_hooks_or_classes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
     out = []
     for obj in objects:
+        annotations = _annotations(obj)
         for key in HOOK_ANNOTATIONS:
-            if key in _annotations(obj):
+            if key in annotations:
                 out.append(obj.problem(path, f"$.metadata.annotations[{key!r}]",
                                        "hooks are not allowed: a hook runs arbitrary work around "
                                        "every sync (and a PostSync hook waits for training to "
@@ -343,10 +344,11 @@ def _storage_first(
     """Sync waves: PV before PVC before everything that mounts them."""
     out = []
     storage_waves = [_wave(o) for o in pvs + pvcs]
+    latest = max(storage_waves, default=None)
     for obj in objects:
-        if obj.kind in (chart.VOLUME, chart.CLAIM):
+        if latest is None or obj.kind in (chart.VOLUME, chart.CLAIM):
             continue
-        if storage_waves and _wave(obj) <= max(storage_waves):
+        if _wave(obj) <= latest:
             out.append(obj.problem(path, f"$.metadata.annotations[{SYNC_WAVE!r}]",
                                    f"sync wave {_wave(obj)} is not after the storage "
                                    f"(PV/PVC waves {sorted(set(storage_waves))})",
@@ -364,7 +366,7 @@ def _only_training_writes(objects: Sequence[RenderedObject], path: str) -> list[
     """Only the training job writes; anything else mounting the volume does so read-only."""
     out = []
     for obj in objects:
-        if runtimes.of_object(obj.api_version, obj.kind) or obj.kind not in WORKLOAD_KINDS:
+        if obj.kind not in WORKLOAD_KINDS or runtimes.of_object(obj.api_version, obj.kind):
             continue
         for where, pod in _pod_specs(obj):
             for mount in _writable_claim_mounts(pod):
