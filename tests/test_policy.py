@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+import yaml
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tfgen.gate.argo.wiring import Project, kind_allowed
-from tfgen.gate.documents.manifests import RenderedObject
-from tfgen.gate.objects.policy import data_safety_problems, job_problems
+from tfgen.gate.documents import kubeyaml
+from tfgen.gate.documents.manifests import RenderedObject, parse_manifest
+from tfgen.gate.objects.policy import (
+    JSON_PER_CHARACTER,
+    applied_size_problems,
+    data_safety_problems,
+    job_problems,
+)
 from tfgen.gate.revisions.immutability import immutability_changes
 
 KEEP = {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
@@ -163,3 +174,63 @@ def test_only_nas_volumes() -> None:
     spec["nfs"] = {"server": "s", "path": "/"}  # two sources: not a volume tfgen renders
     assert "volume source csi, nfs is not the NAS" in messages(
         data_safety_problems(objects, "s.yaml"))
+
+
+# --- the size Argo CD's apply keeps ----------------------------------------------------------
+# Scalars that read wider than they are written (go-yaml's booleans, a float's digits, an
+# escape, a character of 4 bytes), absent ones, in collections of every style: the texts
+# whose JSON is widest per character.
+_WIDE = st.sampled_from(["n", "y", "~", "", "1e15", "-.inf", "\U0001F600", '"\\0"', "'\"'",
+                         "0x1F", "a", "[]", "{}"])
+
+
+@st.composite
+def _flow(draw: st.DrawFn, depth: int = 0) -> str:
+    if depth > 2 or draw(st.booleans()):
+        return draw(_WIDE) or "~"
+    items = draw(st.lists(st.tuples(_WIDE, st.none() | _flow(depth + 1)), max_size=4))
+    if draw(st.booleans()):
+        return "[" + ",".join(value or key or "~" for key, value in items) + "]"
+    return "{" + ",".join(key if value is None else f"{key}: {value}" for key, value in items) + "}"
+
+
+@st.composite
+def _block(draw: st.DrawFn, indent: int = 0) -> str:
+    pad, items = " " * indent, draw(st.booleans())
+    lines = []
+    for key, value in draw(st.lists(st.tuples(_WIDE, st.none() | _flow()), min_size=1,
+                                    max_size=4)):
+        nested = indent < 4 and draw(st.booleans())
+        if items:  # a sequence: an item, an absent one, or a collection below
+            lines.append(f"{pad}-\n" + draw(_block(indent + 2)) if nested else
+                         f"{pad}- {value or key}\n" if value or key else f"{pad}-\n")
+        elif nested:
+            lines.append(f"{pad}{key or 'k'}:\n" + draw(_block(indent + 1)))
+        else:  # an entry, one with an absent value, or an explicit key
+            lines.append(draw(st.sampled_from([f"{pad}{key}: {value or ''}\n",
+                                               f"{pad}{key}:\n", f"{pad}? {key}\n"])))
+    return "".join(lines)
+
+
+@settings(max_examples=examples(1000), deadline=None, derandomize=True)
+@given(st.one_of(_flow(), _block()))
+def test_json_takes_at_most_so_many_bytes_a_character_of_text(text: str) -> None:
+    # the bound that spares writing an object's JSON to measure it (a text of no alias or tag)
+    try:
+        doc = kubeyaml.load_document(text)
+        written = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    except (ValueError, TypeError, yaml.YAMLError):
+        return  # not a document of JSON values (a duplicate key, a key that is a list)
+    assert len(written) <= 12 * len(text) + 2 <= JSON_PER_CHARACTER * len(text), text
+
+
+def test_an_object_too_big_to_apply_is_refused_with_aliases_too() -> None:
+    # a short text whose aliases repeat a long value: measured as written out, not as written
+    manifest = ("---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\n"
+                "metadata:\n  name: big\ndata:\n  a: &long " + "x" * 15_000 + "\n"
+                + "".join(f"  a{i}: *long\n" for i in range(20)))
+    [big] = parse_manifest(manifest)
+    assert len(manifest) * JSON_PER_CHARACTER < 262_144
+    [problem] = applied_size_problems(big, "s.yaml")
+    assert problem.pointer == "ConfigMap/big $"
+    assert problem.message.startswith("ConfigMap is 315,250 bytes as JSON"), problem.message

@@ -235,26 +235,26 @@ def object_problems(
         return []
     out: list[Problem] = []
     for obj in objects:
-        group = obj.key[0]  # its API group, as its identity has it
-        which = ("clusterResourceWhitelist" if obj.kind in CLUSTER_SCOPED
-                 else "namespaceResourceWhitelist")
-        if not kind_allowed(project, group, obj.kind):
+        group, kind, namespace, name = obj.key  # the API group as the identity has it
+        cluster_scoped = kind in CLUSTER_SCOPED
+        which = "clusterResourceWhitelist" if cluster_scoped else "namespaceResourceWhitelist"
+        if not kind_allowed(project, group, kind):
             out.append(Problem(path, pointer=f"{obj.ref} $.kind",
-                               message=f"kind {group or 'core'}/{obj.kind} is not on the "
+                               message=f"kind {group or 'core'}/{kind} is not on the "
                                        f"{which} of project {project.name!r} ({project.path}); "
                                        f"Argo CD would refuse to sync it",
                                hint="render only kinds the project allows, or extend the "
                                     "project template deliberately"))
-        elif not kind_allowed(project, group, obj.kind, obj.name):
+        elif not kind_allowed(project, group, kind, name):
             out.append(Problem(path, pointer=f"{obj.ref} $.metadata.name",
-                               message=f"{obj.kind} {obj.name!r} matches none of the name "
+                               message=f"{kind} {name!r} matches none of the name "
                                        f"patterns of the {which} of project {project.name!r} "
                                        f"({project.path}); Argo CD would refuse to sync it",
                                hint="keep tfgen's names (<namespace>-<name>-data for volumes)"))
-        if obj.kind not in CLUSTER_SCOPED and obj.namespace and not destination_allowed(
-            project, app.destination_server, app.destination_name, obj.namespace
+        if not cluster_scoped and namespace and not destination_allowed(
+            project, app.destination_server, app.destination_name, namespace
         ):
             out.append(Problem(path, pointer=f"{obj.ref} $.metadata.namespace",
-                               message=f"namespace {obj.namespace!r} is not a destination of "
+                               message=f"namespace {namespace!r} is not a destination of "
                                        f"project {project.name!r}"))
     return out

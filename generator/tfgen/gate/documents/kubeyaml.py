@@ -114,14 +114,18 @@ for _tag in _NUMBER_TAGS.values():
 # scalar that looks like one sends its document to StrictLoader too: slower, read the same. So
 # does a tab anywhere: YAML 1.1 takes one as a separator where the scan looks for a space
 # (`key: <tab>yes` is true there), and yaml_rs refuses some that go-yaml reads.
-_TOKEN = r"(?:[-+]?0[0-7_]+|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)(?= *(?:$|[,\]}#:]))"
+# The lookahead first: most places hold none of the characters a token starts with, and one
+# look at a set of them refuses such a place faster than trying each word in turn.
+_TOKEN = (r"(?=[-+0yYnNoO])(?:[-+]?0[0-7_]+|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)"
+          r"(?= *(?:$|[,\]}#:]))")
 # One pattern per place, each starting with literal text: Python's re finds those several
 # times faster than a pattern starting with a set of characters (or `^`); the indentation is
 # taken whole (`*+`), not given back space by space when no token follows.
 _PLACES = (re.compile(": " + _TOKEN, re.MULTILINE), re.compile("- " + _TOKEN, re.MULTILINE),
            re.compile("\n *+" + _TOKEN, re.MULTILINE))
 _FIRST_LINE = re.compile(" *+" + _TOKEN, re.MULTILINE)
-_IN_FLOW = re.compile(r"[\[,{] ?" + _TOKEN, re.MULTILINE)
+_IN_FLOW = tuple(re.compile(re.escape(opening) + " ?" + _TOKEN, re.MULTILINE)
+                 for opening in "[,{")
 
 
 # One document's bounds, as the other readers of input have theirs: a Kubernetes object nests
@@ -139,12 +143,14 @@ def _for_strict_loader(chunk: str) -> bool:
     than MAX_DEPTH: a line whose indentation and indicators could open that many levels, or
     more than half as many flow collections (yaml_rs crashes the process on a hundred thousand
     levels; StrictLoader counts them and refuses too many in words)."""
-    if "<<" in chunk or "\t" in chunk or _FIRST_LINE.match(chunk):
+    # `<` alone first: one character is searched for many times faster than two, and few
+    # manifests hold one
+    if ("<" in chunk and "<<" in chunk) or "\t" in chunk or _FIRST_LINE.match(chunk):
         return True
     flow = "[" in chunk or "{" in chunk
     if _may_nest_too_deep(chunk, flow):
         return True
-    places = (*_PLACES, _IN_FLOW) if flow else _PLACES
+    places = (*_PLACES, *_IN_FLOW) if flow else _PLACES
     return any(place.search(chunk) for place in places)
 
 

@@ -77,6 +77,10 @@ class RenderedObject(KubeObject):
     """One Kubernetes object from a rendered manifest, with the template that produced it."""
 
     source: str = ""  # `# Source:` path helm printed, e.g. tfjob-experiment/templates/pv.yaml
+    # The characters of the document's text when it writes out every value the object holds
+    # (no alias repeats one, no tag makes one), else None: what bounds the object's size as
+    # JSON (`policy.applied_size_problems`).
+    text_length: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> ObjectKey:
@@ -96,8 +100,9 @@ DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
 def documents(text: str) -> Iterator[tuple[str, str]]:
     """(template, YAML text) of each document of `helm template` output: the `# Source:`
     path helm printed above it, and the document without that line, as helm wrote it."""
+    odd_breaks = any(odd in text for odd in _ODD_BREAKS)  # rare; only then is each one asked
     for chunk in split_at_separators(text, DOCUMENT_SEPARATOR):
-        if any(odd in chunk for odd in _ODD_BREAKS):
+        if odd_breaks and any(odd in chunk for odd in _ODD_BREAKS):
             source, body = _source_and_body_by_lines(chunk)
         else:  # the usual case, without a Python loop over its lines
             match = _SOURCE_LINE.search(chunk)
@@ -111,22 +116,24 @@ def documents(text: str) -> Iterator[tuple[str, str]]:
 
 # Line breaks other than \n that str.splitlines() also splits at.
 _ODD_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# Python's re finds this literal text twice as fast as str.find does, among a manifest's many
+# single dashes.
+_DASHES = re.compile("---")
 
 
 def split_at_separators(text: str, separator: re.Pattern[str]) -> list[str]:
     """`separator.split(text)` for a pattern that matches only at a line start and begins
-    with `---`, found by substring search: a regex anchored at every line start costs more
-    than parsing the documents does."""
-    chunks, start, at = [], 0, text.find("---")
-    while at != -1:
-        if at == 0 or text[at - 1] == "\n":
+    with `---`, tried at each `---`: a regex anchored at every line start costs more than
+    parsing the documents does. The `---`s are found without overlaps, which misses none at a
+    line start (one overlapping another follows a dash, not a line break)."""
+    chunks, start = [], 0
+    for dashes in _DASHES.finditer(text):
+        at = dashes.start()
+        if at >= start and (at == 0 or text[at - 1] == "\n"):
             match = separator.match(text, at)
             if match:
                 chunks.append(text[start:at])
                 start = match.end()
-                at = text.find("---", start)
-                continue
-        at = text.find("---", at + 1)
     chunks.append(text[start:])
     return chunks
 
@@ -164,7 +171,9 @@ def parse_manifest(text: str, helm_output: bool = True) -> list[RenderedObject]:
             continue
         if not isinstance(doc, dict):
             raise InputError(f"{where}a document is not a mapping")
-        objects.append(RenderedObject(doc=doc, source=source))
+        written_out = "*" not in body and "!" not in body  # no alias, no tag
+        objects.append(RenderedObject(doc=doc, source=source,
+                                      text_length=len(body) if written_out else None))
     return objects
 
 

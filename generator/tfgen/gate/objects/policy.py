@@ -40,6 +40,16 @@ WORKLOAD_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
 # CD adds (that annotation's key, its tracking id) and Go's escaping of `<`, `>` and `&` stay
 # within this margin for tfgen's objects.
 APPLIED_MARGIN = 4096
+# What spares writing an object's JSON to measure it: a document whose text writes out every
+# value it holds (`RenderedObject.text_length`: no alias repeats one, no tag makes one) takes
+# at most this many bytes of compact JSON per character of that text. A scalar takes at most 5
+# bytes per character of its own: 4 of UTF-8, 6 for an escape of 2 characters, 5 for go-yaml's
+# `n` (`false`), 18 for `1e15`. Each mapping entry and sequence item owns a character (its `-`,
+# `?` or `:`, or in flow the `,` or bracket after it) and adds at most 12 bytes: separators,
+# quotes, an absent key's `"null"` and an absent value's `null`, the brackets of a block
+# collection it holds (a flow collection's 2 go with its opening bracket). So at most 12 bytes
+# a character, and the document's own 2 brackets: 14 for a text of one character or more.
+JSON_PER_CHARACTER = 14
 # compact JSON, one encoder for every object; no cycle check: a parsed document holds none
 # (yaml_rs cannot build one, and `kubeyaml` refuses an alias that holds itself)
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
@@ -54,9 +64,11 @@ def _json_bytes(doc: Any) -> int:
 def applied_size_problems(obj: RenderedObject, path: str) -> list[Problem]:
     """An object too big for the copy of itself that Argo CD's apply keeps in an annotation:
     the sync would fail on the API server."""
-    size = _json_bytes(obj.doc)
     own = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in _annotations(obj).items())
     room = naming.MAX_ANNOTATIONS_BYTES - APPLIED_MARGIN - own
+    if obj.text_length is not None and obj.text_length * JSON_PER_CHARACTER <= room:
+        return []  # far within, as nearly every object is
+    size = _json_bytes(obj.doc)
     if size <= room:
         return []
     return [obj.problem(
@@ -248,8 +260,9 @@ def data_safety_problems(objects: Sequence[RenderedObject], path: str) -> list[P
 def _no_hooks_or_classes(objects: Sequence[RenderedObject], path: str) -> list[Problem]:
     out = []
     for obj in objects:
+        annotations = _annotations(obj)
         for key in HOOK_ANNOTATIONS:
-            if key in _annotations(obj):
+            if key in annotations:
                 out.append(obj.problem(path, f"$.metadata.annotations[{key!r}]",
                                        "hooks are not allowed: a hook runs arbitrary work around "
                                        "every sync (and a PostSync hook waits for training to "
@@ -331,10 +344,11 @@ def _storage_first(
     """Sync waves: PV before PVC before everything that mounts them."""
     out = []
     storage_waves = [_wave(o) for o in pvs + pvcs]
+    latest = max(storage_waves, default=None)
     for obj in objects:
-        if obj.kind in (chart.VOLUME, chart.CLAIM):
+        if latest is None or obj.kind in (chart.VOLUME, chart.CLAIM):
             continue
-        if storage_waves and _wave(obj) <= max(storage_waves):
+        if _wave(obj) <= latest:
             out.append(obj.problem(path, f"$.metadata.annotations[{SYNC_WAVE!r}]",
                                    f"sync wave {_wave(obj)} is not after the storage "
                                    f"(PV/PVC waves {sorted(set(storage_waves))})",
@@ -352,7 +366,7 @@ def _only_training_writes(objects: Sequence[RenderedObject], path: str) -> list[
     """Only the training job writes; anything else mounting the volume does so read-only."""
     out = []
     for obj in objects:
-        if runtimes.of_object(obj.api_version, obj.kind) or obj.kind not in WORKLOAD_KINDS:
+        if obj.kind not in WORKLOAD_KINDS or runtimes.of_object(obj.api_version, obj.kind):
             continue
         for where, pod in _pod_specs(obj):
             for mount in _writable_claim_mounts(pod):

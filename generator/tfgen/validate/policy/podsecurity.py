@@ -72,12 +72,18 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+Containers = list[tuple[str, dict[str, Any]]]
+
+
+def _containers(pod: dict[str, Any]) -> Containers:
+    """(pointer, container) of every container of a pod spec, of every kind."""
+    out = []
     for kind in CONTAINER_KINDS:
         items = pod.get(kind)
-        for index, container in enumerate(items if isinstance(items, list) else []):
-            if isinstance(container, dict):
-                yield f"{kind}[{index}]", container
+        if isinstance(items, list):
+            out += [(f"{kind}[{index}]", container) for index, container in enumerate(items)
+                    if isinstance(container, dict)]
+    return out
 
 
 def _minor(kube_version: str) -> int:
@@ -176,11 +182,11 @@ def _proc_mount(where: str, container: dict[str, Any]) -> Found:
                         f"procMount {proc!r} is not allowed; Default or unset")
 
 
-def _host_ports(pod: dict[str, Any]) -> Found:
+def _host_ports(pod: dict[str, Any], containers: Containers) -> Found:
     # With hostNetwork the API server's defaulting makes each container port (of containers
     # and init containers) its host port too, before admission sees the pod.
     host_network = bool(pod.get("hostNetwork"))
-    for where, container in _containers(pod):
+    for where, container in containers:
         defaulted = host_network and not where.startswith("ephemeralContainers")
         for index, port in enumerate(_list(container.get("ports"))):
             port = _dict(port)
@@ -227,10 +233,10 @@ BASELINE_SCOPE_CONTROLS = (_host_process, _selinux, _apparmor_profile, _seccomp_
 BASELINE_CONTAINER_CONTROLS = (_privileged, _baseline_capabilities, _proc_mount)
 
 
-def _scopes(pod: dict[str, Any]) -> list[Scope]:
+def _scopes(pod: dict[str, Any], containers: Containers) -> list[Scope]:
     scopes: list[Scope] = [("securityContext", _dict(pod.get("securityContext")))]
     scopes += [(f"{where}.securityContext", _dict(c.get("securityContext")))
-               for where, c in _containers(pod)]
+               for where, c in containers]
     return scopes
 
 
@@ -238,16 +244,17 @@ def baseline(pod: dict[str, Any], annotations: dict[str, Any], kube_version: str
              replaced: tuple[Any, ...] = ()) -> list[Violation]:
     """The baseline controls on one pod spec (and its template's annotations), but those
     `replaced` by a stricter control of their own."""
+    containers = _containers(pod)
+    scope_controls = [c for c in BASELINE_SCOPE_CONTROLS if c not in replaced]
+    container_controls = [c for c in BASELINE_CONTAINER_CONTROLS if c not in replaced]
     out = list(_host_namespaces(pod))
-    for where, sc in _scopes(pod):
-        for scope_control in BASELINE_SCOPE_CONTROLS:
-            if scope_control not in replaced:
-                out += scope_control(where, sc, kube_version)
-    for where, container in _containers(pod):
-        for container_control in BASELINE_CONTAINER_CONTROLS:
-            if container_control not in replaced:
-                out += container_control(where, container)
-    out += _host_ports(pod)
+    for where, sc in _scopes(pod, containers):
+        for scope_control in scope_controls:
+            out += scope_control(where, sc, kube_version)
+    for where, container in containers:
+        for container_control in container_controls:
+            out += container_control(where, container)
+    out += _host_ports(pod, containers)
     if _host_path_volumes not in replaced:
         out += _host_path_volumes(pod)
     out += _sysctls(pod, kube_version)
@@ -346,14 +353,14 @@ def restricted(pod: dict[str, Any]) -> list[Violation]:
     windows`, is spared those whose fields Windows pods cannot set, as the evaluator does)."""
     context = _dict(pod.get("securityContext"))
     windows = _dict(pod.get("os")).get("name") == "windows"
+    controls = [c for c in RESTRICTED_CONTAINER_CONTROLS if not (windows and c in LINUX_ONLY)]
     out = list(_volume_types(pod))
     if not windows:
         out += _pod_seccomp(context)
     out += _pod_non_root(context)
     for where, container in _containers(pod):
-        for control in RESTRICTED_CONTAINER_CONTROLS:
-            if not (windows and control in LINUX_ONLY):
-                out += control(where, container, context)
+        for control in controls:
+            out += control(where, container, context)
     return out
 
 
