@@ -3,6 +3,8 @@ to report (`lookup`, `roles`, `Collector`)."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +64,13 @@ class Checked:
     _locator: Locator | None = field(default=None, repr=False)
     read: Callable[[], bytes] | None = field(default=None, repr=False)
     load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def text(self) -> str:
+        """`data` as JSON, made on first use: one pass in C over every key and string, for a
+        rule's quick look at whether a word occurs at all (it is not there in most specs, and
+        JSON escapes no letter, digit or parenthesis) before it walks the data for where."""
+        return json.dumps(self.data, default=str)
 
     @property
     def locator(self) -> Locator:
