@@ -6,6 +6,7 @@ mount paths. Each refusal is a problem at the spec's field, at PR time rather th
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable
@@ -41,6 +42,7 @@ _SUFFIX: dict[str, Decimal | int] = {
 _QUANTITY = re.compile(r"^([0-9]*\.?[0-9]+)(m|[kMGTPE]i?|Ki)?$")
 
 
+@functools.lru_cache(maxsize=4096)  # specs repeat a few sizes ("4", "8Gi") thousands of times
 def quantity(text: str) -> Decimal | None:
     """A quantity the schema's pattern allowed ("500m", "8Gi", "0.5") as a number; None if not
     one of those forms (the schema reports it)."""
