@@ -54,8 +54,8 @@ def merge_defaults(
     out: dict[str, Any] = {}
     for key, value in spec.items():
         base = defaults.get(key)
-        # dict, not Mapping: loaded data holds no other mappings, and the ABC's check
-        # costs more than the merge itself on every value of every spec.
+        # dict, not Mapping: loaded data holds no other mappings, and a check against the
+        # ABC is a call into Python for every value of every spec.
         if isinstance(value, dict) and isinstance(base, dict):
             out[key] = merge_defaults(base, value, (*_at, key), own_spec=own_spec)
         elif own_spec or not isinstance(value, (dict, list)):
