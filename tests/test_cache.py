@@ -26,7 +26,7 @@ from tfgen.cli import main
 from tfgen.gate.check import CheckOptions, CheckResult, run_check
 from tfgen.gate.helm.command import find_helm
 from tfgen.render import argo
-from tfgen.repo.cache import CACHE_DIRNAME, KEY_BYTES, KEY_ENV, Cache
+from tfgen.repo.cache import CACHE_DIRNAME, DATABASE, KEY_BYTES, KEY_ENV, Cache
 from tfgen.repo.keys import (
     VERDICT_LIBRARIES,
     CacheKeys,
@@ -423,3 +423,13 @@ def test_a_value_file_outside_the_listed_folders_changed_is_rendered_again(repo:
     (repo / "shared/values.yaml").write_text("notAValue: 1\n")
     result = check(repo)
     assert not result.from_cache and set(result.problems) > set(first.problems), result.problems
+
+
+def test_a_new_cache_database_has_large_pages_and_gives_freed_ones_back(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / CACHE_DIRNAME, b"k" * 64)
+    cache.put("render", "key", "manifest")
+    cache.close()
+    with sqlite3.connect(tmp_path / CACHE_DIRNAME / DATABASE) as db:
+        assert db.execute("PRAGMA page_size").fetchone() == (16384,)
+        assert db.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental
+    assert Cache(tmp_path / CACHE_DIRNAME, b"k" * 64).get("render", "key") == "manifest"

@@ -167,3 +167,16 @@ def test_a_lone_merge_key_is_the_text() -> None:
     # as Helm and Kubernetes read it (go-yaml v2); PyYAML alone would fail on it
     assert load_text("spec:\n  args:\n  - <<\n  - --x\n", "m.yaml").data == {
         "spec": {"args": ["<<", "--x"]}}
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("a: [" + ", ".join(["1"] * nodes.MAX_NODES) + "]\n", "too many values"),
+    ("a: " + "[" * (nodes.MAX_DEPTH + 1) + "]" * (nodes.MAX_DEPTH + 1) + "\n", "nested more than"),
+], ids=["many-values", "deep"])
+def test_a_plain_document_past_the_budgets_is_left_to_the_careful_walk(
+    text: str, reason: str
+) -> None:
+    assert _load_plain(text) is None
+    with pytest.raises(LoadError, match=reason):
+        load_text(text, "big.yaml")
+    assert _load_plain("a: [" + ", ".join(["1"] * 100) + "]\n") == {"a": [1] * 100}

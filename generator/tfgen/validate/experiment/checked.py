@@ -3,6 +3,8 @@ to report (`lookup`, `roles`, `Collector`)."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,22 +28,34 @@ ACROSS_FILES: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _tree(paths: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
+    """Paths as a tree of their keys, so that one walk takes them all (a leaf is `{}`)."""
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        for key in path:
+            node = node.setdefault(key, {})
+    return tree
+
+
+_ACROSS_FILES_TREE = _tree(ACROSS_FILES)
+
+
 def across_files(data: dict[str, Any]) -> dict[str, Any]:
     """The parts of `data` that ACROSS_FILES names, each in its place (shared, not copied)."""
     out: dict[str, Any] = {}
-    for path in ACROSS_FILES:
-        _take(data, out, path)
+    _take(data, out, _ACROSS_FILES_TREE)
     return out
 
 
-def _take(source: dict[str, Any], target: dict[str, Any], path: tuple[str, ...]) -> None:
-    head, rest = path[0], path[1:]
-    for key in (list(source) if head == "*" else [head] if head in source else []):
-        value = source[key]
-        if rest and isinstance(value, dict):
-            _take(value, target.setdefault(key, {}), rest)
-        else:  # the end of the path, or a value a rule cannot look into either
-            target[key] = value
+def _take(source: dict[str, Any], target: dict[str, Any], tree: dict[str, Any]) -> None:
+    for head, rest in tree.items():
+        for key in (list(source) if head == "*" else [head] if head in source else []):
+            value = source[key]
+            if rest and isinstance(value, dict):
+                _take(value, target.setdefault(key, {}), rest)
+            else:  # the end of the path, or a value a rule cannot look into either
+                target[key] = value
 
 
 @dataclass
@@ -63,6 +77,13 @@ class Checked:
     read: Callable[[], bytes] | None = field(default=None, repr=False)
     load: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
     values_digest: str | None = None  # as `Experiment.values_digest`
+
+    @functools.cached_property
+    def text(self) -> str:
+        """`data` as JSON, made on first use: one pass in C over every key and string, for a
+        rule's quick look at whether a word occurs at all (it is not there in most specs, and
+        JSON escapes no letter, digit or parenthesis) before it walks the data for where."""
+        return json.dumps(self.data, default=str)
 
     @property
     def locator(self) -> Locator:

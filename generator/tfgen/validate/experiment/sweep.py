@@ -243,9 +243,9 @@ def sweep_problems(checked: Checked, max_runs: int, *, each_run: bool = True) ->
     data, spec = checked.data, checked.data.get("spec")
     if not isinstance(spec, dict):
         return []
-    if not has_sweep(spec) and "((" not in json.dumps(data, default=str):
-        # No sweep and no `((` in any string (JSON escapes no parenthesis): nothing to say.
-        # One pass in C, where the walk below costs more than the rest of the spec's rules.
+    if not has_sweep(spec) and "((" not in checked.text:
+        # No sweep and no `((` in any string: nothing to say. (The walk below costs more than
+        # the rest of the spec's rules.)
         return []
     out = Collector(checked.locator)
     fields = dict(placeholder_fields(spec))

@@ -11,6 +11,7 @@ about everywhere else: the same spec may run other code tomorrow.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -89,11 +90,18 @@ def _image_policy(policy: _Policy, parts: PointerParts, text: str) -> None:
     """The namespace's registries and pinning on one image, read as the runtime reads it (a
     reference that is none is the schema's to report)."""
     try:
-        image = refs.parse(text)
+        image = _parsed(text)
     except refs.ImageError:
         return
     _registry_policy(policy, parts, text, image)
     _digest_policy(policy, parts, text, image)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> refs.Image:
+    """An image reference, read once: a repository's specs name a few images thousands of
+    times, and reading one costs more than the rest of the namespace's policy."""
+    return refs.parse(text)
 
 
 def _registry_policy(policy: _Policy, parts: PointerParts, text: str, image: refs.Image) -> None:

@@ -6,6 +6,7 @@ mount paths. Each refusal is a problem at the spec's field, at PR time rather th
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable
@@ -41,6 +42,7 @@ _SUFFIX: dict[str, Decimal | int] = {
 _QUANTITY = re.compile(r"^([0-9]*\.?[0-9]+)(m|[kMGTPE]i?|Ki)?$")
 
 
+@functools.lru_cache(maxsize=4096)  # specs repeat a few sizes ("4", "8Gi") thousands of times
 def quantity(text: str) -> Decimal | None:
     """A quantity the schema's pattern allowed ("500m", "8Gi", "0.5") as a number; None if not
     one of those forms (the schema reports it)."""
@@ -172,6 +174,8 @@ def _check_sizes(parts: PointerParts, holder: dict[str, Any], out: Collector) ->
 
 def path_problem(path: str) -> str | None:
     """What keeps an absolute path from being the one it seems to be."""
+    if "/." not in path and "//" not in path:
+        return None  # no segment of dots and no empty one: most paths, at once
     inner = path.rstrip("/").split("/")[1:] if path not in ("", "/") else []
     dots = next((part for part in inner if part in (".", "..")), None)
     if dots:
@@ -187,16 +191,19 @@ def plain_absolute(path: Any) -> bool:
     return isinstance(path, str) and path.startswith("/") and not path_problem(path)
 
 
+# The paths a spec writes that must name their directory directly.
+_PATHS = (
+    ("spec", "storage", "mountPath"),
+    ("spec", "storage", "nas", "path"),
+    ("spec", "tensorboard", "logDir"),
+    ("spec", "tensorboard", "ingress", "pathPrefix"),
+    ("spec", "workingDir"),
+)
+
+
 def _check_paths(spec: dict[str, Any], out: Collector) -> None:
-    paths: list[PointerParts] = [
-        ("spec", "storage", "mountPath"),
-        ("spec", "storage", "nas", "path"),
-        ("spec", "tensorboard", "logDir"),
-        ("spec", "tensorboard", "ingress", "pathPrefix"),
-        ("spec", "workingDir"),
-    ]
-    for parts in paths:
-        value = lookup(spec, *(str(p) for p in parts[1:]))
+    for parts in _PATHS:
+        value = lookup(spec, *parts[1:])
         if not isinstance(value, str) or not value.startswith("/"):
             continue  # the schema reports relative paths
         problem = path_problem(value)

@@ -48,24 +48,10 @@ def _find_key(data: Any, key: str, parts: PointerParts = ()) -> Iterable[Pointer
             yield from _find_key(item, key, (*parts, index))
 
 
-def _has_key(data: Any, key: str) -> bool:
-    # A quick look before the walk that builds pointers: the key is almost never there.
-    stack = [data]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if key in node:
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
-
-
-def _check_ttl(data: dict[str, Any], out: Collector) -> None:
-    if not _has_key(data, TTL_KEY):
+def _check_ttl(checked: Checked, out: Collector) -> None:
+    if TTL_KEY not in checked.text:  # almost always: no walk that builds pointers
         return
-    for parts in _find_key(data, TTL_KEY):
+    for parts in _find_key(checked.data, TTL_KEY):
         out.add(parts, TTL_MESSAGE, TTL_HINT)
 
 
@@ -293,7 +279,7 @@ def semantic_problems(checked: Checked, namespaces: Sequence[str] | None = None,
     `argocd_namespace` is Argo CD's own."""
     out = Collector(checked.locator)
     data = checked.data
-    _check_ttl(data, out)
+    _check_ttl(checked, out)
     _check_name(lookup(data, "metadata", "name"), checked.source, out)
     metadata = data.get("metadata")
     if isinstance(metadata, dict):

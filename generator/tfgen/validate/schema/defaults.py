@@ -8,7 +8,6 @@ spec wins, mappings merge, lists are replaced whole).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -39,8 +38,8 @@ EXCLUSIVE: dict[tuple[str, ...], tuple[str, ...]] = {
 
 
 def merge_defaults(
-    defaults: Mapping[str, Any],
-    spec: Mapping[str, Any],
+    defaults: dict[str, Any],
+    spec: dict[str, Any],
     _at: tuple[str, ...] = (),
     *,
     own_spec: bool = False,
@@ -55,7 +54,9 @@ def merge_defaults(
     out: dict[str, Any] = {}
     for key, value in spec.items():
         base = defaults.get(key)
-        if isinstance(value, Mapping) and isinstance(base, Mapping):
+        # dict, not Mapping: loaded data holds no other mappings, and a check against the
+        # ABC is a call into Python for every value of every spec.
+        if isinstance(value, dict) and isinstance(base, dict):
             out[key] = merge_defaults(base, value, (*_at, key), own_spec=own_spec)
         elif own_spec or not isinstance(value, (dict, list)):
             out[key] = value
@@ -68,7 +69,7 @@ def merge_defaults(
     return out
 
 
-def _ruled_out(spec: Mapping[str, Any], at: tuple[str, ...]) -> set[str]:
+def _ruled_out(spec: dict[str, Any], at: tuple[str, ...]) -> set[str]:
     """The keys whose defaults the spec's own choice among alternatives drops (EXCLUSIVE)."""
     group = EXCLUSIVE.get(at, ())
     if any(k in spec for k in group):

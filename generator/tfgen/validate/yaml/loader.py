@@ -11,6 +11,7 @@ Every failure is a `LoadError` (an `InputError`) carrying the location, never a 
 from __future__ import annotations
 
 import datetime
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +183,12 @@ def _plain_scalar(text: str) -> Any:
 def _load_plain(text: str) -> dict[str, Any] | None:
     """The data of a plain document (see above), or None when it needs the careful load."""
     loader = BaseLoader(text)
+    # At most MAX_NODES events: a larger document is left to the careful walk, which counts
+    # its values (never more than its events) and refuses too many in words.
+    events = itertools.islice(iter(loader.get_event, None), MAX_NODES)
     try:
-        return _build_plain(loader.get_event)
-    except (_NotPlain, yaml.YAMLError, RecursionError):
+        return _build_plain(events.__next__)
+    except (_NotPlain, StopIteration, yaml.YAMLError, RecursionError):
         return None
     finally:
         loader.dispose()
@@ -196,85 +200,49 @@ def _expect(next_event: Any, *kinds: type) -> None:
             raise _NotPlain
 
 
-def _untagged(event: Any) -> None:
-    if event.anchor is not None or event.tag is not None:
-        raise _NotPlain
-
-
-class _PlainBuilder:
-    """The data built so far from a plain document's events: the collection being filled, its
-    pending key, and the collections open around it."""
-
-    def __init__(self, root: dict[str, Any]) -> None:
-        # One frame per open collection: (container, is it a mapping).
-        self.stack: list[tuple[Any, bool]] = []
-        self.current: Any = root
-        self.key: str | None = None
-        self.in_mapping = True
-
-    def feed(self, event: Any) -> bool:
-        """Take one event; True once it closes the root mapping."""
-        kind = type(event)
-        if kind is ScalarEvent:
-            _untagged(event)
-            self._scalar(event)
-        elif kind is MappingStartEvent or kind is SequenceStartEvent:
-            _untagged(event)
-            self._open(kind is MappingStartEvent)
-        elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            return self._close()
-        else:
-            raise _NotPlain  # an alias
-        return False
-
-    def _add(self, value: Any) -> None:
-        if self.in_mapping:
-            self.current[self.key] = value
-            self.key = None
-        else:
-            self.current.append(value)
-
-    def _scalar(self, event: ScalarEvent) -> None:
-        if self.in_mapping and self.key is None:
-            key = event.value  # as `_Walker.mapping`: a key is its text
-            if key in self.current or key == "<<":
-                raise _NotPlain  # a duplicate key (the careful load says where), a merge
-            self.key = key
-        else:
-            self._add(_plain_scalar(event.value) if event.implicit[0] else event.value)
-
-    def _open(self, mapping: bool) -> None:
-        if self.in_mapping and self.key is None:
-            raise _NotPlain  # a mapping or list used as a key
-        new: Any = {} if mapping else []
-        self._add(new)
-        self.stack.append((self.current, self.in_mapping))
-        if len(self.stack) >= MAX_DEPTH:
-            raise _NotPlain
-        self.current, self.in_mapping = new, mapping
-
-    def _close(self) -> bool:
-        if not self.stack:
-            return True
-        self.current, self.in_mapping = self.stack.pop()
-        self.key = None
-        return False
-
-
 def _build_plain(next_event: Any) -> dict[str, Any]:
     _expect(next_event, StreamStartEvent, DocumentStartEvent)
-    event = next_event()
-    if type(event) is not MappingStartEvent:
+    root = _value(next_event(), next_event, 0)
+    if type(root) is not dict:
         raise _NotPlain
-    _untagged(event)
-    root: dict[str, Any] = {}
-    builder = _PlainBuilder(root)
-    events = 1
-    while True:
-        events += 1
-        if builder.feed(next_event()):
-            break
-        if events > MAX_NODES:
-            raise _NotPlain
     _expect(next_event, DocumentEndEvent, StreamEndEvent)  # else more than one document
     return root
+
+
+# One function per kind of node, each taking the events of its node: an event that does not
+# fit a plain document (an alias, a tag, a mapping or list as a key) raises _NotPlain.
+
+
+def _value(event: Any, next_event: Any, depth: int) -> Any:
+    """The value an event opens: a scalar's, or the collection built from the events after it."""
+    if event.anchor is not None or event.tag is not None:
+        raise _NotPlain
+    kind = type(event)
+    if kind is ScalarEvent:
+        return _plain_scalar(event.value) if event.implicit[0] else event.value
+    if depth >= MAX_DEPTH:
+        raise _NotPlain
+    if kind is MappingStartEvent:
+        return _mapping(next_event, depth + 1)
+    if kind is SequenceStartEvent:
+        return _sequence(next_event, depth + 1)
+    raise _NotPlain  # an alias
+
+
+def _mapping(next_event: Any, depth: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    while type(event := next_event()) is not MappingEndEvent:
+        if type(event) is not ScalarEvent or event.anchor is not None or event.tag is not None:
+            raise _NotPlain  # a mapping or list used as a key, an alias, a tag
+        key = event.value  # as `_Walker.mapping`: a key is its text
+        if key in out or key == "<<":
+            raise _NotPlain  # a duplicate key (the careful load says where), a merge
+        out[key] = _value(next_event(), next_event, depth)
+    return out
+
+
+def _sequence(next_event: Any, depth: int) -> list[Any]:
+    out: list[Any] = []
+    while type(event := next_event()) is not SequenceEndEvent:
+        out.append(_value(event, next_event, depth))
+    return out
