@@ -45,11 +45,36 @@ def _created(lab: Any, namespace: str, objects: list[dict[str, Any]]) -> Iterato
                     "-f", "-", input=items, check=False)
 
 
+RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}  # KWOK keeps the pods running
+
+
+def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates of a TFJob's replicas or a JobSet's replicated jobs."""
+    spec = obj.get("spec", {})
+    if obj["kind"] == "TFJob":
+        return [replica["template"] for replica in spec.get("tfReplicaSpecs", {}).values()]
+    if obj["kind"] == "JobSet":
+        return [job["template"]["spec"]["template"] for job in spec.get("replicatedJobs", [])]
+    return []
+
+
+def _held_running(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of `objects` whose pods KWOK keeps running: a pod that completed at once would
+    let its job finish, and the controller then deletes the pods and Services still running
+    before a test has seen them."""
+    held = copy.deepcopy(objects)
+    templates = [template for obj in held for template in _pod_templates(obj)]
+    assert templates, "no TFJob or JobSet pod template to hold running"
+    for template in templates:
+        template.setdefault("metadata", {}).setdefault("annotations", {}).update(RUNNING)
+    return held
+
+
 @pytest.fixture
 def applied(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explanation]:
-    """The experiment's objects created in the lab."""
+    """The experiment's objects created in the lab, its pods held running by KWOK."""
     explanation = explain_spec(request.param)
-    with _created(lab, explanation.namespace, explanation.objects):
+    with _created(lab, explanation.namespace, _held_running(explanation.objects)):
         yield explanation
 
 
@@ -91,9 +116,6 @@ JOBSET_SPECS = sorted(p for p in (REPO_ROOT / "experiments").glob("*.yaml")
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"  # the Job controller writes it
 INDEX_VARIABLE = "$(JOB_COMPLETION_INDEX)"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}  # KWOK keeps the pods running
-
-
 @pytest.fixture
 def started_jobset(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explanation]:
     """The experiment's objects created in the lab, its pods held running by KWOK (so their
@@ -103,13 +125,7 @@ def started_jobset(lab: Any, request: pytest.FixtureRequest) -> Iterator[Explana
     lab.kubectl("apply", "--server-side", "--field-manager=platform", "-f", "-",
                 input=json.dumps({"apiVersion": "v1", "kind": "List",
                                   "items": kueue_objects([explanation.namespace])}))
-    objects = copy.deepcopy(explanation.objects)
-    for obj in objects:
-        for replicated in obj.get("spec", {}).get("replicatedJobs", []) \
-                if obj["kind"] == "JobSet" else []:
-            pod = replicated["template"]["spec"]["template"]
-            pod["metadata"].setdefault("annotations", {}).update(RUNNING)
-    with _created(lab, explanation.namespace, objects):
+    with _created(lab, explanation.namespace, _held_running(explanation.objects)):
         yield explanation
 
 
