@@ -35,24 +35,28 @@ _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
 
 @dataclass
 class KubeObject:
-    """A Kubernetes object's document and what every reader asks of it: kind and name."""
+    """A Kubernetes object's document and what every reader asks of it: kind and name.
+
+    The document is read, never changed, once loaded: each of these is worked out on first
+    use and kept (the rules over one experiment's objects ask an object's kind a dozen
+    times)."""
 
     doc: dict[str, Any]
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return str(self.doc.get("kind", ""))
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return str(self.doc.get("apiVersion", ""))
 
-    @property
+    @cached_property
     def name(self) -> str:
         meta = self.doc.get("metadata") or {}
         return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
-    @property
+    @cached_property
     def namespace(self) -> str:
         meta = self.doc.get("metadata") or {}
         return str(meta.get("namespace", "") or "") if isinstance(meta, dict) else ""
