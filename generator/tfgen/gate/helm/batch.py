@@ -346,11 +346,11 @@ class BatchRenderer:
         self.render_each(jobs, results.__setitem__, on_progress)
         return [results[i] for i in range(len(jobs))]
 
-    def _not_cached(self, jobs: Sequence[RenderJob], on_result: OnResult) -> dict[Group, Pending]:
+    def _not_cached(self, jobs: Sequence[RenderJob], keys: Sequence[str],
+                    on_result: OnResult) -> dict[Group, Pending]:
         """Hand each cached manifest to `on_result`; the others' (index, key), grouped by
         what one helm process can render together (chart, Kubernetes and API versions)."""
         todo: dict[Group, Pending] = {}
-        keys = [self.key(job) for job in jobs]
         for start in range(0, len(jobs), 500):  # the cached manifests, a slice at a time
             known = self.cache.get_many("render", keys[start:start + 500])
             for index in range(start, min(start + 500, len(jobs))):
@@ -374,11 +374,14 @@ class BatchRenderer:
         return chunks
 
     def render_each(self, jobs: Sequence[RenderJob], on_result: OnResult,
-                    on_progress: Progress | None = None) -> None:
+                    on_progress: Progress | None = None,
+                    keys: Sequence[str] | None = None) -> None:
         """Render every job (cache first), handing each result to `on_result(index, result)`
         as soon as its helm batch finishes and keeping none: a caller that judges and drops
-        each manifest holds a few batches in memory, never the whole repository's."""
-        todo = self._not_cached(jobs, on_result)
+        each manifest holds a few batches in memory, never the whole repository's. `keys`:
+        the jobs' render keys (`key`), when the caller has them already."""
+        todo = self._not_cached(
+            jobs, [self.key(job) for job in jobs] if keys is None else keys, on_result)
         hits = len(jobs) - sum(map(len, todo.values()))
         if on_progress and hits:
             on_progress(hits)

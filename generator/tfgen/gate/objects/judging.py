@@ -43,10 +43,11 @@ class Judging:
                                    wiring.load_projects(self.argo),
                                    schema_check=validator != "kubeconform", config=config)
         projects = self.judge.fingerprint()
+        self.render_keys = [renderer.key(job) for job in self.jobs]
         self.keys = [
-            keys.objects(renderer.key(job), app.namespace, app.project, kube_version=kube,
+            keys.objects(render_key, app.namespace, app.project, kube_version=kube,
                          schema_check=self.judge.schema_check, projects=projects)
-            for job, app in zip(self.jobs, apps, strict=True)
+            for render_key, app in zip(self.render_keys, apps, strict=True)
         ]
         self.known = self.cache.get_many("objects", self.keys)
         self.todo = [i for i, key in enumerate(self.keys) if every_one or key not in self.known]
@@ -59,7 +60,8 @@ class Judging:
 
     def render(self, progress: Progress | None) -> None:
         self.renderer.render_each([self.jobs[i] for i in self.todo], self._first_look,
-                                       _ticker(progress, len(self.todo)))
+                                  _ticker(progress, len(self.todo)),
+                                  keys=[self.render_keys[i] for i in self.todo])
 
     def _first_look(self, position: int, fresh: RenderResult) -> None:
         # Called in the render thread as each helm batch finishes: the manifest is judged
