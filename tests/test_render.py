@@ -231,3 +231,26 @@ def test_validate_measures_the_values_file_render_writes(tmp_path: Path,
                        config=result.config, committed=Committed(hashes=hashes))
     assert [(c.path, c.action) for c in plan.drift] == [(edited, "update")]
     assert sorted(built) == sorted([*swept, edited.split("/")[2]])
+
+
+def test_validate_tells_each_values_file_as_its_spec_is_measured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate's helm batches take each measured values file while validate goes on: the
+    hook hears of each spec's file right after that spec is checked, not once at the end,
+    and hears what the result's `values_digests` says."""
+    from tfgen.validate import experiments, load_config, repository_specs, validate_paths
+
+    repo = copy_repo_parts(tmp_path / "repo")
+    config = load_config(cwd=repo)
+    checked: list[str] = []
+    real = experiments.check_file
+    monkeypatch.setattr(experiments, "check_file", lambda path, shown, raw, config: (
+        checked.append(shown) or real(path, shown, raw, config)))
+    heard: list[tuple[str, str, int]] = []
+    result = validate_paths(repository_specs(config), config, measured=lambda rel, digest: (
+        heard.append((rel, digest, len(checked)))))
+    assert len(heard) >= 2
+    assert {rel: digest for rel, digest, _ in heard} == result.values_digests()
+    # each heard once its own spec was checked, and before the next one was
+    assert [seen for _, _, seen in heard] == sorted({seen for _, _, seen in heard})
+    assert heard[0][2] < len(checked)

@@ -265,14 +265,16 @@ class Gate:
             # Helm runs in other processes: start it first and check specs, generated files
             # and argo/ while it renders (on two cores this hides most of the Python work).
             rendering = pool.submit(stage.render, progress)
+            real = self.root.resolve()
+
+            def measured(rel: str, digest: str) -> None:
+                # a values file a spec was measured to make: the batches still to start read
+                # it, unchanged, without writing it again to compare
+                self.renderer.written[str(real / rel)] = digest
+
             specs = validate_paths(scope.specs(self.config, repository_specs(self.config)),
                                    self.config, scope.context(), verdicts=self.memory.verdicts,
-                                   focus=self.focus)
-            # the values files the specs were measured to make: the batches still to start
-            # read those unchanged without writing them again to compare
-            real = self.root.resolve()
-            self.renderer.written.update(
-                {str(real / rel): digest for rel, digest in specs.values_digests().items()})
+                                   focus=self.focus, measured=measured)
             plan = self.plan(specs, scope)
             problems += (specs.problems + scope.warnings() + _drift(plan, self.root)
                          + stage.argo_problems() + owned.copies_problems(self.root))

@@ -94,6 +94,12 @@ class SpecVerdict:
     values_digest: str | None = None  # as `Experiment.values_digest`
 
 
+# Told, as each spec is measured, the values file render writes for it (repository-relative)
+# and that file's content hash (`Experiment.values_digest`), whether or not the spec then
+# passes the rules across files: the gate's helm batches take it while validate goes on.
+Measured = Callable[[str, str], None]
+
+
 class Verdicts(Protocol):
     """Verdicts remembered by a file's shown path and content (the gate's cache). `recall`
     gives the verdicts of many files (path, shown) at once, and knows their content without
@@ -350,6 +356,7 @@ def validate_paths(
     context: Iterable[Path] | Surroundings = (),
     verdicts: Verdicts | None = None,
     focus: Collection[str] | None = None,
+    measured: Measured | None = None,
 ) -> ValidationResult:
     """Validate spec files and folders against the schema and every rule.
 
@@ -359,10 +366,11 @@ def validate_paths(
     checking one new file still catches a name another experiment already uses; or the
     `Surroundings` that knows them already. `focus` (shown paths) are the files a change adds
     or alters: a clash between files, or a quota exceeded, is reported on them (given context
-    files, the given files are the focus).
+    files, the given files are the focus). `measured` hears of each values file as its spec
+    is measured (`Measured`).
     """
     files, discovered = layout.discover(paths)
-    own = _OwnChecks.of(files, config, verdicts)
+    own = _OwnChecks.of(files, config, verdicts, measured)
     across = _across_found(own.checked, files, config, context, focus)
     invalid = own.failing(across)
     valid = [c for c in own.checked if c.source not in invalid]
@@ -388,13 +396,17 @@ class _OwnChecks:
     warnings: dict[str, tuple[Problem, ...]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, files: Sequence[Path], config: RepoConfig, verdicts: Verdicts | None) -> _OwnChecks:
+    def of(cls, files: Sequence[Path], config: RepoConfig, verdicts: Verdicts | None,
+           measured: Measured | None = None) -> _OwnChecks:
         """Each file on its own, in file order: recalled when `verdicts` knows its content."""
         own = cls()
         named = [(path, layout.shown(path)) for path in files]
         known = verdicts.recall(named) if verdicts else [None] * len(files)
         for (path, name), verdict in zip(named, known, strict=True):
             item, found = _check(path, name, config, verdict, verdicts)
+            if measured and item is not None and item.values_digest is not None:
+                measured(layout.generated_paths(str(item.data["metadata"]["name"]))[0],
+                         item.values_digest)
             own.problems += found
             if errors_of(found):
                 own.invalid.add(path)
