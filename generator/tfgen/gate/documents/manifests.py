@@ -35,28 +35,24 @@ _SOURCE_LINE = re.compile(r"^# Source: (.+)$\n?", re.MULTILINE)
 
 @dataclass
 class KubeObject:
-    """A Kubernetes object's document and what every reader asks of it: kind and name.
-
-    The document is read, never changed, once loaded: each of these is worked out on first
-    use and kept (the rules over one experiment's objects ask an object's kind a dozen
-    times)."""
+    """A Kubernetes object's document and what every reader asks of it: kind and name."""
 
     doc: dict[str, Any]
 
-    @cached_property
+    @property
     def kind(self) -> str:
         return str(self.doc.get("kind", ""))
 
-    @cached_property
+    @property
     def api_version(self) -> str:
         return str(self.doc.get("apiVersion", ""))
 
-    @cached_property
+    @property
     def name(self) -> str:
         meta = self.doc.get("metadata") or {}
         return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
-    @cached_property
+    @property
     def namespace(self) -> str:
         meta = self.doc.get("metadata") or {}
         return str(meta.get("namespace", "") or "") if isinstance(meta, dict) else ""
