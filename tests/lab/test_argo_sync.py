@@ -33,6 +33,7 @@ pytestmark = pytest.mark.lab
 DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"  # KWOK completes the pod this long after start
 FAIL = "pod-container-running-failed.stage.kwok.x-k8s.io"  # KWOK fails a pod so labelled
 FAIL_EXIT_CODE = "3"
+QUEUED_RUN = "45s"  # how long KWOK keeps the two queued runs' pods running
 # The runs the module adds beside the bundled ones
 QUEUED_TFJOB = "queued-mnist"
 LONG_JOBSET = "long-jobset"
@@ -52,9 +53,11 @@ def _add_runs(repo: GitOpsRepo) -> None:
         def change(doc: dict[str, Any]) -> None:
             doc["metadata"].setdefault("annotations", {}).update(annotations)
         return change
-    # mnist-jobset (2 GPUs) and the queued TFJob (3) do not fit the queue's 3 GPUs together
-    repo.edit("mnist-jobset", annotate(**{DELAY: "15s"}))
-    repo.edit(QUEUED_TFJOB, annotate(**{DELAY: "15s"}))
+    # mnist-jobset (2 GPUs) and the queued TFJob (3) do not fit the queue's 3 GPUs together;
+    # each runs long enough that the first still runs when Argo CD syncs the other (13 s
+    # apart has been seen)
+    repo.edit("mnist-jobset", annotate(**{DELAY: QUEUED_RUN}))
+    repo.edit(QUEUED_TFJOB, annotate(**{DELAY: QUEUED_RUN}))
     repo.edit(LONG_JOBSET, annotate(**{DELAY: "1h"}))
 
     def failing(doc: dict[str, Any]) -> None:
@@ -133,26 +136,39 @@ def _workload_conditions(lab: Any, namespace: str) -> dict[str, dict[str, dict[s
             for w in workloads}
 
 
+def _waiting_reasons(lab: Any, namespace: str) -> dict[str, str]:
+    """Why Kueue left a Workload of the namespace waiting, by the job it stands for: the
+    message of its warning event. The event outlasts the waiting, which admission ends by
+    rewriting the Workload's condition, so a sample taken later still finds it."""
+    workloads = json.loads(lab.kubectl("-n", namespace, "get", "workloads.kueue.x-k8s.io",
+                                       "-o", "json").stdout)["items"]
+    owners = {w["metadata"]["uid"]: w["metadata"]["ownerReferences"][0]["name"]
+              for w in workloads}
+    events = json.loads(lab.kubectl(
+        "-n", namespace, "get", "events", "-o", "json",
+        "--field-selector", "involvedObject.kind=Workload,type=Warning").stdout)["items"]
+    return {owners[e["involvedObject"]["uid"]]: e["message"] for e in events
+            if e["involvedObject"].get("uid") in owners}
+
+
 def test_kueue_admits_within_quota_and_argo_cd_does_not_fight_it(
         lab: Any, repo: GitOpsRepo, watch: Watch) -> None:
     """Two queued runs over the queue's quota: one admitted and run, the other waiting with
     Kueue's reason and admitted once the first is done; both Synced all along."""
     queued = {"mnist-jobset": "ml-team", QUEUED_TFJOB: "default"}
-    waited: dict[str, str] = {}
 
     def both_finished(apps: dict[str, Any]) -> bool:
         finished = 0
         for name, namespace in queued.items():
             conditions = _workload_conditions(lab, namespace).get(name, {})
-            reserved = conditions.get("QuotaReserved", {})
-            if reserved.get("status") == "False" and reserved.get("message"):
-                waited[name] = reserved["message"]
             finished += (conditions.get("Finished", {}).get("status") == "True"
                          and sync_of(apps.get(name, {}))[1] == "Healthy")
         return finished == len(queued)
     apps = watch.until("both queued runs admitted in turn, finished and Healthy",
                        both_finished)
     # exactly one of them waited for the other, with Kueue's reason
+    waited = {name: message for namespace in set(queued.values())
+              for name, message in _waiting_reasons(lab, namespace).items() if name in queued}
     assert len(waited) == 1, waited
     [message] = waited.values()
     assert "insufficient unused quota" in message and "nvidia.com/gpu" in message, message
