@@ -20,8 +20,8 @@ LAYERS = ("__main__", "cli", "live", "scaffold", "lifecycle", "importer", "run",
 SUBLAYERS = {
     "gate": ("check", "scope", "ledger", "diff", "revisions", "objects", "helm", "argo",
              "documents"),
-    "validate": ("remembered", "experiments", "across", "policy", "rules", "experiment",
-                 "config", "schema", "yaml"),
+    "validate": ("remembered", "experiments", "result", "across", "policy", "rules",
+                 "experiment", "config", "schema", "yaml"),
 }
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfgen.render.insync import Memory
 from tfgen.validate import load_config, validate_paths
-from tfgen.validate.experiments import ValidationResult
+from tfgen.validate.result import ValidationResult
 
 QUOTA = 6  # ml-team's GPUs, so that a few experiments together go over it
 

@@ -16,15 +16,8 @@ from .config.load import (
     load_config,
     on_builtin_defaults,
 )
-from .experiments import (
-    Experiment,
-    SpecVerdict,
-    ValidationResult,
-    Verdicts,
-    repository_specs,
-    validate_paths,
-    validate_repo,
-)
+from .experiments import repository_specs, validate_paths, validate_repo
+from .result import Experiment, SpecVerdict, ValidationResult, Verdicts
 
 __all__ = [
     "Cluster",

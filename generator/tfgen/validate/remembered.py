@@ -20,7 +20,7 @@ from ..problems import Problem
 from ..repo.cache import Cache
 from ..repo.inputs import Inputs
 from ..repo.keys import CacheKeys, content_hash
-from .experiments import SpecVerdict
+from .result import SpecVerdict
 
 SLICE = 500  # verdicts fetched and decoded together
 # A verdict is kept in two parts: its problems and what the rules across files read (recalled
