@@ -18,8 +18,8 @@ LAYERS = ("__main__", "cli", "live", "scaffold", "lifecycle", "importer", "run",
 # Inside the two large stages, each folder (or module on top) may import the ones after it in
 # its stage's list, never one before it: the stage's rooms, in the same order.
 SUBLAYERS = {
-    "gate": ("check", "scope", "ledger", "diff", "revisions", "objects", "helm", "argo",
-             "documents"),
+    "gate": ("check", "result", "scope", "ledger", "diff", "revisions", "objects", "helm",
+             "argo", "documents"),
     "validate": ("remembered", "experiments", "result", "across", "policy", "rules",
                  "experiment", "config", "schema", "yaml"),
 }

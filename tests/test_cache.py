@@ -23,8 +23,9 @@ from helpers import REPO_ROOT, copy_repo_parts, git, git_init, go_tool
 from hypothesis import given
 from hypothesis import strategies as st
 from tfgen.cli import main
-from tfgen.gate.check import CheckOptions, CheckResult, run_check
+from tfgen.gate.check import CheckOptions, run_check
 from tfgen.gate.helm.command import find_helm
+from tfgen.gate.result import CheckResult
 from tfgen.render import argo
 from tfgen.repo.cache import CACHE_DIRNAME, DATABASE, KEY_BYTES, KEY_ENV, Cache
 from tfgen.repo.keys import (

@@ -22,7 +22,8 @@ from tfgen.cli import main
 from tfgen.gate import check as gate
 from tfgen.gate import ledger
 from tfgen.gate.argo.applications import resolve_applications
-from tfgen.gate.check import CheckOptions, CheckResult, run_check
+from tfgen.gate.check import CheckOptions, run_check
+from tfgen.gate.result import CheckResult
 from tfgen.repo import layout
 from tfgen.repo.cache import CACHE_DIRNAME, Cache
 
