@@ -13,8 +13,9 @@ from helpers import ARGOCD, build_file_tree, copy_repo_parts, experiment, mnist_
 from tfgen.errors import TfgenError
 from tfgen.render import Committed, RenderPlan, apply_plan, plan_render, write
 from tfgen.render.generated import HEADER_MARK
+from tfgen.repo import layout
 from tfgen.repo.keys import content_hash
-from tfgen.validate import Experiment
+from tfgen.validate import Experiment, ValidationResult
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 SOURCE = "experiments/distributed-mnist.yaml"
@@ -203,6 +204,13 @@ def test_names_cannot_escape_the_experiments_folder(tmp_path: Path) -> None:
     assert all(c.path.startswith("argo/") and ".." not in c.path for c in plan.changes)
 
 
+def _measured(result: ValidationResult) -> dict[str, str]:
+    """The values files validate measured whole, by repository-relative path: each valid
+    experiment's `values_digest`."""
+    return {layout.generated_paths(e.name)[0]: e.values_digest for e in result.experiments
+            if e.values_digest is not None}
+
+
 def test_validate_measures_the_values_file_render_writes(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """What validate measures of each spec without a sweep is the content hash of the values
@@ -213,7 +221,7 @@ def test_validate_measures_the_values_file_render_writes(tmp_path: Path,
 
     repo = copy_repo_parts(tmp_path / "repo")
     result = validate_repo(cwd=repo)
-    measured = result.values_digests()
+    measured = _measured(result)
     swept = {e.name for e in result.experiments if "sweep" in e.data["spec"]}
     assert swept and {e.name for e in result.experiments} - swept
     assert set(measured) == {f"argo/experiments/{e.name}/values.yaml"
@@ -237,7 +245,7 @@ def test_validate_tells_each_values_file_as_its_spec_is_measured(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate's helm batches take each measured values file while validate goes on: the
     hook hears of each spec's file right after that spec is checked, not once at the end,
-    and hears what the result's `values_digests` says."""
+    and hears what the result's experiments say they measured."""
     from tfgen.validate import experiments, load_config, repository_specs, validate_paths
 
     repo = copy_repo_parts(tmp_path / "repo")
@@ -250,7 +258,7 @@ def test_validate_tells_each_values_file_as_its_spec_is_measured(
     result = validate_paths(repository_specs(config), config, measured=lambda rel, digest: (
         heard.append((rel, digest, len(checked)))))
     assert len(heard) >= 2
-    assert {rel: digest for rel, digest, _ in heard} == result.values_digests()
+    assert {rel: digest for rel, digest, _ in heard} == _measured(result)
     # each heard once its own spec was checked, and before the next one was
     assert [seen for _, _, seen in heard] == sorted({seen for _, _, seen in heard})
     assert heard[0][2] < len(checked)

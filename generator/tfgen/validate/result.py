@@ -116,12 +116,6 @@ class ValidationResult:
     def ok(self) -> bool:
         return not errors_of(self.problems) and (bool(self.files) or self.no_experiments_yet)
 
-    def values_digests(self) -> dict[str, str]:
-        """The values files validate measured whole, by repository-relative path: the
-        content hashes of the files render writes for them (`Experiment.values_digest`)."""
-        return {layout.generated_paths(e.name)[0]: e.values_digest for e in self.experiments
-                if e.values_digest is not None}
-
     @property
     def invalid_names(self) -> set[str]:
         """Experiment names (file stems) of the spec files that did not validate."""
