@@ -27,7 +27,7 @@ from .config.load import RepoConfig, load_config
 from .experiment import sweep
 from .experiment.checked import across_files, lookup
 from .policy import pods, team
-from .result import Experiment, Measured, SpecVerdict, ValidationResult, Verdicts, given
+from .result import Experiment, OnMeasured, SpecVerdict, ValidationResult, Verdicts, given
 from .rules import capacity, cluster, process, queues, runtime, valuesfile
 from .rules.spec import Checked, semantic_problems
 from .schema.defaults import apply_defaults, merge_defaults
@@ -217,7 +217,7 @@ def validate_paths(
     context: Iterable[Path] | Surroundings = (),
     verdicts: Verdicts | None = None,
     focus: Collection[str] | None = None,
-    measured: Measured | None = None,
+    measured: OnMeasured | None = None,
 ) -> ValidationResult:
     """Validate spec files and folders against the schema and every rule.
 
@@ -228,7 +228,7 @@ def validate_paths(
     `Surroundings` that knows them already. `focus` (shown paths) are the files a change adds
     or alters: a clash between files, or a quota exceeded, is reported on them (given context
     files, the given files are the focus). `measured` hears of each values file as its spec
-    is measured (`Measured`).
+    is measured (`OnMeasured`).
     """
     files, discovered = layout.discover(paths)
     own = _OwnChecks.of(files, config, verdicts, measured)
@@ -258,7 +258,7 @@ class _OwnChecks:
 
     @classmethod
     def of(cls, files: Sequence[Path], config: RepoConfig, verdicts: Verdicts | None,
-           measured: Measured | None = None) -> _OwnChecks:
+           measured: OnMeasured | None = None) -> _OwnChecks:
         """Each file on its own, in file order: recalled when `verdicts` knows its content."""
         own = cls()
         named = [(path, layout.shown(path)) for path in files]

@@ -78,7 +78,7 @@ class SpecVerdict:
 # Told, as each spec is measured, the values file render writes for it (repository-relative)
 # and that file's content hash (`Experiment.values_digest`), whether or not the spec then
 # passes the rules across files: the gate's helm batches take it while validate goes on.
-Measured = Callable[[str, str], None]
+OnMeasured = Callable[[str, str], None]
 
 
 class Verdicts(Protocol):
