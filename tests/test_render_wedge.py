@@ -19,8 +19,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import ARGOCD, REPO_ROOT, experiment, mnist_spec
 from tfgen.cli import main
-from tfgen.render import apply_plan, plan_render
-from tfgen.render import write as render_write
+from tfgen.render import apply_plan, lock, plan_render
 from tfgen.repo import layout
 
 SPEC = (REPO_ROOT / "experiments" / "distributed-mnist.yaml").read_text(encoding="utf-8")
@@ -143,13 +142,13 @@ def test_a_held_lock_gives_exit_2_naming_the_holder(
     root = make_repo(tmp_path / "repo", 1)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
-         "from tfgen.render.write import render_lock\n"
+         "from tfgen.render.lock import render_lock\n"
          "with render_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n"
          "    time.sleep(60)\n", str(root)],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        monkeypatch.setattr(render_write, "LOCK_WAIT_SECONDS", 0.3)
+        monkeypatch.setattr(lock, "LOCK_WAIT_SECONDS", 0.3)
         result = runner.invoke(main, ["render", "--root", str(root)], catch_exceptions=False)
         assert result.exit_code == 2
         assert f"another tfgen render (process {holder.pid}) is writing argo/" in result.output
