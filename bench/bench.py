@@ -192,8 +192,9 @@ def helm_alone(root: Path, kube: str, helm: str, tfgens_env: bool) -> tuple[floa
     helm is timed, in the environment the check gives helm (`tfgens_env`) or in Go's
     defaults."""
     from tfgen.gate.argo.applications import resolve_applications
-    from tfgen.gate.helm.batch import BatchRenderer, jobs_for
+    from tfgen.gate.helm.batch import BatchRenderer
     from tfgen.gate.helm.command import GC_SETTINGS, environment
+    from tfgen.gate.helm.jobs import jobs_for
     from tfgen.gate.helm.values import files_merged
 
     renderer = BatchRenderer(helm=helm)

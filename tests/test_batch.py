@@ -18,8 +18,8 @@ import yaml
 from helpers import REPO_ROOT, build_file_tree, mnist_spec
 from test_yaml_types import TRICKY
 from tfgen.gate.helm import command as helm_mod
-from tfgen.gate.helm.batch import BatchRenderer, RenderJob
-from tfgen.gate.helm.command import find_helm
+from tfgen.gate.helm.batch import BatchRenderer
+from tfgen.gate.helm.command import RenderJob, find_helm
 from tfgen.gate.helm.probe import FAST
 from tfgen.gate.helm.umbrella import canonical_manifest
 from tfgen.gate.helm.values import coalesce, files_merged, merge_values

@@ -20,8 +20,9 @@ from helpers import REPO_ROOT, build_file_tree, copy_repo_parts, git, git_init
 from tfgen.cli import main
 from tfgen.gate.argo.applications import resolve_applications
 from tfgen.gate.diff.changes import run_diff
-from tfgen.gate.helm.batch import BatchRenderer, RenderJob, jobs_for
-from tfgen.gate.helm.command import find_helm
+from tfgen.gate.helm.batch import BatchRenderer
+from tfgen.gate.helm.command import RenderJob, find_helm
+from tfgen.gate.helm.jobs import jobs_for
 from tfgen.render.generated import dump_yaml
 from tfgen.validate.yaml.loader import load_file
 from tfgen.words import counted

@@ -14,7 +14,9 @@ import yaml
 from helpers import REPO_ROOT
 from tfgen.gate.argo.applications import resolve_applications
 from tfgen.gate.documents.manifests import parse_manifest
-from tfgen.gate.helm.batch import BatchRenderer, RenderJob, jobs_for
+from tfgen.gate.helm.batch import BatchRenderer
+from tfgen.gate.helm.command import RenderJob
+from tfgen.gate.helm.jobs import jobs_for
 from tfgen.repo import chart, layout, naming, resources, runtimes
 from tfgen.validate.rules.values import build_values
 from tfgen.validate.schema.defaults import apply_defaults

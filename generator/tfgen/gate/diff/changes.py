@@ -26,8 +26,9 @@ from ...validate import RepoConfig, load_config, validate_repo
 from ...validate.yaml.loader import load_file
 from ..argo.applications import ResolvedApplication, resolve_applications
 from ..documents.manifests import documents, parse_manifest
-from ..helm.batch import BatchRenderer, RenderResult, jobs_for
+from ..helm.batch import BatchRenderer
 from ..helm.command import find_helm
+from ..helm.jobs import RenderResult, jobs_for
 from ..objects.policy import kept_by_argo
 from ..revisions import base, immutability, moves
 from .gpus import (

@@ -17,19 +17,8 @@ template` (helm's own verdict and message, as Argo CD would see them), and a bat
 experiments that pass is rendered with `--skip-schema-validation`. Results are cached by content
 hash; a batch that fails is bisected so each failing experiment gets its own helm error message.
 
-A batch hands helm the values as tfgen read them, not the committed files that Argo CD
-gives helm (go-yaml v2, YAML 1.1 rules: an unquoted `y` is a boolean there and a string here).
-So only a values file in the writer's canonical form is batched: comment lines of printable
-ASCII (the header), then exactly `dump_yaml` of what was read from it (`read_canonical`). The
-writer quotes everything the two parsers could read differently, and tests/test_yaml_types.py
-shows helm reading such files exactly as written, so for these the values are the same either
-way. Any other values file (edited by hand, written by another tool) is rendered alone by a
-plain `helm template --values <file>` with helm's own schema check: the verdict and message
-Argo CD's repo-server would give. tests/test_batch.py compares the two ways byte for byte.
-The chart's own values.yaml is hand-written. tfgen reads it by go-yaml's rules
-(`values.load_yaml_file`), and before a chart is batched helm is asked once (per chart and
-helm version, then cached) what its defaults are; if helm reads them otherwise than tfgen does
-(a `!!binary` tag, a key that is not text), that chart's experiments are rendered one by one.
+Only values files in the writer's canonical form are batched, and only for a chart whose
+defaults helm reads as tfgen does: why, in `values`.
 
 Batches and the skipped schema check are shortcuts that rest on how helm behaves, which moves
 between releases: each helm build takes only the shortcuts it was seen to take on a probe
@@ -54,10 +43,10 @@ from ...errors import EnvironmentProblem, HelmError
 from ...repo import chart as chart_facts
 from ...repo.cache import Cache, machine_cache
 from ...repo.keys import CacheKeys, content_hash, tool_digest
-from ..argo.applications import ResolvedApplication
 from . import command as helm_mod
 from . import probe
 from .command import HelmIdentity, RenderJob
+from .jobs import RenderResult
 from .probe import Shortcuts
 from .umbrella import (
     UMBRELLA,
@@ -74,32 +63,6 @@ MIN_CHUNK = 25
 # Batches started and not yet taken, per worker: one rendering, one finished and waiting.
 IN_FLIGHT = 2
 Progress = Callable[[int], None]
-
-
-def jobs_for(applications: Sequence[ResolvedApplication], kube_version: str) -> list[RenderJob]:
-    """One helm run per Application, with exactly the Application's parameters."""
-    return [job_for(app, kube_version) for app in applications]
-
-
-def job_for(app: ResolvedApplication, kube_version: str,
-            values_files: Sequence[Path] | None = None) -> RenderJob:
-    """The helm run of one Application; with `values_files` in place of its own (its values
-    at another revision, or as `tfgen render` would write them)."""
-    files = app.value_files if values_files is None else values_files
-    return RenderJob(name=app.release_name, namespace=app.namespace, chart=app.chart_dir,
-                     values_files=tuple(files), kube_version=kube_version)
-
-
-@dataclass
-class RenderResult:
-    """The canonical manifest of one job, or helm's error for it; `values`: what the judge
-    reads of the job's value files merged (`chart.job_values`), when the batch read them (then
-    the judge need not read them again; a batch waiting to be judged holds no more)."""
-
-    job: RenderJob
-    manifest: str = ""
-    error: str = ""
-    values: dict[str, Any] | None = None
 
 
 @dataclass

@@ -3,6 +3,21 @@ YAML file of a chart loaded (`load_yaml_file`), one in the writer's canonical fo
 (`canonical_values`), successive `-f` files merged (`merge_values`, `files_merged`), user
 values coalesced over chart defaults (`coalesce`), and values written for a strict comparison
 of two readers (`typed`).
+
+Why a batch may hand helm the values as tfgen read them, and not the committed files that
+Argo CD gives helm (go-yaml v2, YAML 1.1 rules: an unquoted `y` is a boolean there and a
+string here): only a values file in the writer's canonical form is batched, comment lines of
+printable ASCII (the header), then exactly `dump_yaml` of what was read from it
+(`canonical_values`). The writer quotes everything the two parsers could read differently, and
+tests/test_yaml_types.py shows helm reading such files exactly as written, so for these the
+values are the same either way. Any other values file (edited by hand, written by another
+tool) is rendered alone by a plain `helm template --values <file>` with helm's own schema
+check: the verdict and message Argo CD's repo-server would give. tests/test_batch.py compares
+the two ways byte for byte. The chart's own values.yaml is hand-written: tfgen reads it by
+go-yaml's rules (`load_yaml_file`), and before a chart is batched helm is asked once (per chart
+and helm version, then cached) what its defaults are; if helm reads them otherwise than tfgen
+does (a `!!binary` tag, a key that is not text), that chart's experiments are rendered one by
+one.
 """
 
 from __future__ import annotations
@@ -35,7 +50,7 @@ def load_yaml_file(path: Path) -> Any:
 
 def canonical_values(text: str, *, written: bool = False) -> dict[str, Any] | None:
     """The values of a file in the writer's canonical form (helm reads it as tfgen does: see the
-    gate/helm/batch.py docstring), else None; `written` as in `read_canonical`."""
+    module docstring), else None; `written` as in `read_canonical`."""
     data = read_canonical(text, written=written)
     return data if isinstance(data, dict) and data else None
 

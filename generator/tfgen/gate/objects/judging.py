@@ -19,7 +19,9 @@ from ...validate import RepoConfig
 from ..argo import wiring
 from ..argo.applications import ResolvedApplication
 from ..documents.manifests import ManifestValidator
-from ..helm.batch import BatchRenderer, RenderJob, RenderResult, jobs_for
+from ..helm.batch import BatchRenderer
+from ..helm.command import RenderJob
+from ..helm.jobs import RenderResult, jobs_for
 from . import verdict
 
 Progress = Callable[[str, int, int], None]

@@ -32,7 +32,7 @@ from ..documents.manifests import (
     parse_manifest,
     schema_hint,
 )
-from ..helm.batch import RenderResult
+from ..helm.jobs import RenderResult
 from ..helm.values import load_yaml_file, merge_values
 from . import policy
 

@@ -29,7 +29,8 @@ from ...validate.yaml.document import PointerParts, pointer_text
 from ...validate.yaml.loader import load_file
 from ..argo.applications import ResolvedApplication, resolve_applications
 from ..documents.manifests import RenderedObject, parse_manifest
-from ..helm.batch import BatchRenderer, job_for, jobs_for
+from ..helm.batch import BatchRenderer
+from ..helm.jobs import job_for, jobs_for
 from ..objects.verdict import AppObjects, app_is_retired
 from . import base, moves
 from .livechanges import (

@@ -21,7 +21,8 @@ from ...errors import InputError
 from ...problems import Problem
 from ...repo import chart, layout
 from ..documents.manifests import RenderedObject, parse_manifest
-from ..helm.batch import BatchRenderer, RenderResult, job_for
+from ..helm.batch import BatchRenderer
+from ..helm.jobs import RenderResult, job_for
 from ..objects.verdict import AppObjects
 from . import base
 from .livechanges import Immutable, immutability_changes
