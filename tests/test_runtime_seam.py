@@ -26,7 +26,7 @@ from tfgen.repo.runtimes import Runtime, tfconfig
 ROOM = PACKAGE / "repo" / "runtimes"
 # Modules of the room that every runtime shares (the interface and what it is written in);
 # the others are one runtime's own, and only the room imports them.
-SHARED = {"__init__", "base", "changes", "imported", "indexedjob", "tfconfig"}
+SHARED = {"__init__", "base", "changes", "imported", "indexedjob", "tfconfig", "tfconfig_size"}
 
 
 def naming_of_runtimes(path: Path) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from .. import naming
-from . import tfconfig
+from . import tfconfig, tfconfig_size
 from .base import (
     CONTAINER,
     TF_CONFIG_ENV,
@@ -192,7 +192,7 @@ class JobSetRuntime(Runtime):
             # a shape the operator refuses (shape_problems says why), or nodes of types the
             # JobSet's schema refuses (its problems say why): no cluster to compare with
             return []
-        out = tfconfig.tf_config_size_problems(self.as_tfjob(job), cluster_domain,
+        out = tfconfig_size.tf_config_size_problems(self.as_tfjob(job), cluster_domain,
                                                "$.spec.replicatedJobs")
         for template in self.pod_templates(job):
             out += _task_problems(template, [p for p in pods

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import naming
-from . import tfconfig
+from . import tfconfig_size
 from .base import PORT, TF_CONFIG_ENV, JobProblem, PodTemplate, Refusal, Runtime, env_entries
 from .changes import ABSENT, LiveChange, change_text, changed_keys, leaf_changes
 from .imported import ImportedJob, JobSource, Replica
@@ -83,11 +83,12 @@ class TFJobRuntime(Runtime):
 
     def tf_config_problems(self, job: Mapping[str, Any], cluster_domain: str) -> list[JobProblem]:
         # the operator sets TF_CONFIG per pod: a fixed value in the template breaks the cluster
-        return [JobProblem(pointer, "TF_CONFIG is set in the template; the operator sets it per "
-                           "pod and a fixed value breaks the cluster spec", "remove TF_CONFIG")
-                for template in self.pod_templates(job)
-                for pointer, entry in env_entries(template) if entry.get("name") == TF_CONFIG_ENV
-                ] + tfconfig.tf_config_size_problems(job, cluster_domain, "$.spec.tfReplicaSpecs")
+        fixed = [JobProblem(pointer, "TF_CONFIG is set in the template; the operator sets it per "
+                            "pod and a fixed value breaks the cluster spec", "remove TF_CONFIG")
+                 for template in self.pod_templates(job)
+                 for pointer, entry in env_entries(template) if entry.get("name") == TF_CONFIG_ENV]
+        return fixed + tfconfig_size.tf_config_size_problems(job, cluster_domain,
+                                                             "$.spec.tfReplicaSpecs")
 
     def pod_name(self, run: str, role: str, index: int) -> str:
         # the operator's pods (and Services) are `<job>-<type>-<index>`

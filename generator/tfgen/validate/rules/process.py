@@ -17,9 +17,10 @@ from typing import Any
 
 from ...problems import Problem
 from ...repo import naming
-from ...repo.runtimes import tfconfig
+from ...repo.runtimes import tfconfig, tfconfig_size
 from ...repo.runtimes.base import (
     MAX_ARG_STRLEN,
+    PORT,
     TF_CONFIG_ENV,
     TOO_LONG_HINT,
     env_bytes,
@@ -90,14 +91,14 @@ def _tf_config(data: dict[str, Any], spec: dict[str, Any], jobs: list[str],
     # Most jobs are far from the limit: every address, quoted, no longer than the longest
     # possible one, plus the keys and the task, is a bound that needs no JSON built.
     longest = len(tfconfig.service_address(job, namespace, "Evaluator", naming.MAX_REPLICAS,
-                                           tfconfig.PORT, cluster_domain))
+                                           PORT, cluster_domain))
     if sum(counts.values()) * (longest + 3) + 256 < MAX_ARG_STRLEN:
         return
 
     def size(of: dict[str, int]) -> tuple[str, int, int]:
         replicas = {naming.REPLICA_TYPES[role]: n for role, n in of.items()}
-        return tfconfig.longest_tf_config(
-            tfconfig.addresses(job, namespace, replicas, cluster_domain))
+        return tfconfig_size.longest_tf_config(
+            tfconfig_size.addresses(job, namespace, replicas, cluster_domain))
 
     task_type, index, bytes_ = size(counts)
     if bytes_ <= MAX_ARG_STRLEN:
@@ -109,7 +110,7 @@ def _tf_config(data: dict[str, Any], spec: dict[str, Any], jobs: list[str],
     out.add(("spec", "roles", role, "replicas"),
             f"every pod's TF_CONFIG lists all {sum(counts.values()):,} task addresses "
             f"(<pod>.{namespace}.svc{'.' + cluster_domain if cluster_domain else ''}:"
-            f"{tfconfig.PORT}){where}: "
+            f"{PORT}){where}: "
             + too_long_message(f"{task_type} {index}'s {TF_CONFIG_ENV}={{value}}", bytes_),
             f"at most {fit:,} {role} replicas fit with the other roles as they are; or a "
             "shorter experiment name or namespace" if fit else
