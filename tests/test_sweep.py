@@ -27,6 +27,7 @@ from tfgen.validate import validate_paths, validate_repo
 from tfgen.validate.config.load import load_config
 from tfgen.validate.experiment import sweep
 from tfgen.validate.experiments import check_file
+from tfgen.validate.rules.sweep import sweep_problems
 from tfgen.validate.rules.values import build_values
 
 SWEEP = REPO_ROOT / "experiments" / "lr-sweep.yaml"
@@ -271,7 +272,7 @@ def test_a_spec_without_sweep_is_refused_a_placeholder_wherever_it_is(
     checked, _ = check_file(mnist, "experiments/distributed-mnist.yaml", raw,
                             load_config([REPO_ROOT]))
     assert checked is not None
-    said = [p.message for p in sweep.sweep_problems(checked, 16)]
+    said = [p.message for p in sweep_problems(checked, 16)]
     assert bool(sweep.PLACEHOLDER.search(arg)) == any(
         "but the spec has no sweep" in m for m in said), said
     assert bool(sweep.PLACEHOLDER.search(image_tail)) == any(

@@ -30,6 +30,7 @@ from .policy import pods, team
 from .result import Experiment, OnMeasured, SpecVerdict, ValidationResult, Verdicts, given
 from .rules import capacity, cluster, process, queues, runtime, valuesfile
 from .rules.spec import Checked, semantic_problems
+from .rules.sweep import sweep_problems
 from .schema.defaults import apply_defaults, merge_defaults
 from .schema.validator import schema_check
 from .yaml.document import Locator, PointerParts
@@ -74,7 +75,7 @@ def check_file(
                  + queues.queue_problems(checked, config)
                  + pods.pod_level_problems(checked, config)
                  + runtime.runtime_problems(checked, config)
-                 + sweep.sweep_problems(checked, config.max_runs, each_run=not too_large)
+                 + sweep_problems(checked, config.max_runs, each_run=not too_large)
                  + too_large + too_long)
     checked._locator = None  # rebuilt from `raw` if a rule across files points into the file
     return checked, problems
