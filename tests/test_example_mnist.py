@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from tfgen.repo.runtimes import tfconfig
-from tfgen.run import runlocal
+from tfgen.run import localpods, runlocal
 
 MAIN = Path(__file__).resolve().parents[1] / "examples" / "mnist" / "main.py"
 
@@ -92,9 +92,9 @@ def test_real_tensorflow_run_writes_event_files(tmp_path: Path, roles: dict[str,
     result = runlocal.run_pods(
         tfconfig.pods(job),
         job,
-        runlocal.LocalVolume("/training", str(tmp_path)),
+        localpods.LocalVolume("/training", str(tmp_path)),
         emit=lines.append,
-        options=runlocal.PodRunOptions(timeout=240),
+        options=localpods.PodRunOptions(timeout=240),
     )
     assert result.exit_code == 0, "\n".join(lines[-30:])
     logs = tmp_path / "tensorflow" / "logs"

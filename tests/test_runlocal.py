@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from tfgen.errors import EnvironmentProblem, InputError, OptionsError
 from tfgen.repo.runtimes import tfconfig
-from tfgen.run import runlocal
+from tfgen.run import localpods, runlocal
 
 REPLICA = Path(__file__).parent / "fixtures" / "runlocal" / "replica.py"
 
@@ -59,9 +59,9 @@ def run(job: dict[str, Any], data: Path, **kwargs: Any) -> tuple[runlocal.RunRes
     result = runlocal.run_pods(
         tfconfig.pods(job),
         job,
-        runlocal.LocalVolume("/training", str(data)),
+        localpods.LocalVolume("/training", str(data)),
         emit=lines.append,
-        options=runlocal.PodRunOptions(**kwargs),
+        options=localpods.PodRunOptions(**kwargs),
     )
     return result, lines
 
@@ -122,9 +122,9 @@ def test_timeout_stops_every_process_group(tmp_path: Path) -> None:
 
 def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: Path) -> None:
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
-    planned, _ = runlocal.plan(
-        [pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"),
-        runlocal.PodRunOptions(command=("python3", "x.py", "--out=/training/o")),
+    planned, _ = localpods.plan(
+        [pod], [pod], localpods.LocalVolume("/training", "/tmp/d"),
+        localpods.PodRunOptions(command=("python3", "x.py", "--out=/training/o")),
     )
     assert planned[0].argv == [sys.executable, "x.py", "--out=/tmp/d/o"]
     assert "TF_CONFIG" not in planned[0].env  # one replica in total: the operator sets none
@@ -132,11 +132,11 @@ def test_command_replaces_command_and_args_and_uses_this_interpreter(tmp_path: P
 
 def test_keep_args_appends_the_specs_args_to_the_command() -> None:
     pod = tfconfig.pods(tfjob({"Worker": 1}, ["--log_dir=/training/logs", "/trainingX"]))[0]
-    planned, _ = runlocal.plan([pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"),
-                               runlocal.PodRunOptions(command=("python3", "x.py"),
+    planned, _ = localpods.plan([pod], [pod], localpods.LocalVolume("/training", "/tmp/d"),
+                               localpods.PodRunOptions(command=("python3", "x.py"),
                                                       keep_args=True))
     assert planned[0].argv == [sys.executable, "x.py", "--log_dir=/tmp/d/logs", "/trainingX"]
-    without, _ = runlocal.plan([pod], [pod], runlocal.LocalVolume("/training", "/tmp/d"))
+    without, _ = localpods.plan([pod], [pod], localpods.LocalVolume("/training", "/tmp/d"))
     assert without[0].argv == [sys.executable, str(REPLICA), "--log_dir=/tmp/d/logs",
                                "/trainingX"]
 
@@ -152,7 +152,7 @@ def test_keep_args_appends_the_specs_args_to_the_command() -> None:
     ],
 )
 def test_mount_path_mapping_respects_path_boundaries(text: str, expected: str) -> None:
-    assert runlocal.map_mount_path(text, "/training", "/data") == expected
+    assert localpods.map_mount_path(text, "/training", "/data") == expected
 
 
 def test_env_from_secrets_is_reported_not_invented(tmp_path: Path) -> None:
@@ -163,7 +163,8 @@ def test_env_from_secrets_is_reported_not_invented(tmp_path: Path) -> None:
         {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
     ]
     pods = tfconfig.pods(job)
-    planned, notes = runlocal.plan(pods, pods, runlocal.LocalVolume("/training", "/d"), base_env={})
+    planned, notes = localpods.plan(pods, pods, localpods.LocalVolume("/training", "/d"),
+                                    base_env={})
     assert planned[0].env["DATA"] == "/d/in"
     assert "TOKEN" not in planned[0].env
     assert notes == ["env TOKEN comes from a Secret or ConfigMap; not set locally"]
@@ -263,7 +264,7 @@ def test_a_pod_without_command_needs_one_given() -> None:
     del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
     pods = tfconfig.pods(job)
     with pytest.raises(InputError, match="pass --command"):
-        runlocal.plan(pods, pods, runlocal.LocalVolume("/training", "/d"))
+        localpods.plan(pods, pods, localpods.LocalVolume("/training", "/d"))
 
 
 def test_split_command_follows_shell_quoting() -> None:
@@ -394,9 +395,9 @@ def test_a_jobset_pod_runs_locally_with_the_env_its_pod_gets() -> None:
                   if o.kind == "JobSet" and o.name == explanation.job
                   and o.doc["metadata"]["namespace"] == explanation.namespace)
     runtime = runtimes.by_name(explanation.runtime)
-    volume = runlocal.LocalVolume("/unmapped", "/unmapped")  # the pod's own paths
-    planned, _ = runlocal.plan(explanation.pods, explanation.pods, volume,
-                               runlocal.PodRunOptions(given_env=runtime.given_env), base_env={})
+    volume = localpods.LocalVolume("/unmapped", "/unmapped")  # the pod's own paths
+    planned, _ = localpods.plan(explanation.pods, explanation.pods, volume,
+                               localpods.PodRunOptions(given_env=runtime.given_env), base_env={})
     containers = {t.replica_type: (t.spec or {})["containers"][0]
                   for t in runtime.pod_templates(jobset)}
     for local in planned:
