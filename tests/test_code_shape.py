@@ -1,6 +1,7 @@
-"""The package's functions stay small: few long ones, few parameters, and branching held by
-the McCabe limit committed in pyproject.toml (ruff's C901, with a reviewed per-file list of
-exceptions that may only shrink)."""
+"""The package's modules and functions stay small: no module past MAX_MODULE_LINES lines, few
+long functions, few parameters, and branching held by the McCabe limit committed in
+pyproject.toml (ruff's C901, with a reviewed per-file list of exceptions that may only
+shrink)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "generator" / "tfgen"
+# A module that grows past this holds more than one job: split it where the jobs part.
+MAX_MODULE_LINES = 400
 MAX_LINES, MAX_LONG = 60, 3  # at most MAX_LONG functions longer than MAX_LINES lines
 MAX_PARAMETERS = 6  # self and cls not counted; *args and **kwargs count one each
 MAX_COMPLEX, MAX_COMPLEXITY = 20, 20  # functions over the limit (ignored per file), and a cap
@@ -39,6 +42,13 @@ def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 
 def test_the_package_has_functions_to_measure() -> None:
     assert len(functions()) > 500  # the walk reads the package, not an empty folder
+
+
+def test_no_module_is_long() -> None:
+    sizes = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+             for path in sorted(PACKAGE.rglob("*.py"))}
+    assert len(sizes) > 100 and max(sizes.values()) > MAX_MODULE_LINES // 2  # the walk read them
+    assert {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
 def test_few_functions_are_long() -> None:
