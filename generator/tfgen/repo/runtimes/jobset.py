@@ -193,7 +193,7 @@ class JobSetRuntime(Runtime):
             # JobSet's schema refuses (its problems say why): no cluster to compare with
             return []
         out = tfconfig_size.tf_config_size_problems(self.as_tfjob(job), cluster_domain,
-                                               "$.spec.replicatedJobs")
+                                                    "$.spec.replicatedJobs")
         for template in self.pod_templates(job):
             out += _task_problems(template, [p for p in pods
                                              if p.replica_type == template.replica_type])
