@@ -180,8 +180,20 @@ def tear_down(lab: Any, repo: GitOpsRepo, clusters: tuple[Any, ...] = (),
     tfgen wires them), then delete what they made, in the lab and in `clusters` beside it
     (`kinds`: the workloads those clusters serve), before the next test reuses a name."""
     made = "app.kubernetes.io/part-of=tfgen"
-    lab.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all", check=False)
-    lab.kubectl("-n", "argocd", "delete", "appprojects", "-l", made, check=False)
+    lab.kubectl("-n", "argocd", "delete", "applications,applicationsets", "--all",
+                "--timeout=120s", check=False)
+    # The AppProject carries Argo CD's resources finalizer (argo/project.yaml), which the
+    # application controller lifts once its cache holds no Application of the project. The
+    # lab's controller has been seen keeping a deleted Application there for the rest of the
+    # session (each update of it answered "not found": the informer missed the delete, as in
+    # argoproj/argo-cd#20403), and an unbounded delete then waits forever: after a bounded
+    # wait the finalizer is lifted here, since the next test reuses the name.
+    if lab.kubectl("-n", "argocd", "delete", "appprojects", "-l", made, "--timeout=30s",
+                   check=False).returncode != 0:
+        for project in lab.kubectl("-n", "argocd", "get", "appprojects", "-l", made, "-o",
+                                   "name", check=False).stdout.split():
+            lab.kubectl("-n", "argocd", "patch", project, "--type=merge",
+                        "-p", '{"metadata":{"finalizers":null}}', check=False)
     for cluster in (lab, *clusters):
         for namespace in namespaces(repo):
             for what in (kinds, "pods,services,networkpolicies,pvc"):

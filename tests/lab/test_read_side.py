@@ -89,7 +89,7 @@ def repo(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOpsR
     finally:
         for namespace in namespaces(made):
             lab.kubectl("-n", namespace, "delete", "logs.kwok.x-k8s.io,"
-                        "portforwards.kwok.x-k8s.io", "--all", check=False)
+                        "portforwards.kwok.x-k8s.io", "--all", "--timeout=60s", check=False)
         tear_down(lab, made)
 
 
@@ -262,7 +262,7 @@ def test_a_job_the_spec_does_not_render_is_named(lab: Any, repo: GitOpsRepo) -> 
         assert f"the cluster holds TFJob {stray}, which this spec does not render" \
             in shown[DONE]["why"], shown[DONE]
     finally:
-        lab.kubectl("-n", "default", "delete", "tfjob", stray, check=False)
+        lab.kubectl("-n", "default", "delete", "tfjob", stray, "--timeout=60s", check=False)
 
 
 def _cri_log(path: Path, lines: list[str]) -> None:
